@@ -1,0 +1,33 @@
+# The two entry points a newcomer needs (see README.md):
+#   make demo   set up and serve the example site at http://127.0.0.1:8000/
+#   make test   set up and run the whole test suite (what .ci/run runs)
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint typecheck clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade "pip>=25.1"
+	$(PY) -m pip install --quiet -e ".[s3,redis]" --group test
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) example_project/manage.py migrate --noinput
+	$(PY) example_project/manage.py make_samples
+	$(PY) example_project/manage.py runserver 127.0.0.1:8000
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check django_oximg tests
+	$(VENV)/bin/ruff format --check django_oximg tests
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) example_project/var .pytest_cache

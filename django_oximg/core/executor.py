@@ -1,0 +1,461 @@
+"""The bounded processing layer: a thread pool with a bounded queue and a memory budget.
+
+Request threads (gunicorn gthread workers, Django view threads) call
+:meth:`Executor.run` and block until their job is done. The executor protects the
+process in three ways:
+
+* **Admission.** At most ``workers + queue_size`` jobs are in the executor at once
+  (running plus waiting). A call that finds it full is refused at once with
+  :class:`~django_oximg.core.errors.Overloaded` (a 429), because making a client wait
+  for a place in the queue only moves the queue into the socket backlog.
+* **Queue deadline.** A job that has not *started* ``queue_timeout`` seconds after it
+  arrived is taken out of the queue and its caller gets
+  :class:`~django_oximg.core.errors.ProcessingTimeout` (a 503). Removal and start
+  happen under one lock, so an abandoned job never runs later.
+* **Memory budget.** Each job declares its estimated peak memory as ``cost``; it
+  starts only once that many bytes can be reserved from ``memory_budget``, so many
+  large images arriving together wait rather than exhaust the process.
+
+Fairness: jobs start strictly in arrival order. When the job at the head of the
+queue is waiting for budget, the jobs behind it wait too, even small ones that would
+fit. That wastes some budget while a large job waits for room, but a large job can
+never be starved by a stream of small ones, and its wait is bounded by the queue
+deadline like everyone else's.
+
+The running time of a job is not bounded here: the render deadline is enforced inside
+the pipeline (libvips progress callbacks), where the work can actually be stopped.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar, cast
+
+from django_oximg.core.errors import Overloaded, ProcessingTimeout, SourceTooLarge
+
+T = TypeVar("T")
+N = TypeVar("N", int, float)
+
+# Never reserve more than this by default: libvips streams most work, so half a GiB
+# is plenty for dozens of concurrent thumbnails, and a larger default would hide a
+# mis-sized container rather than protect it.
+DEFAULT_MEMORY_BUDGET_CAP = 512 * 1024 * 1024
+
+# A quarter of the container's memory: the rest is left for the Python heap, the
+# result bytes in flight, other worker processes and the page cache.
+MEMORY_LIMIT_SHARE = 4
+
+# cgroup v1 reports "no limit" as a huge page-aligned number (about 2**63); anything
+# above this is treated as unlimited.
+UNLIMITED_THRESHOLD = 1 << 60
+
+CGROUP_ROOT = "/sys/fs/cgroup"
+PROC_SELF_CGROUP = "/proc/self/cgroup"
+
+
+@dataclass(frozen=True)
+class ExecutorStats:
+    """A consistent snapshot of an executor's counters, taken under its lock.
+
+    ``completed`` counts jobs that ran to the end, whether they returned or raised.
+    ``rejected_full`` counts :class:`Overloaded` refusals and ``rejected_timeout``
+    counts jobs abandoned at the queue deadline.
+    """
+
+    workers: int
+    queued: int
+    running: int
+    reserved_bytes: int
+    peak_reserved_bytes: int
+    rejected_full: int
+    rejected_timeout: int
+    completed: int
+
+
+class _State(enum.Enum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+
+
+class _Job(Generic[T]):
+    """One call to :meth:`Executor.run`: its function, cost, outcome and wake-up condition.
+
+    ``changed`` shares the executor's lock, so the caller can wait for its own job
+    without being woken by every other job's progress.
+    """
+
+    def __init__(self, fn: Callable[[], T], cost: int, lock: threading.Lock) -> None:
+        self.fn = fn
+        self.cost = cost
+        self.changed = threading.Condition(lock)
+        self.state = _State.QUEUED
+        self.result: T | None = None
+        self.error: BaseException | None = None
+
+
+class Executor:
+    """A fixed pool of worker threads behind a bounded FIFO queue and a memory budget.
+
+    All state is guarded by one lock. Workers wait on ``_work_ready`` and each job's
+    caller waits on its own condition over the same lock, so nothing polls.
+    ``clock`` is the monotonic clock used for deadlines; tests may inject one.
+    Worker threads start on first use (so an executor built before a fork does not
+    carry dead threads) and are daemons, so a forgotten :meth:`shutdown` cannot keep
+    the interpreter alive.
+    """
+
+    def __init__(
+        self,
+        workers: int,
+        queue_size: int,
+        queue_timeout: float,
+        memory_budget: int,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        if queue_size < 0:
+            raise ValueError("queue_size must not be negative")
+        if queue_timeout <= 0:
+            raise ValueError("queue_timeout must be positive")
+        if memory_budget < 1:
+            raise ValueError("memory_budget must be positive")
+        self.workers = workers
+        self.queue_size = queue_size
+        self.queue_timeout = queue_timeout
+        self.memory_budget = memory_budget
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._work_ready = threading.Condition(self._lock)
+        self._waiting: deque[_Job[Any]] = deque()
+        self._threads: list[threading.Thread] = []
+        self._shutting_down = False
+        self._running = 0
+        self._reserved = 0
+        self._peak_reserved = 0
+        self._rejected_full = 0
+        self._rejected_timeout = 0
+        self._completed = 0
+
+    def run(self, fn: Callable[[], T], *, cost: int = 0) -> T:
+        """Run ``fn`` on a worker thread and return its result or raise its exception.
+
+        ``cost`` is the job's estimated peak memory in bytes, reserved from the budget
+        before the job starts and released when it ends, whatever the outcome.
+        """
+        if cost < 0:
+            raise ValueError("cost must not be negative")
+        if cost > self.memory_budget:
+            raise SourceTooLarge(
+                f"job needs {cost} bytes, which exceeds the memory budget "
+                f"of {self.memory_budget} bytes"
+            )
+        job: _Job[T] = _Job(fn, cost, self._lock)
+        with self._lock:
+            self._admit(job)
+            try:
+                self._wait_for_start(job)
+                while job.state is not _State.DONE:
+                    job.changed.wait()
+            except BaseException:
+                # The caller was interrupted while waiting: a queued job must not
+                # run for nobody. A running one finishes and frees its own budget.
+                self._abandon(job)
+                raise
+        if job.error is not None:
+            error = job.error
+            job.error = None  # break the job -> traceback -> frame -> job cycle
+            raise error
+        return cast(T, job.result)
+
+    def stats(self) -> ExecutorStats:
+        """Return the current counters as one consistent snapshot."""
+        with self._lock:
+            return ExecutorStats(
+                workers=self.workers,
+                queued=len(self._waiting),
+                running=self._running,
+                reserved_bytes=self._reserved,
+                peak_reserved_bytes=self._peak_reserved,
+                rejected_full=self._rejected_full,
+                rejected_timeout=self._rejected_timeout,
+                completed=self._completed,
+            )
+
+    def shutdown(self, wait: bool = True) -> None:
+        """Stop admitting jobs; with ``wait``, block until the workers have exited.
+
+        Jobs already admitted still run (or reach their queue deadline), so requests
+        in flight while the runtime is rebuilt are served rather than dropped.
+        """
+        with self._lock:
+            self._shutting_down = True
+            self._work_ready.notify_all()
+            threads = list(self._threads)
+        if wait:
+            for thread in threads:
+                thread.join()
+
+    def _admit(self, job: _Job[T]) -> None:
+        """Queue ``job`` or refuse it at once; the caller holds the lock."""
+        if self._shutting_down:
+            raise Overloaded("the executor is shut down")
+        if self._running + len(self._waiting) >= self.workers + self.queue_size:
+            self._rejected_full += 1
+            raise Overloaded(
+                f"{self._running} jobs running and {len(self._waiting)} waiting "
+                f"(limit {self.workers} + {self.queue_size})"
+            )
+        self._start_workers()
+        self._waiting.append(job)
+        self._work_ready.notify()
+
+    def _wait_for_start(self, job: _Job[T]) -> None:
+        """Block until a worker takes ``job``, or abandon it at the queue deadline."""
+        deadline = self._clock() + self.queue_timeout
+        while job.state is _State.QUEUED:
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                self._abandon(job)
+                self._rejected_timeout += 1
+                raise ProcessingTimeout(
+                    f"job did not start within {self.queue_timeout:g} s "
+                    f"({len(self._waiting)} waiting, {self._reserved} bytes reserved)"
+                )
+            job.changed.wait(remaining)
+
+    def _abandon(self, job: _Job[T]) -> None:
+        """Take a still-queued job out of the queue; the caller holds the lock."""
+        if job.state is _State.QUEUED:
+            self._waiting.remove(job)
+            job.state = _State.DONE
+            # The next job may now be at the head, and may fit the budget.
+            self._work_ready.notify_all()
+
+    def _start_workers(self) -> None:
+        if self._threads:
+            return
+        for number in range(self.workers):
+            thread = threading.Thread(target=self._work, name=f"oximg-worker-{number}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _head_can_start(self) -> bool:
+        """Whether the oldest waiting job fits the free budget (strict FIFO)."""
+        return bool(self._waiting) and (
+            self._waiting[0].cost <= self.memory_budget - self._reserved
+        )
+
+    def _work(self) -> None:
+        """A worker's loop: take the head job when it fits, run it, release its budget."""
+        while True:
+            with self._lock:
+                while not self._head_can_start():
+                    if self._shutting_down and not self._waiting:
+                        return
+                    self._work_ready.wait()
+                job = self._take_head()
+            self._execute(job)
+
+    def _take_head(self) -> _Job[Any]:
+        """Reserve the head job's cost and mark it running; the caller holds the lock."""
+        job = self._waiting.popleft()
+        job.state = _State.RUNNING
+        self._running += 1
+        self._reserved += job.cost
+        self._peak_reserved = max(self._peak_reserved, self._reserved)
+        job.changed.notify()
+        if self._head_can_start():
+            self._work_ready.notify()  # the next job fits too: wake another idle worker
+        return job
+
+    def _execute(self, job: _Job[Any]) -> None:
+        """Run one job outside the lock, then record its outcome and free its slot."""
+        try:
+            job.result = job.fn()
+        except BaseException as error:  # not swallowed: run() re-raises it in the caller
+            job.error = error
+        finally:
+            with self._lock:
+                job.state = _State.DONE
+                self._running -= 1
+                self._reserved -= job.cost
+                self._completed += 1
+                job.changed.notify()
+                # Released budget may let the head start, possibly on another worker.
+                self._work_ready.notify_all()
+
+
+def usable_cpus(
+    cgroup_root: str | os.PathLike[str] = CGROUP_ROOT,
+    proc_cgroup: str | os.PathLike[str] = PROC_SELF_CGROUP,
+) -> int:
+    """The number of CPUs this process may really use: affinity, capped by cgroup quota.
+
+    ``os.cpu_count()`` reports the host's CPUs, which in a container can be many
+    times what the CPU quota allows; sizing the pool from it over-subscribes.
+    """
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not available on macOS / Windows
+        cpus = os.cpu_count() or 1
+    quota = cgroup_cpu_limit(cgroup_root, proc_cgroup)
+    if quota is not None:
+        cpus = min(cpus, math.ceil(quota))
+    return max(1, cpus)
+
+
+def default_memory_budget(
+    cgroup_root: str | os.PathLike[str] = CGROUP_ROOT,
+    proc_cgroup: str | os.PathLike[str] = PROC_SELF_CGROUP,
+) -> int:
+    """The default per-process budget: 512 MiB, or a quarter of the cgroup limit if lower."""
+    limit = cgroup_memory_limit(cgroup_root, proc_cgroup)
+    if limit is None:
+        return DEFAULT_MEMORY_BUDGET_CAP
+    return max(1, min(DEFAULT_MEMORY_BUDGET_CAP, limit // MEMORY_LIMIT_SHARE))
+
+
+def cgroup_cpu_limit(
+    cgroup_root: str | os.PathLike[str] = CGROUP_ROOT,
+    proc_cgroup: str | os.PathLike[str] = PROC_SELF_CGROUP,
+) -> float | None:
+    """The CPU quota in CPUs (quota / period) for this process's cgroup, or None.
+
+    Reads cgroup v2 ``cpu.max`` and, failing that, v1 ``cpu.cfs_quota_us`` /
+    ``cpu.cfs_period_us``, in the process's cgroup and its ancestors (the tightest
+    wins, as the kernel enforces all of them).
+    """
+    root = Path(cgroup_root)
+    v2 = _smallest(_read_cpu_max(d / "cpu.max") for d in _v2_dirs(root, proc_cgroup))
+    if v2 is not None:
+        return v2
+    v1_dirs = _v1_dirs(root, proc_cgroup, "cpu", ("cpu", "cpu,cpuacct", "cpuacct,cpu"))
+    return _smallest(_read_cfs_quota(d) for d in v1_dirs)
+
+
+def cgroup_memory_limit(
+    cgroup_root: str | os.PathLike[str] = CGROUP_ROOT,
+    proc_cgroup: str | os.PathLike[str] = PROC_SELF_CGROUP,
+) -> int | None:
+    """The memory limit in bytes for this process's cgroup, or None when unlimited.
+
+    Reads cgroup v2 ``memory.max`` and, failing that, v1 ``memory.limit_in_bytes``,
+    in the process's cgroup and its ancestors (the tightest wins).
+    """
+    root = Path(cgroup_root)
+    v2 = _smallest(_read_bytes_limit(d / "memory.max") for d in _v2_dirs(root, proc_cgroup))
+    if v2 is not None:
+        return v2
+    v1_dirs = _v1_dirs(root, proc_cgroup, "memory", ("memory",))
+    return _smallest(_read_bytes_limit(d / "memory.limit_in_bytes") for d in v1_dirs)
+
+
+def _smallest(values: Iterable[N | None]) -> N | None:
+    """The least of the values that are not None, or None if there are none."""
+    present = [value for value in values if value is not None]
+    return min(present) if present else None
+
+
+def _cgroup_paths(proc_cgroup: str | os.PathLike[str]) -> dict[str, str]:
+    """Map each controller (and "" for the v2 unified hierarchy) to this process's path.
+
+    Lines of ``/proc/self/cgroup`` read ``id:controller[,controller]:/path``.
+    """
+    try:
+        text = Path(proc_cgroup).read_text()
+    except OSError:
+        return {}
+    paths: dict[str, str] = {}
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, path = parts
+        for controller in controllers.split(",") if controllers else [""]:
+            paths[controller] = path
+    return paths
+
+
+def _dir_and_ancestors(mount: Path, relative: str) -> Iterator[Path]:
+    """``mount/relative`` and each parent up to and including ``mount``.
+
+    In a container with its own cgroup namespace the relative path is "/" and only
+    the mount is read; on a host (or without a namespace) the process's own group
+    and every enclosing group are read, since each may carry a limit.
+    """
+    parts = [part for part in relative.split("/") if part and part not in (".", "..")]
+    for depth in range(len(parts), -1, -1):
+        yield mount.joinpath(*parts[:depth])
+
+
+def _v2_dirs(root: Path, proc_cgroup: str | os.PathLike[str]) -> Iterator[Path]:
+    return _dir_and_ancestors(root, _cgroup_paths(proc_cgroup).get("", "/"))
+
+
+def _v1_dirs(
+    root: Path, proc_cgroup: str | os.PathLike[str], controller: str, mounts: tuple[str, ...]
+) -> Iterator[Path]:
+    relative = _cgroup_paths(proc_cgroup).get(controller, "/")
+    for mount in mounts:
+        if (root / mount).is_dir():
+            yield from _dir_and_ancestors(root / mount, relative)
+            return
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _read_cpu_max(path: Path) -> float | None:
+    """Parse cgroup v2 ``cpu.max``: "<quota> <period>" or "max <period>"."""
+    text = _read_text(path)
+    if text is None:
+        return None
+    fields = text.split()
+    if not fields or fields[0] == "max":
+        return None
+    try:
+        quota = int(fields[0])
+        period = int(fields[1]) if len(fields) > 1 else 100_000
+    except ValueError:
+        return None
+    return quota / period if quota > 0 and period > 0 else None
+
+
+def _read_cfs_quota(directory: Path) -> float | None:
+    """Parse cgroup v1 ``cpu.cfs_quota_us`` / ``cpu.cfs_period_us`` (-1 is unlimited)."""
+    quota_text = _read_text(directory / "cpu.cfs_quota_us")
+    period_text = _read_text(directory / "cpu.cfs_period_us")
+    if quota_text is None or period_text is None:
+        return None
+    try:
+        quota, period = int(quota_text), int(period_text)
+    except ValueError:
+        return None
+    return quota / period if quota > 0 and period > 0 else None
+
+
+def _read_bytes_limit(path: Path) -> int | None:
+    """Parse a memory limit file: a byte count, or "max" / a huge number for none."""
+    text = _read_text(path)
+    if text is None or text == "max":
+        return None
+    try:
+        limit = int(text)
+    except ValueError:
+        return None
+    return limit if 0 < limit < UNLIMITED_THRESHOLD else None

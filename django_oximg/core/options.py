@@ -1,0 +1,749 @@
+"""The URL contract: parse and build imgproxy-style processing options.
+
+A request path (after the signature) looks like either of::
+
+    /<option>/<option>/.../plain/<percent-encoded source>@<ext>
+    /<option>/<option>/.../<base64url(source), may be split by "/">.<ext>
+
+Options use imgproxy's names and short forms, with imgproxy's semantics, so any
+imgproxy URL builder works unchanged: an option is ``name:arg1:arg2...``;
+omitted trailing arguments keep their current values; later options override
+earlier ones; a ``default`` preset applies before everything else; the URL's
+extension wins over a ``format`` option. Parsing yields a frozen
+:class:`Options`; :func:`build_path` turns one back into the canonical path,
+which is what the result-cache key is made from (never the raw URL, so encoding
+variants of one request share one cache object).
+
+Where imgproxy is lenient this module is strict, because a silently ignored
+value would still make a distinct cache key: a bad boolean, a non-finite or
+out-of-range number and an unknown format are all :class:`InvalidOptions`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+from urllib.parse import quote, unquote
+
+from django_oximg.core.errors import InvalidOptions
+
+#: Gravity types as imgproxy names them. ``sm`` is libvips' attention crop,
+#: ``fp`` a focus point given as fractions of the image.
+GRAVITY_TYPES = ("no", "so", "ea", "we", "noea", "nowe", "soea", "sowe", "ce", "sm", "fp")
+
+RESIZING_TYPES = ("fit", "fill", "fill-down", "force", "auto")
+
+#: Output formats we can encode, by the extension used in URLs.
+OUTPUT_FORMATS = ("jpeg", "png", "webp", "avif", "gif")
+
+
+@dataclass(frozen=True)
+class Gravity:
+    """Where to anchor a crop or an extension.
+
+    ``type`` is one of :data:`GRAVITY_TYPES`. For compass types ``x`` and ``y``
+    are offsets in pixels (imgproxy's ``x_offset``/``y_offset``); for ``fp``
+    they are the focus point as fractions 0..1 of width and height.
+    """
+
+    type: str = "ce"
+    x: float = 0.0
+    y: float = 0.0
+
+
+@dataclass(frozen=True)
+class Crop:
+    """Crop the source before resizing (imgproxy ``crop``).
+
+    ``width``/``height`` are pixels of the source, or fractions of it when below
+    1; 0 means the full dimension. ``gravity`` None means the request's gravity.
+    """
+
+    width: float = 0.0
+    height: float = 0.0
+    gravity: Gravity | None = None
+
+
+@dataclass(frozen=True)
+class Options:
+    """One request's processing options, fully parsed and validated.
+
+    Defaults are imgproxy's defaults, except ``format`` (empty means: from the
+    URL extension, else negotiated from Accept) and the quality (0 means the
+    configured per-format default).
+    """
+
+    resizing_type: str = "fit"
+    width: int = 0
+    height: int = 0
+    min_width: int = 0
+    min_height: int = 0
+    dpr: float = 1.0
+    enlarge: bool = False
+    extend: bool = False
+    extend_gravity: Gravity | None = None
+    gravity: Gravity = field(default_factory=Gravity)
+    crop: Crop | None = None
+    #: top, right, bottom, left in CSS pixels (multiplied by ``dpr``).
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    #: RGB, or None for the default (white when flattening, transparent otherwise).
+    background: tuple[int, int, int] | None = None
+    blur: float = 0.0
+    sharpen: float = 0.0
+    #: Clockwise, a multiple of 90 in 0..270.
+    rotate: int = 0
+    flip_horizontal: bool = False
+    flip_vertical: bool = False
+    #: 0 means the per-format default from ``format_quality`` or settings.
+    quality: int = 0
+    #: Per-format qualities as sorted (format, quality) pairs.
+    format_quality: tuple[tuple[str, int], ...] = ()
+    #: One of :data:`OUTPUT_FORMATS`, or "" for extension/negotiation.
+    format: str = ""
+    strip_metadata: bool = True
+    keep_copyright: bool = True
+    strip_color_profile: bool = True
+    auto_rotate: bool = True
+    cachebuster: str = ""
+    #: Unix timestamp after which the URL answers 404; 0 for never.
+    expires: int = 0
+    #: Encode again at lower quality until the result fits; 0 for no limit.
+    max_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class ParsedPath:
+    """A parsed request path: options plus the source name and its encoding."""
+
+    options: Options
+    #: The source, percent-decoded exactly once (a storage name or an http(s) URL).
+    source: str
+
+
+#: Largest width, height, minimum size, padding, crop size or gravity offset, in
+#: pixels. Far above any real output (the pipeline clamps results to
+#: MAX_RESULT_DIMENSION); it only keeps absurd numbers out of the arithmetic.
+MAX_DIMENSION = 100_000
+
+#: imgproxy caps the client-hint DPR at 8; a larger factor only multiplies work.
+MAX_DPR = 8.0
+
+#: Blur and sharpen sigma: past this the mask is larger than any thumbnail.
+MAX_SIGMA = 100.0
+
+#: Options applied for one request, presets expanded. Bounds the work a URL can
+#: cause by naming presets that name presets many times over.
+MAX_APPLIED_OPTIONS = 500
+
+#: Accepted format names (URL extension, ``format``, ``format_quality``) and the
+#: name each one means.
+FORMAT_NAMES = {
+    "jpg": "jpeg",
+    "jpeg": "jpeg",
+    "png": "png",
+    "webp": "webp",
+    "avif": "avif",
+    "gif": "gif",
+}
+
+#: Go's strconv.ParseBool, which is what imgproxy uses.
+BOOLEANS = {
+    **dict.fromkeys(("1", "t", "T", "TRUE", "true", "True"), True),
+    **dict.fromkeys(("0", "f", "F", "FALSE", "false", "False"), False),
+}
+
+# Numbers are matched before conversion because int() and float() also accept
+# whitespace, "_", non-ASCII digits, "inf" and "nan", and int() refuses more than
+# 4300 digits with a ValueError. The length caps keep every match in range.
+_INTEGER = re.compile(r"[+-]?[0-9]{1,18}")
+_REAL = re.compile(r"[+-]?(?:[0-9]{1,20}(?:\.[0-9]{0,20})?|\.[0-9]{1,20})(?:[eE][+-]?[0-9]{1,3})?")
+_HEX_COLOR = re.compile(r"[0-9a-fA-F]{3}|[0-9a-fA-F]{6}")
+_BASE64URL = re.compile(r"[A-Za-z0-9_-]*")
+
+_DEFAULTS = Options()
+_FIELD_NAMES = tuple(f.name for f in fields(Options))
+
+#: A parse in progress: Options' fields by name, mutated option by option.
+Draft = dict[str, Any]
+Handler = Callable[[Draft, list[str]], None]
+
+
+# -- errors ---------------------------------------------------------------------
+
+
+def _shown(value: str) -> str:
+    """``value`` made safe to echo in a response body: short, printable ASCII."""
+    text = "".join(c if " " <= c <= "~" and c not in "<>&\"'\\" else "?" for c in value[:64])
+    return text + "..." if len(value) > 64 else text
+
+
+def _invalid(option: str, value: str, why: str = "invalid value") -> InvalidOptions:
+    """The error for a bad ``value`` of ``option``; the public text names both."""
+    return InvalidOptions(
+        detail=f"{option}: {why}: {value[:200]!r}",
+        public=f"Invalid {option}: {_shown(value)}",
+    )
+
+
+def _invalid_source(why: str) -> InvalidOptions:
+    return InvalidOptions(detail=f"source: {why}", public="Invalid source URL")
+
+
+# -- argument parsers -----------------------------------------------------------
+
+
+def _single(option: str, args: list[str]) -> str:
+    if len(args) != 1:
+        raise _invalid(option, ":".join(args), "takes one argument")
+    return args[0]
+
+
+def _integer(option: str, text: str, low: int, high: int) -> int:
+    if _INTEGER.fullmatch(text) is None:
+        raise _invalid(option, text, "not an integer")
+    value = int(text)
+    if not low <= value <= high:
+        raise _invalid(option, text, f"not in {low}..{high}")
+    return value
+
+
+def _real(option: str, text: str, low: float, high: float, *, above_low: bool = False) -> float:
+    """A finite float in ``low..high`` (``low`` itself excluded when ``above_low``)."""
+    if _REAL.fullmatch(text) is None:
+        raise _invalid(option, text, "not a number")
+    value = float(text)
+    if not low <= value <= high or (above_low and value == low):
+        raise _invalid(option, text, f"not in {low}..{high}")
+    return value
+
+
+def _dimension(option: str, text: str) -> int:
+    return _integer(option, text, 0, MAX_DIMENSION)
+
+
+def _boolean(option: str, text: str) -> bool:
+    value = BOOLEANS.get(text)
+    if value is None:
+        raise _invalid(option, text, "not a boolean")
+    return value
+
+
+def _format_name(option: str, text: str) -> str:
+    name = FORMAT_NAMES.get(text)
+    if name is None:
+        raise _invalid(option, text, "unsupported format")
+    return name
+
+
+def _gravity(option: str, args: list[str], current: Gravity, *, allow_smart: bool) -> Gravity:
+    """Parse ``%type:%x:%y`` as imgproxy does: offsets not given keep ``current``'s."""
+    kind = args[0]
+    if kind not in GRAVITY_TYPES or (kind == "sm" and not allow_smart):
+        raise _invalid(option, kind, "unknown gravity type")
+    if kind == "sm":
+        if len(args) > 1:
+            raise _invalid(option, ":".join(args), "smart gravity takes no offsets")
+        return Gravity("sm")
+    if kind == "fp":
+        if len(args) != 3:
+            raise _invalid(option, ":".join(args), "focus point needs x and y")
+        return Gravity("fp", _real(option, args[1], 0.0, 1.0), _real(option, args[2], 0.0, 1.0))
+    if len(args) > 3:
+        raise _invalid(option, ":".join(args), "too many arguments")
+    x = _real(option, args[1], -MAX_DIMENSION, MAX_DIMENSION) if len(args) > 1 else current.x
+    y = _real(option, args[2], -MAX_DIMENSION, MAX_DIMENSION) if len(args) > 2 else current.y
+    return Gravity(kind, x, y)
+
+
+def _hex_color(text: str) -> tuple[int, int, int]:
+    if _HEX_COLOR.fullmatch(text) is None:
+        raise _invalid("background", text, "not RRGGBB or RGB hex")
+    if len(text) == 3:
+        text = "".join(c * 2 for c in text)
+    return (int(text[0:2], 16), int(text[2:4], 16), int(text[4:6], 16))
+
+
+# -- option handlers: (draft, args) -> None, one per imgproxy option -------------
+
+
+def _apply_resize(draft: Draft, args: list[str]) -> None:
+    """``rs:%type:%width:%height:%enlarge:%extend:%gravity...``"""
+    if len(args) > 8:
+        raise _invalid("resize", ":".join(args), "too many arguments")
+    if args[0]:
+        _apply_resizing_type(draft, args[:1])
+    if len(args) > 1:
+        _apply_size(draft, args[1:])
+
+
+def _apply_size(draft: Draft, args: list[str]) -> None:
+    """``s:%width:%height:%enlarge:%extend:%gravity...``; empty arguments are skipped."""
+    if len(args) > 7:
+        raise _invalid("size", ":".join(args), "too many arguments")
+    for handler, arg in zip((_apply_width, _apply_height, _apply_enlarge), args, strict=False):
+        if arg:
+            handler(draft, [arg])
+    if len(args) > 3 and args[3]:
+        _apply_extend(draft, args[3:])
+
+
+def _apply_resizing_type(draft: Draft, args: list[str]) -> None:
+    value = _single("resizing_type", args)
+    if value not in RESIZING_TYPES:
+        raise _invalid("resizing_type", value, "unknown resizing type")
+    draft["resizing_type"] = value
+
+
+def _dimension_handler(field_name: str, option: str) -> Handler:
+    def handler(draft: Draft, args: list[str]) -> None:
+        draft[field_name] = _dimension(option, _single(option, args))
+
+    return handler
+
+
+def _boolean_handler(field_name: str, option: str) -> Handler:
+    def handler(draft: Draft, args: list[str]) -> None:
+        draft[field_name] = _boolean(option, _single(option, args))
+
+    return handler
+
+
+def _sigma_handler(field_name: str) -> Handler:
+    def handler(draft: Draft, args: list[str]) -> None:
+        draft[field_name] = _real(field_name, _single(field_name, args), 0.0, MAX_SIGMA)
+
+    return handler
+
+
+_apply_width = _dimension_handler("width", "width")
+_apply_height = _dimension_handler("height", "height")
+_apply_enlarge = _boolean_handler("enlarge", "enlarge")
+
+
+def _apply_dpr(draft: Draft, args: list[str]) -> None:
+    draft["dpr"] = _real("dpr", _single("dpr", args), 0.0, MAX_DPR, above_low=True)
+
+
+def _apply_extend(draft: Draft, args: list[str]) -> None:
+    """``ex:%extend:%gravity...``; smart gravity is not allowed here."""
+    if len(args) > 4:
+        raise _invalid("extend", ":".join(args), "too many arguments")
+    draft["extend"] = _boolean("extend", args[0])
+    if len(args) > 1:
+        current = draft["extend_gravity"] or Gravity()
+        draft["extend_gravity"] = _gravity("extend gravity", args[1:], current, allow_smart=False)
+
+
+def _apply_gravity(draft: Draft, args: list[str]) -> None:
+    draft["gravity"] = _gravity("gravity", args, draft["gravity"], allow_smart=True)
+
+
+def _apply_crop(draft: Draft, args: list[str]) -> None:
+    """``c:%width:%height:%gravity...``; the gravity defaults to the request's."""
+    current = draft["crop"] or Crop()
+    width = _real("crop", args[0], 0.0, MAX_DIMENSION)
+    height = _real("crop", args[1], 0.0, MAX_DIMENSION) if len(args) > 1 else current.height
+    gravity = current.gravity
+    if len(args) > 2:
+        gravity = _gravity("crop gravity", args[2:], gravity or Gravity(), allow_smart=True)
+    draft["crop"] = Crop(width, height, gravity)
+
+
+def _apply_padding(draft: Draft, args: list[str]) -> None:
+    """``pd:%top:%right:%bottom:%left``, CSS-style: each value fills the sides after it."""
+    if len(args) > 4:
+        raise _invalid("padding", ":".join(args), "too many arguments")
+    top, right, bottom, left = draft["padding"]
+    if args[0]:
+        top = right = bottom = left = _dimension("padding", args[0])
+    if len(args) > 1 and args[1]:
+        right = left = _dimension("padding", args[1])
+    if len(args) > 2 and args[2]:
+        bottom = _dimension("padding", args[2])
+    if len(args) > 3 and args[3]:
+        left = _dimension("padding", args[3])
+    draft["padding"] = (top, right, bottom, left)
+
+
+def _apply_background(draft: Draft, args: list[str]) -> None:
+    """``bg:%R:%G:%B`` or ``bg:%hex``; ``bg:`` alone switches the background off."""
+    if len(args) == 1:
+        draft["background"] = _hex_color(args[0]) if args[0] else None
+    elif len(args) == 3:
+        red, green, blue = (_integer("background", arg, 0, 255) for arg in args)
+        draft["background"] = (red, green, blue)
+    else:
+        raise _invalid("background", ":".join(args), "takes R:G:B or a hex colour")
+
+
+def _apply_rotate(draft: Draft, args: list[str]) -> None:
+    """``rot:%angle``: a multiple of 90, stored clockwise in 0..270."""
+    text = _single("rotate", args)
+    angle = _integer("rotate", text, -(10**9), 10**9)
+    if angle % 90:
+        raise _invalid("rotate", text, "not a multiple of 90")
+    draft["rotate"] = angle % 360
+
+
+def _apply_flip(draft: Draft, args: list[str]) -> None:
+    """``fl:%horizontal:%vertical``; empty arguments are skipped."""
+    if len(args) > 2:
+        raise _invalid("flip", ":".join(args), "too many arguments")
+    if args[0]:
+        draft["flip_horizontal"] = _boolean("flip", args[0])
+    if len(args) > 1 and args[1]:
+        draft["flip_vertical"] = _boolean("flip", args[1])
+
+
+def _apply_quality(draft: Draft, args: list[str]) -> None:
+    draft["quality"] = _integer("quality", _single("quality", args), 0, 100)
+
+
+def _apply_format_quality(draft: Draft, args: list[str]) -> None:
+    """``fq:%format:%quality:...``: merged into earlier pairs; quality 0 removes one."""
+    if len(args) % 2:
+        raise _invalid("format_quality", ":".join(args), "needs format:quality pairs")
+    merged = dict(draft["format_quality"])
+    for name, quality in zip(args[::2], args[1::2], strict=True):
+        merged[_format_name("format_quality", name)] = _integer("format_quality", quality, 0, 100)
+    draft["format_quality"] = tuple(sorted((f, q) for f, q in merged.items() if q))
+
+
+def _apply_format(draft: Draft, args: list[str]) -> None:
+    draft["format"] = _format_name("format", _single("format", args))
+
+
+def _apply_cachebuster(draft: Draft, args: list[str]) -> None:
+    draft["cachebuster"] = _single("cachebuster", args)
+
+
+def _apply_expires(draft: Draft, args: list[str]) -> None:
+    """``exp:%timestamp``: stored only; the thumbnailer compares it with its clock."""
+    draft["expires"] = _integer("expires", _single("expires", args), 0, 10**18)
+
+
+def _apply_max_bytes(draft: Draft, args: list[str]) -> None:
+    draft["max_bytes"] = _integer("max_bytes", _single("max_bytes", args), 0, 10**18)
+
+
+def _handler_table() -> dict[str, Handler]:
+    """Every option by its long and short names (``preset`` is handled by the parser)."""
+    entries: list[tuple[tuple[str, ...], Handler]] = [
+        (("resize", "rs"), _apply_resize),
+        (("size", "s"), _apply_size),
+        (("resizing_type", "rt"), _apply_resizing_type),
+        (("width", "w"), _apply_width),
+        (("height", "h"), _apply_height),
+        (("min-width", "mw"), _dimension_handler("min_width", "min-width")),
+        (("min-height", "mh"), _dimension_handler("min_height", "min-height")),
+        (("dpr",), _apply_dpr),
+        (("enlarge", "el"), _apply_enlarge),
+        (("extend", "ex"), _apply_extend),
+        (("gravity", "g"), _apply_gravity),
+        (("crop", "c"), _apply_crop),
+        (("padding", "pd"), _apply_padding),
+        (("background", "bg"), _apply_background),
+        (("blur", "bl"), _sigma_handler("blur")),
+        (("sharpen", "sh"), _sigma_handler("sharpen")),
+        (("rotate", "rot"), _apply_rotate),
+        (("flip", "fl"), _apply_flip),
+        (("quality", "q"), _apply_quality),
+        (("format_quality", "fq"), _apply_format_quality),
+        (("format", "f", "ext"), _apply_format),
+        (("strip_metadata", "sm"), _boolean_handler("strip_metadata", "strip_metadata")),
+        (("keep_copyright", "kcr"), _boolean_handler("keep_copyright", "keep_copyright")),
+        (
+            ("strip_color_profile", "scp"),
+            _boolean_handler("strip_color_profile", "strip_color_profile"),
+        ),
+        (("auto_rotate", "ar"), _boolean_handler("auto_rotate", "auto_rotate")),
+        (("cachebuster", "cb"), _apply_cachebuster),
+        (("expires", "exp"), _apply_expires),
+        (("max_bytes", "mb"), _apply_max_bytes),
+    ]
+    return {name: handler for names, handler in entries for name in names}
+
+
+_HANDLERS = _handler_table()
+PRESET_NAMES = ("preset", "pr")
+
+
+# -- parsing --------------------------------------------------------------------
+
+
+class _OptionParser:
+    """Applies options and presets to a draft, counting them against the cap."""
+
+    def __init__(self, presets: Mapping[str, str]) -> None:
+        self.presets = presets
+        self.applied = 0
+
+    def apply(self, draft: Draft, name: str, args: list[str], chain: tuple[str, ...]) -> None:
+        self.applied += 1
+        if self.applied > MAX_APPLIED_OPTIONS:
+            raise InvalidOptions(
+                detail=f"more than {MAX_APPLIED_OPTIONS} options", public="Too many options"
+            )
+        if name in PRESET_NAMES:
+            self.apply_presets(draft, args, chain)
+            return
+        handler = _HANDLERS.get(name)
+        if handler is None:
+            raise InvalidOptions(
+                detail=f"unknown option {name[:200]!r}", public=f"Unknown option: {_shown(name)}"
+            )
+        handler(draft, args)
+
+    def apply_presets(self, draft: Draft, names: list[str], chain: tuple[str, ...]) -> None:
+        """Apply each named preset; one already being applied is skipped, as imgproxy does."""
+        for name in names:
+            text = self.presets.get(name)
+            if text is None:
+                raise _invalid("preset", name, "unknown preset")
+            if name in chain:
+                continue
+            for segment in filter(None, text.split("/")):
+                option, sep, rest = segment.partition(":")
+                if not sep:
+                    raise _invalid("preset", name, f"segment {segment!r} has no arguments")
+                self.apply(draft, option, rest.split(":"), (*chain, name))
+
+
+def _unquote(text: str) -> str:
+    """Percent-decode once; bytes that are not UTF-8 are an error, never replaced."""
+    try:
+        return unquote(text, errors="strict")
+    except UnicodeDecodeError as error:
+        raise InvalidOptions(
+            detail=f"not UTF-8 once percent-decoded: {text[:200]!r}", public="Invalid URL encoding"
+        ) from error
+
+
+def _split_extension(text: str, mark: str) -> tuple[str, str]:
+    head, _, extension = text.partition(mark)
+    if mark in extension:
+        raise _invalid_source(f"more than one {mark!r}")
+    return head, extension
+
+
+def _decode_base64(text: str) -> str:
+    """URL-safe base64 (padding optional) of UTF-8 text."""
+    text = text.rstrip("=")
+    if _BASE64URL.fullmatch(text) is None or len(text) % 4 == 1:
+        raise _invalid_source("not URL-safe base64")
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        return raw.decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError) as error:
+        raise _invalid_source("not base64 of UTF-8 text") from error
+
+
+def _decode_source(segments: list[str]) -> tuple[str, str]:
+    """The source and the extension ("" when absent) from the segments after the options."""
+    if segments and segments[0] == "plain":
+        head, extension = _split_extension("/".join(segments[1:]), "@")
+        source = _unquote(head)
+    else:
+        head, extension = _split_extension("".join(segments), ".")
+        source = _decode_base64(head)
+    if not source:
+        raise _invalid_source("empty")
+    if "\x00" in source:
+        raise _invalid_source("contains NUL")
+    return source, extension
+
+
+def _normalized(options: Options) -> Options:
+    """``options`` with no-op variants folded, so equal effects compare equal.
+
+    An extend gravity of plain centre or without extend is None; a crop of the
+    full image (0 by 0) is None.
+    """
+    changes: dict[str, Any] = {}
+    if options.extend_gravity is not None and (
+        not options.extend or options.extend_gravity == Gravity()
+    ):
+        changes["extend_gravity"] = None
+    if options.crop is not None and options.crop.width == 0 and options.crop.height == 0:
+        changes["crop"] = None
+    return replace(options, **changes) if changes else options
+
+
+def _option_segments(path: str) -> tuple[list[str], list[str]]:
+    """Split the path into option segments (percent-decoded) and the source's segments.
+
+    As imgproxy does: options run up to the first segment without a ":".
+    """
+    segments = path.removeprefix("/").split("/")
+    options: list[str] = []
+    for index, segment in enumerate(segments):
+        text = _unquote(segment) if "%" in segment else segment
+        if ":" not in text:
+            return options, segments[index:]
+        options.append(text)
+    return options, []
+
+
+def parse_path(path: str, presets: Mapping[str, str] | None = None) -> ParsedPath:
+    """Parse a request path (the part after the signature, starting with "/").
+
+    ``path`` is raw, still percent-encoded: option segments and the plain
+    source are each percent-decoded exactly once here. ``presets`` maps preset
+    names to option strings such as ``"rs:fill:300:300/q:70"``; a ``default``
+    preset applies to every request, before the URL's options.
+    Raises :class:`~django_oximg.core.errors.InvalidOptions` naming the option,
+    and nothing else, whatever the input.
+    """
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise InvalidOptions(detail="path is not encodable text", public="Invalid URL") from error
+    parser = _OptionParser(presets or {})
+    draft: Draft = {name: getattr(_DEFAULTS, name) for name in _FIELD_NAMES}
+    if "default" in parser.presets:
+        parser.apply_presets(draft, ["default"], ())
+    option_segments, source_segments = _option_segments(path)
+    for segment in option_segments:
+        name, _, rest = segment.partition(":")
+        parser.apply(draft, name, rest.split(":"), ())
+    source, extension = _decode_source(source_segments)
+    if extension:
+        # imgproxy applies the extension after the options, so it wins over ``format``.
+        draft["format"] = _format_name("format", extension)
+    return ParsedPath(_normalized(Options(**draft)), source)
+
+
+# -- building -------------------------------------------------------------------
+
+
+def _number(value: float) -> str:
+    """The shortest text that parses back to exactly ``value``."""
+    value = float(value)
+    if math.isfinite(value) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
+
+
+def _flag(value: bool) -> str:
+    return "1" if value else "0"
+
+
+def _gravity_text(gravity: Gravity) -> str:
+    if gravity.type == "sm":
+        return "sm"
+    if gravity.type != "fp" and gravity.x == 0 and gravity.y == 0:
+        return gravity.type
+    return f"{gravity.type}:{_number(gravity.x)}:{_number(gravity.y)}"
+
+
+def _geometry_segments(options: Options) -> Iterator[str]:
+    """Size, gravity, crop and padding, in a fixed order, defaults left out."""
+    if options.resizing_type != _DEFAULTS.resizing_type:
+        yield f"rt:{options.resizing_type}"
+    for name, value in (
+        ("w", options.width),
+        ("h", options.height),
+        ("mw", options.min_width),
+        ("mh", options.min_height),
+    ):
+        if value:
+            yield f"{name}:{value}"
+    if options.dpr != _DEFAULTS.dpr:
+        yield f"dpr:{_number(options.dpr)}"
+    if options.enlarge:
+        yield "el:1"
+    if options.extend:
+        gravity = options.extend_gravity
+        yield "ex:1" if gravity is None else f"ex:1:{_gravity_text(gravity)}"
+    if options.gravity != _DEFAULTS.gravity:
+        yield f"g:{_gravity_text(options.gravity)}"
+    if options.crop is not None:
+        crop = options.crop
+        text = f"c:{_number(crop.width)}:{_number(crop.height)}"
+        yield text if crop.gravity is None else f"{text}:{_gravity_text(crop.gravity)}"
+    if options.padding != _DEFAULTS.padding:
+        yield "pd:" + ":".join(str(side) for side in options.padding)
+
+
+def _effect_segments(options: Options) -> Iterator[str]:
+    """Background, filters, rotation and flips, in a fixed order, defaults left out."""
+    if options.background is not None:
+        yield "bg:" + "".join(f"{channel:02x}" for channel in options.background)
+    if options.blur:
+        yield f"bl:{_number(options.blur)}"
+    if options.sharpen:
+        yield f"sh:{_number(options.sharpen)}"
+    if options.rotate:
+        yield f"rot:{options.rotate}"
+    if options.flip_horizontal or options.flip_vertical:
+        yield f"fl:{_flag(options.flip_horizontal)}:{_flag(options.flip_vertical)}"
+
+
+def _output_segments(options: Options) -> Iterator[str]:
+    """Encoding, metadata and handling options, in a fixed order, defaults left out."""
+    if options.quality:
+        yield f"q:{options.quality}"
+    if options.format_quality:
+        yield "fq:" + ":".join(f"{name}:{quality}" for name, quality in options.format_quality)
+    for name, value, default in (
+        ("sm", options.strip_metadata, _DEFAULTS.strip_metadata),
+        ("kcr", options.keep_copyright, _DEFAULTS.keep_copyright),
+        ("scp", options.strip_color_profile, _DEFAULTS.strip_color_profile),
+        ("ar", options.auto_rotate, _DEFAULTS.auto_rotate),
+    ):
+        if value != default:
+            yield f"{name}:{_flag(value)}"
+    if options.cachebuster:
+        yield "cb:" + quote(options.cachebuster, safe="")
+    if options.expires:
+        yield f"exp:{options.expires}"
+    if options.max_bytes:
+        yield f"mb:{options.max_bytes}"
+
+
+def _check_buildable(options: Options, source: str) -> None:
+    """Refuse what no URL can carry, rather than build a path that parses differently."""
+    if not source or "\x00" in source:
+        raise _invalid_source("empty or contains NUL")
+    try:
+        source.encode("utf-8")
+        options.cachebuster.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise _invalid_source("not encodable text") from error
+    if ":" in options.cachebuster:
+        raise _invalid("cachebuster", options.cachebuster, "contains ':'")
+
+
+def build_path(options: Options, source: str, *, encode: str = "plain") -> str:
+    """Build the canonical path for ``options`` and ``source``.
+
+    Only options that differ from the defaults appear, in a fixed order, by
+    their short names, with the output format as the extension. ``encode`` is
+    ``"plain"`` (source percent-encoded, "/" and ":" kept) or ``"base64"``.
+    ``parse_path(build_path(o, s)) == ParsedPath(o, s)`` for every valid,
+    normalised ``o`` (no-op variants such as a 0x0 crop are folded first, so
+    requests with the same effect share one path, and so one cache key).
+    """
+    if encode not in ("plain", "base64"):
+        raise ValueError(f"encode must be 'plain' or 'base64', not {encode!r}")
+    _check_buildable(options, source)
+    options = _normalized(options)
+    segments = [
+        *_geometry_segments(options),
+        *_effect_segments(options),
+        *_output_segments(options),
+    ]
+    if encode == "plain":
+        segments.append("plain")
+        tail = quote(source, safe="/:")
+        mark = "@"
+    else:
+        tail = base64.urlsafe_b64encode(source.encode("utf-8")).decode("ascii").rstrip("=")
+        mark = "."
+    segments.append(f"{tail}{mark}{options.format}" if options.format else tail)
+    return "/" + "/".join(segments)

@@ -1,0 +1,689 @@
+"""The image pipeline: pyvips only, no Django, no settings.
+
+This is the only module that imports pyvips (importing it initialises libvips).
+:func:`configure` runs once per process before any image is touched: it turns
+the operation cache off, blocks loaders we never want to reach untrusted bytes
+and sets libvips' thread count.
+
+:func:`render` runs a fixed order of small steps, each ``(image, ...) -> image``:
+
+1. load, shrinking on load to the planned size (``thumbnail_buffer``), EXIF
+   auto-rotate, CMYK to sRGB; or, with the ``crop`` option, a full load
+2. per frame: ``rotate``/``flip`` -> ``crop`` -> resize to plan -> colour to
+   8-bit sRGB -> crop to the requested box (gravity) -> ``blur`` ->
+   ``sharpen`` -> ``extend`` -> ``padding`` -> flatten alpha
+3. strip metadata, encode (again at lower quality for ``max_bytes``)
+
+Sizes come from :mod:`django_oximg.core.geometry`, so the output is exactly the
+size the template tag predicted. Every ``pyvips.Error`` becomes one of the
+project's errors with the libvips message kept as ``detail``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyvips
+
+from django_oximg.core.errors import (
+    InvalidImage,
+    OximgError,
+    ProcessingTimeout,
+    ResultTooLarge,
+    UnsupportedFormat,
+)
+from django_oximg.core.geometry import Geometry, place, plan_geometry
+from django_oximg.core.options import Gravity, Options
+
+#: A pyvips image; pyvips ships no type information.
+Image = Any
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """What a source's header says, read without decoding pixels."""
+
+    width: int
+    height: int
+    #: libvips loader family: "jpeg", "png", "webp", "gif", "heif", "tiff", ...
+    format: str
+    #: Number of pages/frames (1 for still images).
+    frames: int = 1
+    #: EXIF orientation 1..8 (1 when absent).
+    orientation: int = 1
+    has_alpha: bool = False
+    #: Progressive JPEG / interlaced PNG or GIF: these cost more memory to decode.
+    interlaced: bool = False
+
+
+@dataclass(frozen=True)
+class RenderSettings:
+    """Site-wide pipeline defaults, built once from settings by the caller."""
+
+    #: Default quality per output format.
+    quality: dict[str, int] = field(
+        default_factory=lambda: {"jpeg": 80, "webp": 75, "avif": 65, "png": 0, "gif": 0}
+    )
+    #: Largest output side in pixels; larger requests are clamped.
+    max_result_dimension: int = 8192
+    #: More frames than this and only the first frame is used.
+    max_animation_frames: int = 100
+    #: libvips AVIF encoder effort (0 fastest .. 9 slowest); see docs/pipeline.md.
+    avif_effort: int = 2
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """An encoded result."""
+
+    data: bytes
+    format: str
+    width: int
+    #: Height of one frame (the whole image for still output).
+    height: int
+    #: Frames in the output (1 unless an animation was kept).
+    frames: int = 1
+
+    @property
+    def content_type(self) -> str:
+        return CONTENT_TYPES[self.format]
+
+
+CONTENT_TYPES = {
+    "jpeg": "image/jpeg",
+    "png": "image/png",
+    "webp": "image/webp",
+    "avif": "image/avif",
+    "gif": "image/gif",
+}
+
+#: Loaders never offered untrusted bytes: they parse formats an image server has
+#: no use for and have a history of memory-safety bugs (libvips marks most as
+#: untrusted too). Names absent from this libvips build are ignored by libvips.
+BLOCKED_LOADERS = (
+    "VipsForeignLoadSvg",
+    "VipsForeignLoadPdf",
+    "VipsForeignLoadMagick",
+    "VipsForeignLoadVips",
+    "VipsForeignLoadCsv",
+    "VipsForeignLoadMatrix",
+    "VipsForeignLoadRaw",
+    "VipsForeignLoadPpm",
+    "VipsForeignLoadRad",
+    "VipsForeignLoadFits",
+    "VipsForeignLoadAnalyze",
+    "VipsForeignLoadOpenslide",
+    "VipsForeignLoadOpenexr",
+    "VipsForeignLoadMat",
+    "VipsForeignLoadDcraw",
+)
+
+#: libvips saver per output format, used to tell whether a format is available.
+SAVERS = {
+    "jpeg": "jpegsave_buffer",
+    "png": "pngsave_buffer",
+    "webp": "webpsave_buffer",
+    "avif": "heifsave_buffer",
+    "gif": "gifsave_buffer",
+}
+
+#: Formats whose encoder has a quality setting (the ``max_bytes`` loop lowers it).
+LOSSY_FORMATS = frozenset({"jpeg", "webp", "avif"})
+
+#: Source formats whose frames we keep as an animation.
+ANIMATED_SOURCES = frozenset({"gif", "webp"})
+
+#: Browsers play shorter GIF/WebP delays at 100 ms or as fast as they can; 20 ms
+#: is the shortest delay that plays consistently.
+MIN_FRAME_DELAY_MS = 20
+
+#: Quality used when neither the request nor the settings give one.
+FALLBACK_QUALITY = 80
+
+#: The ``max_bytes`` loop gives up below this quality: the result is garbage.
+MIN_QUALITY = 10
+
+#: Metadata kept with ``keep_copyright``: who made the picture and who owns it.
+COPYRIGHT_FIELDS = frozenset({"exif-ifd0-Copyright", "exif-ifd0-Artist"})
+
+WHITE = (255, 255, 255)
+
+_configured = False
+_configure_lock = threading.Lock()
+
+
+# --- set-up -------------------------------------------------------------------
+
+
+def configure(concurrency: int | None = None, block_untrusted: bool = True) -> None:
+    """Set libvips up for untrusted input; call once at process start.
+
+    The operation cache is turned off: it keeps decoded images alive across
+    requests (memory the budget cannot see) and every request is different.
+    ``concurrency`` is libvips' worker threads per image (None keeps libvips'
+    default, the number of CPUs).
+    """
+    global _configured
+    with _configure_lock:
+        pyvips.cache_set_max(0)
+        pyvips.cache_set_max_mem(0)
+        pyvips.cache_set_max_files(0)
+        if block_untrusted:
+            pyvips.block_untrusted_set(True)
+            for name in BLOCKED_LOADERS:
+                pyvips.operation_block_set(name, True)
+        if concurrency is not None:
+            pyvips.concurrency_set(concurrency)
+        _configured = True
+
+
+def _ensure_configured() -> None:
+    """Configure with safe defaults if the caller forgot, so blocking is never skipped."""
+    if not _configured:
+        configure()
+
+
+def libvips_version() -> str:
+    """The running libvips version, e.g. ``"8.18.3"``."""
+    return ".".join(str(pyvips.version(part)) for part in range(3))
+
+
+def check_libvips_version(minimum: tuple[int, int, int] = (8, 18, 3)) -> None:
+    """Refuse to run on a libvips older than ``minimum`` (security fixes, loader limits)."""
+    running = tuple(int(pyvips.version(part)) for part in range(3))
+    if running < minimum:
+        wanted = ".".join(map(str, minimum))
+        raise RuntimeError(
+            f"django-oximg needs libvips >= {wanted}, but {libvips_version()} is loaded; "
+            "install a newer pyvips-binary or system libvips"
+        )
+
+
+def saver_available(fmt: str) -> bool:
+    """Whether this libvips build can encode ``fmt``."""
+    try:
+        pyvips.Operation.new_from_name(SAVERS[fmt])
+    except (KeyError, pyvips.Error):
+        return False
+    return True
+
+
+# --- errors -------------------------------------------------------------------
+
+
+def _wrap_error(error: pyvips.Error) -> OximgError:
+    """The project error for a libvips failure, keeping libvips' words for logs."""
+    detail = f"{error.message}: {error.detail}".strip()
+    if "not in a known format" in detail or "is blocked" in detail:
+        return UnsupportedFormat(detail)
+    return InvalidImage(detail)
+
+
+# --- probe --------------------------------------------------------------------
+
+#: libvips loader name prefixes, longest first, to the format names we use.
+LOADER_FORMATS = (
+    ("jpegload", "jpeg"),
+    ("uhdrload", "jpeg"),
+    ("pngload", "png"),
+    ("webpload", "webp"),
+    ("gifload", "gif"),
+    ("heifload", "heif"),
+    ("tiffload", "tiff"),
+    ("jxlload", "jxl"),
+    ("jp2kload", "jp2k"),
+    ("svgload", "svg"),
+)
+
+
+def _format_of(image: Image) -> str:
+    """Our name for the loader that opened ``image``."""
+    loader = str(image.get("vips-loader")) if image.get_typeof("vips-loader") else ""
+    for prefix, name in LOADER_FORMATS:
+        if loader.startswith(prefix):
+            return name
+    return loader.split("load")[0] or "unknown"
+
+
+def _int_field(image: Image, name: str, default: int) -> int:
+    """An integer metadata field, or ``default`` when the header lacks it."""
+    return int(image.get(name)) if image.get_typeof(name) else default
+
+
+def probe(data: bytes) -> SourceInfo:
+    """Read the header of ``data``; raise InvalidImage/UnsupportedFormat.
+
+    libvips opens the header only; pixels are decoded later, if ever, so this is
+    cheap enough to run before admitting a job (resolution and frame limits).
+    """
+    _ensure_configured()
+    if not data:
+        raise UnsupportedFormat("empty source")
+    try:
+        image = pyvips.Image.new_from_buffer(data, "", access="sequential")
+        orientation = _int_field(image, "orientation", 1)
+        return SourceInfo(
+            width=int(image.width),
+            height=int(image.height),
+            format=_format_of(image),
+            frames=max(1, _int_field(image, "n-pages", 1)),
+            orientation=orientation if 1 <= orientation <= 8 else 1,
+            has_alpha=bool(image.hasalpha()),
+            interlaced=bool(_int_field(image, "interlaced", 0)),
+        )
+    except pyvips.Error as error:
+        raise _wrap_error(error) from error
+
+
+# --- deadline -----------------------------------------------------------------
+
+
+class Deadline:
+    """Stops libvips work once ``time.monotonic()`` passes ``at``.
+
+    libvips reports progress on the image being computed; the callback sets the
+    image's kill flag, libvips stops its threads and the computation fails.
+    Callbacks are kept here so they live as long as the render.
+    """
+
+    def __init__(self, at: float | None) -> None:
+        self.at = at
+        self.expired = False
+        self._callbacks: list[Callable[[Image, Any], None]] = []
+
+    def watch(self, image: Image) -> Image:
+        """Return ``image`` with the deadline attached (no-op without a deadline)."""
+        if self.at is None:
+            return image
+        at = self.at
+
+        def on_eval(evaluated: Image, _progress: Any) -> None:
+            if time.monotonic() >= at:
+                self.expired = True
+                evaluated.set_kill(True)
+
+        image.set_progress(True)
+        image.signal_connect("eval", on_eval)
+        self._callbacks.append(on_eval)
+        return image
+
+    def failure(self, error: pyvips.Error) -> OximgError:
+        """The error to raise for a libvips failure during a watched computation."""
+        if self.expired:
+            return ProcessingTimeout(f"render deadline passed: {error.message}")
+        return _wrap_error(error)
+
+
+# --- load ---------------------------------------------------------------------
+
+
+def keeps_animation(info: SourceInfo, fmt: str, settings: RenderSettings) -> bool:
+    """Animated GIF/WebP into GIF/WebP stays animated, within the frame limit."""
+    return (
+        info.frames > 1
+        and info.format in ANIMATED_SOURCES
+        and fmt in ("gif", "webp")
+        and info.frames <= settings.max_animation_frames
+    )
+
+
+def _loader_options(animated: bool) -> str:
+    """Option string for the loader: fail on truncation, all frames when animated."""
+    return "fail_on=truncated,n=-1" if animated else "fail_on=truncated"
+
+
+def load_thumbnail(data: bytes, geometry: Geometry, options: Options, animated: bool) -> Image:
+    """Load straight at the planned scaled size (shrink-on-load), upright.
+
+    libvips picks the cheapest decode (JPEG DCT scaling, WebP/HEIF scaling,
+    PNG/GIF line skipping) and auto-rotates by EXIF. The planned size is in the
+    final orientation, so a ``rotate`` quarter turn (applied later) swaps it
+    back. CMYK is converted to sRGB here; tagged RGB keeps its profile for
+    :func:`to_srgb`.
+    """
+    width, height = geometry.scaled_width, geometry.scaled_height
+    if options.rotate % 180 == 90:
+        width, height = height, width
+    return pyvips.Image.thumbnail_buffer(
+        data,
+        width,
+        height=height,
+        size="force",
+        no_rotate=not options.auto_rotate,
+        option_string=_loader_options(animated),
+    )
+
+
+def load_full(data: bytes, options: Options, animated: bool) -> Image:
+    """Load at full size for the ``crop`` option (the region is cut before scaling)."""
+    kwargs: dict[str, Any] = {"access": "random", "fail_on": "truncated"}
+    if animated:
+        kwargs["n"] = -1
+    image = pyvips.Image.new_from_buffer(data, "", **kwargs)
+    if options.auto_rotate and not animated:
+        image = image.autorot()
+    return image
+
+
+def split_frames(image: Image, animated: bool) -> list[Image]:
+    """The frames of an animation strip (a still image is one frame)."""
+    if not animated or not image.get_typeof("page-height"):
+        return [image]
+    page_height = int(image.get("page-height"))
+    count = image.height // page_height
+    return [image.crop(0, i * page_height, image.width, page_height) for i in range(count)]
+
+
+def join_frames(frames: list[Image], source: Image) -> Image:
+    """Put frames back into one strip with page height, loop and clamped delays."""
+    if len(frames) == 1:
+        return frames[0]
+    strip = pyvips.Image.arrayjoin(frames, across=1).copy()
+    strip.set_type(pyvips.GValue.gint_type, "page-height", frames[0].height)
+    if source.get_typeof("loop"):
+        strip.set_type(pyvips.GValue.gint_type, "loop", int(source.get("loop")))
+    if source.get_typeof("delay"):
+        delays = [max(int(delay), MIN_FRAME_DELAY_MS) for delay in source.get("delay")]
+        strip.set_type(pyvips.GValue.array_int_type, "delay", delays)
+    return strip
+
+
+# --- per-frame steps ----------------------------------------------------------
+
+
+def rotate_and_flip(image: Image, options: Options) -> Image:
+    """Apply ``rotate`` (clockwise quarter turns), then ``flip_horizontal``/``flip_vertical``."""
+    turns = {90: "d90", 180: "d180", 270: "d270"}
+    if options.rotate % 360 in turns:
+        image = image.rot(turns[options.rotate % 360])
+    if options.flip_horizontal:
+        image = image.fliphor()
+    if options.flip_vertical:
+        image = image.flipver()
+    return image
+
+
+def crop_region(
+    image: Image, width: int, height: int, gravity: Gravity, offset_scale: float, smart: bool
+) -> Image:
+    """Cut ``width`` x ``height`` out of ``image`` where ``gravity`` says.
+
+    ``sm`` asks libvips for the most interesting region (attention strategy:
+    edges, skin tones, saturated colour) when ``smart`` is allowed.
+    """
+    width, height = min(width, image.width), min(height, image.height)
+    if width == image.width and height == image.height:
+        return image
+    if gravity.type == "sm" and smart:
+        return image.smartcrop(width, height, interesting="attention")
+    left, top = place(image.width, image.height, width, height, gravity, offset_scale)
+    return image.crop(left, top, width, height)
+
+
+def crop_source(image: Image, geometry: Geometry, options: Options, smart: bool) -> Image:
+    """The ``crop`` option: cut the region before scaling (offsets are source pixels)."""
+    if options.crop is None:
+        return image
+    gravity = options.crop.gravity or options.gravity
+    return crop_region(image, geometry.crop_width, geometry.crop_height, gravity, 1.0, smart)
+
+
+def resize_to(image: Image, width: int, height: int) -> Image:
+    """Resize to exactly ``width`` x ``height`` (alpha premultiplied, so edges stay clean)."""
+    if image.width == width and image.height == height:
+        return image
+    x_scale, y_scale = width / image.width, height / image.height
+    if image.hasalpha():
+        resized = image.premultiply().resize(x_scale, vscale=y_scale).unpremultiply()
+        resized = resized.cast(image.format)
+    else:
+        resized = image.resize(x_scale, vscale=y_scale)
+    if resized.width != width or resized.height != height:
+        # libvips rounds the same way, but guard a 1 px disagreement anyway.
+        resized = resized.embed(0, 0, width, height, extend="copy")
+    return resized
+
+
+def to_srgb(image: Image, options: Options) -> Image:
+    """Make the frame 8-bit sRGB (alpha kept) from any colour space and depth.
+
+    With ``strip_color_profile`` an embedded profile is applied and dropped; a
+    broken profile is ignored rather than failing the request. Without it, an
+    RGB image keeps its profile (the encoder embeds it).
+    """
+    has_profile = bool(image.get_typeof("icc-profile-data"))
+    if image.interpretation == "cmyk":
+        image = image.icc_transform("srgb", input_profile="cmyk", embedded=True, depth=8)
+    elif has_profile and (options.strip_color_profile or image.interpretation != "srgb"):
+        try:
+            image = image.icc_transform("srgb", embedded=True, intent="perceptual", depth=8)
+        except pyvips.Error:
+            image = image.copy()
+            image.remove("icc-profile-data")
+    if image.interpretation != "srgb" or image.format != "uchar":
+        image = image.colourspace("srgb")
+    if image.format != "uchar":
+        image = image.cast("uchar")
+    if options.strip_color_profile and image.get_typeof("icc-profile-data"):
+        image = image.copy()
+        image.remove("icc-profile-data")
+    return image
+
+
+def crop_to_result(image: Image, geometry: Geometry, options: Options, smart: bool) -> Image:
+    """Crop the scaled frame to the requested box (``fill``, ``fill-down``, min sizes)."""
+    return crop_region(
+        image,
+        geometry.result_width,
+        geometry.result_height,
+        options.gravity,
+        geometry.dpr_scale,
+        smart,
+    )
+
+
+def blur(image: Image, options: Options) -> Image:
+    """``blur``: Gaussian blur with the given sigma."""
+    return image.gaussblur(options.blur) if options.blur > 0 else image
+
+
+def sharpen(image: Image, options: Options) -> Image:
+    """``sharpen``: unsharp mask with the given sigma (libvips ``sharpen``)."""
+    if options.sharpen <= 0:
+        return image
+    return image.sharpen(sigma=options.sharpen).colourspace("srgb").cast("uchar")
+
+
+def fill_colour(image: Image, options: Options) -> list[float]:
+    """Colour of new pixels: the background option, else transparent or white."""
+    if options.background is not None:
+        colour = list(map(float, options.background))
+        return [*colour, 255.0] if image.hasalpha() else colour
+    return [*map(float, WHITE), 0.0] if image.hasalpha() else list(map(float, WHITE))
+
+
+def extend(image: Image, geometry: Geometry, options: Options) -> Image:
+    """``extend``: put the frame on a canvas of the requested size (``extend_gravity``)."""
+    width, height = geometry.canvas_width, geometry.canvas_height
+    if width == image.width and height == image.height:
+        return image
+    gravity = options.extend_gravity or Gravity()
+    left, top = place(width, height, image.width, image.height, gravity, geometry.dpr_scale)
+    return image.embed(
+        left, top, width, height, extend="background", background=fill_colour(image, options)
+    )
+
+
+def pad(image: Image, geometry: Geometry, options: Options) -> Image:
+    """``padding``: add a border (already multiplied by the dpr in the plan)."""
+    top, right, bottom, left = geometry.padding
+    if not (top or right or bottom or left):
+        return image
+    return image.embed(
+        left,
+        top,
+        image.width + left + right,
+        image.height + top + bottom,
+        extend="background",
+        background=fill_colour(image, options),
+    )
+
+
+def flatten(image: Image, options: Options, fmt: str) -> Image:
+    """Drop alpha onto the background for JPEG, or whenever ``background`` is set."""
+    if not image.hasalpha() or (fmt != "jpeg" and options.background is None):
+        return image
+    colour = list(map(float, options.background or WHITE))
+    return image.flatten(background=colour).cast("uchar")
+
+
+def process_frame(
+    image: Image, geometry: Geometry, options: Options, fmt: str, animated: bool
+) -> Image:
+    """Every per-frame step in order; ``sm`` gravity is centred for animations."""
+    smart = not animated
+    image = rotate_and_flip(image, options)
+    image = crop_source(image, geometry, options, smart)
+    image = resize_to(image, geometry.scaled_width, geometry.scaled_height)
+    image = to_srgb(image, options)
+    image = crop_to_result(image, geometry, options, smart)
+    image = blur(image, options)
+    image = sharpen(image, options)
+    image = extend(image, geometry, options)
+    image = pad(image, geometry, options)
+    return flatten(image, options, fmt)
+
+
+# --- metadata and encoding ----------------------------------------------------
+
+
+def strip_metadata(image: Image, options: Options) -> tuple[Image, int]:
+    """Decide what metadata the encoder keeps; return the image and libvips keep flags.
+
+    ``strip_metadata`` drops EXIF, XMP and IPTC (GPS, camera serials). With
+    ``keep_copyright`` the EXIF Copyright and Artist tags survive: every other
+    EXIF tag is removed from the image so libvips rewrites a minimal EXIF block.
+    An ICC profile is kept only when ``strip_color_profile`` is off.
+    """
+    keep_flags = pyvips.enums.ForeignKeep
+    keep = keep_flags.NONE if options.strip_color_profile else keep_flags.ICC
+    if not options.strip_metadata:
+        return image, keep | keep_flags.EXIF | keep_flags.XMP | keep_flags.IPTC
+    fields = image.get_fields()
+    if options.keep_copyright and COPYRIGHT_FIELDS.intersection(fields):
+        image = image.copy()
+        for name in fields:
+            if name.startswith("exif-ifd") and name not in COPYRIGHT_FIELDS:
+                image.remove(name)
+        keep |= keep_flags.EXIF
+    return image, int(keep)
+
+
+def quality_for(fmt: str, options: Options, settings: RenderSettings) -> int:
+    """Quality: the request's, else its per-format one, else the site default."""
+    if options.quality:
+        return options.quality
+    per_format = dict(options.format_quality)
+    if per_format.get(fmt):
+        return per_format[fmt]
+    return settings.quality.get(fmt) or FALLBACK_QUALITY
+
+
+def encode(image: Image, fmt: str, quality: int, keep: int, settings: RenderSettings) -> bytes:
+    """Encode one image; only the lossy formats use ``quality``."""
+    if fmt == "jpeg":
+        data = image.jpegsave_buffer(Q=quality, optimize_coding=True, keep=keep)
+    elif fmt == "png":
+        data = image.pngsave_buffer(compression=6, keep=keep)
+    elif fmt == "webp":
+        data = image.webpsave_buffer(Q=quality, effort=4, keep=keep)
+    elif fmt == "avif":
+        data = image.heifsave_buffer(
+            Q=quality,
+            compression="av1",
+            effort=settings.avif_effort,
+            bitdepth=8,
+            keep=keep,
+        )
+    elif fmt == "gif":
+        data = image.gifsave_buffer(keep=keep)
+    else:
+        raise UnsupportedFormat(f"unknown output format {fmt!r}")
+    return bytes(data)
+
+
+def next_quality(quality: int, size: int, max_bytes: int) -> int:
+    """A lower quality for the ``max_bytes`` loop: bigger overshoots step further."""
+    overshoot = size / max_bytes
+    factor = 0.25 if overshoot > 3 else 0.5 if overshoot > 1.5 else 0.75
+    return int(quality * factor)
+
+
+def encode_within_limit(
+    image: Image, fmt: str, options: Options, settings: RenderSettings, keep: int
+) -> bytes:
+    """Encode, lowering the quality until the result fits ``max_bytes``."""
+    quality = quality_for(fmt, options, settings)
+    data = encode(image, fmt, quality, keep, settings)
+    if not options.max_bytes:
+        return data
+    while len(data) > options.max_bytes:
+        if fmt not in LOSSY_FORMATS or quality <= MIN_QUALITY:
+            raise ResultTooLarge(f"{len(data)} bytes > max_bytes {options.max_bytes}")
+        quality = max(MIN_QUALITY, next_quality(quality, len(data), options.max_bytes))
+        data = encode(image, fmt, quality, keep, settings)
+    return data
+
+
+# --- render -------------------------------------------------------------------
+
+
+def render(
+    data: bytes,
+    options: Options,
+    fmt: str,
+    settings: RenderSettings,
+    *,
+    deadline: float | None = None,
+) -> Rendered:
+    """Render ``data`` with ``options`` into format ``fmt`` (one of OUTPUT_FORMATS).
+
+    ``deadline`` is a ``time.monotonic()`` value; libvips is stopped once it
+    passes and :class:`ProcessingTimeout` is raised. The output size always
+    equals :func:`~django_oximg.core.geometry.plan_geometry`'s prediction.
+    """
+    _ensure_configured()
+    if fmt not in CONTENT_TYPES:
+        raise UnsupportedFormat(f"unknown output format {fmt!r}")
+    info = probe(data)
+    animated = keeps_animation(info, fmt, settings)
+    geometry = plan_geometry(
+        info.width,
+        info.height,
+        options,
+        orientation=info.orientation,
+        max_result_dimension=settings.max_result_dimension,
+    )
+    watch = Deadline(deadline)
+    try:
+        if options.crop is None:
+            source = load_thumbnail(data, geometry, options, animated)
+        else:
+            source = load_full(data, options, animated)
+        if options.gravity.type == "sm" and not animated:
+            # The attention crop reads the frame twice: compute it once, watched.
+            source = watch.watch(source).copy_memory()
+        frames = [
+            process_frame(frame, geometry, options, fmt, animated)
+            for frame in split_frames(source, animated)
+        ]
+        image = join_frames(frames, source)
+        image, keep = strip_metadata(image, options)
+        encoded = encode_within_limit(watch.watch(image), fmt, options, settings, keep)
+    except pyvips.Error as error:
+        raise watch.failure(error) from error
+    return Rendered(encoded, fmt, int(frames[0].width), int(frames[0].height), len(frames))

@@ -1,0 +1,150 @@
+"""Turn a result or an error into status, headers and body.
+
+The one place that knows HTTP semantics: the error-to-status table, ETag and
+304 handling, Cache-Control and Vary. Results on local disk are answered by
+whitenoise's :class:`~whitenoise.responders.StaticFile`, which already handles
+conditional and range requests for files, so that logic is not written twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from typing import BinaryIO
+
+from whitenoise.responders import StaticFile
+
+from django_oximg.core import errors
+
+#: Error class -> HTTP status. Looked up along the class's MRO, so a subclass
+#: (SourceTooLarge is an InvalidImage) gets its parent's status unless listed.
+ERROR_STATUS: dict[type[errors.OximgError], int] = {
+    errors.InvalidOptions: 400,
+    errors.InvalidSignature: 403,
+    errors.SourceNotFound: 404,
+    errors.ExpiredURL: 404,
+    errors.UnsupportedFormat: 415,
+    errors.InvalidImage: 422,
+    errors.Overloaded: 429,
+    errors.SourceUnavailable: 502,
+    errors.ProcessingTimeout: 503,
+    errors.SourceTimeout: 504,
+}
+
+#: Rejections that a client may retry, and after how many seconds.
+RETRY_AFTER = {429: "1", 503: "2"}
+
+#: Error responses must never be stored by browsers, CDNs or our cache: the
+#: next request may well succeed (imgproxy 4.0.6 fixed exactly this).
+NO_STORE = ("Cache-Control", "no-store")
+
+METHODS = ("GET", "HEAD")
+
+
+@dataclass
+class Reply:
+    """A complete HTTP answer, independent of WSGI or Django.
+
+    Exactly one of ``body`` and ``file`` carries the content (``file`` is an
+    open binary file the server may hand to sendfile; it must be closed).
+    """
+
+    status: int
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+    file: BinaryIO | None = None
+
+    @property
+    def status_line(self) -> str:
+        return f"{self.status} {HTTPStatus(self.status).phrase}"
+
+
+@dataclass(frozen=True)
+class Result:
+    """A thumbnail ready to send: in memory, or as a file on local disk."""
+
+    content_type: str
+    etag: str
+    #: Whether the format was negotiated from Accept (adds ``Vary: Accept``).
+    negotiated: bool
+    data: bytes | None = None
+    path: str | None = None
+    size: int = 0
+
+
+def status_for(error: errors.OximgError) -> int:
+    """The HTTP status for ``error``, from :data:`ERROR_STATUS`."""
+    for cls in type(error).__mro__:
+        if cls in ERROR_STATUS:
+            return ERROR_STATUS[cls]
+    raise TypeError(f"no status for {type(error).__name__}")
+
+
+def error_reply(error: errors.OximgError, method: str = "GET") -> Reply:
+    """A short plain-text answer for ``error``, never cacheable."""
+    status = status_for(error)
+    body = error.public.encode() + b"\n"
+    headers = [
+        ("Content-Type", "text/plain; charset=utf-8"),
+        ("Content-Length", str(len(body))),
+        NO_STORE,
+    ]
+    if status in RETRY_AFTER:
+        headers.append(("Retry-After", RETRY_AFTER[status]))
+    return Reply(status, headers, body if method != "HEAD" else b"")
+
+
+def method_not_allowed() -> Reply:
+    return Reply(405, [("Allow", "GET, HEAD"), ("Content-Length", "0"), NO_STORE])
+
+
+def result_headers(result: Result, cache_control: str) -> list[tuple[str, str]]:
+    headers = [
+        ("Content-Type", result.content_type),
+        ("Cache-Control", cache_control),
+        ("ETag", result.etag),
+    ]
+    if result.negotiated:
+        headers.append(("Vary", "Accept"))
+    return headers
+
+
+def etag_matches(if_none_match: str, etag: str) -> bool:
+    """RFC 9110 weak comparison, as If-None-Match requires."""
+    if not if_none_match:
+        return False
+    if if_none_match.strip() == "*":
+        return True
+    wanted = etag.removeprefix("W/")
+    return any(
+        candidate.strip().removeprefix("W/") == wanted for candidate in if_none_match.split(",")
+    )
+
+
+def result_reply(
+    result: Result, method: str, request_headers: Mapping[str, str], cache_control: str
+) -> Reply:
+    """Answer GET/HEAD for ``result``, honouring If-None-Match (and Range for files).
+
+    ``request_headers`` uses WSGI environ names (``HTTP_IF_NONE_MATCH``).
+    """
+    headers = result_headers(result, cache_control)
+    if result.path is not None:
+        return _file_reply(result.path, headers, method, request_headers)
+    if etag_matches(request_headers.get("HTTP_IF_NONE_MATCH", ""), result.etag):
+        return Reply(304, [h for h in headers if h[0] != "Content-Type"])
+    data = result.data or b""
+    headers.append(("Content-Length", str(len(data))))
+    return Reply(200, headers, data if method != "HEAD" else b"")
+
+
+def _file_reply(
+    path: str, headers: list[tuple[str, str]], method: str, request_headers: Mapping[str, str]
+) -> Reply:
+    static_file = StaticFile(path, headers)
+    response = static_file.get_response(method, request_headers)
+    # whitenoise gives a wsgiref Headers object, or a plain list for 304/416.
+    found = response.headers
+    items = list(found.items()) if hasattr(found, "items") else list(found)
+    return Reply(int(response.status), items, b"", response.file)

@@ -1,0 +1,264 @@
+"""One request, start to finish: verify, parse, look up, admit, render, store.
+
+Both ways in (the Django view and the WSGI middleware) call
+:meth:`Thumbnailer.reply`; neither holds any logic of its own beyond deciding
+whether a path is theirs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import posixpath
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+
+from django_oximg.core import errors, pipeline, responders
+from django_oximg.core.budget import estimate_peak_bytes
+from django_oximg.core.executor import Executor
+from django_oximg.core.options import Options, build_path, parse_path
+from django_oximg.core.signing import URLSigner, split_signed_path
+from django_oximg.core.singleflight import SingleFlight
+from django_oximg.core.stores import CacheStore, CachedResult, SourceStore
+
+logger = logging.getLogger("django_oximg")
+
+#: Bump when a change to the pipeline changes output bytes for the same
+#: request: it is part of every cache key, so old results are never served.
+PIPELINE_VERSION = "1"
+
+#: Formats that can carry animation.
+ANIMATED_FORMATS = frozenset({"webp", "gif"})
+
+#: Web formats a source can be served as when the client accepts neither AVIF
+#: nor WebP, by the source name's extension; anything else becomes JPEG.
+FALLBACK_FORMATS = {".png": "png", ".gif": "gif", ".jpg": "jpeg", ".jpeg": "jpeg"}
+
+#: Seconds between two log lines about failing cache writes.
+CACHE_ERROR_LOG_INTERVAL = 60.0
+
+
+@dataclass(frozen=True)
+class ThumbnailerConfig:
+    """Everything the thumbnailer needs from settings, already validated."""
+
+    render: pipeline.RenderSettings = field(default_factory=pipeline.RenderSettings)
+    presets: Mapping[str, str] = field(default_factory=dict)
+    allow_unsigned: bool = False
+    auto_format: bool = True
+    max_src_resolution: int = 50_000_000
+    max_src_file_size: int = 50 * 1024 * 1024
+    render_timeout: float = 10.0
+    cache_control: str = "public, max-age=31536000, immutable"
+
+
+@dataclass(frozen=True)
+class Job:
+    """A verified, parsed request with its output format and cache key."""
+
+    source_alias: str
+    source_name: str
+    options: Options
+    format: str
+    negotiated: bool
+    key: str
+
+    @property
+    def etag(self) -> str:
+        return '"' + posixpath.splitext(posixpath.basename(self.key))[0] + '"'
+
+
+class Thumbnailer:
+    """Serves thumbnail requests for one process (thread-safe)."""
+
+    def __init__(
+        self,
+        config: ThumbnailerConfig,
+        signer: URLSigner,
+        sources: Mapping[str, SourceStore],
+        cache: CacheStore,
+        executor: Executor,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if "" not in sources:
+            raise ValueError("sources needs a default store under the alias ''")
+        self.config = config
+        self.signer = signer
+        self.sources = sources
+        self.cache = cache
+        self.executor = executor
+        self.flights = SingleFlight()
+        self.clock = clock
+        self.renders = 0
+        self._version = f"{PIPELINE_VERSION}:{pipeline.libvips_version()}"
+        self._last_cache_error = 0.0
+        self._lock = threading.Lock()
+
+    # -- the public entry point --------------------------------------------------
+
+    def reply(self, path: str, method: str, request_headers: Mapping[str, str]) -> responders.Reply:
+        """Answer one request for ``path`` (raw, still percent-encoded, from the signature on)."""
+        if method not in responders.METHODS:
+            return responders.method_not_allowed()
+        try:
+            job = self.job_for(path, request_headers.get("HTTP_ACCEPT", ""))
+            result = self.result_for(job)
+            return responders.result_reply(
+                result, method, request_headers, self.config.cache_control
+            )
+        except errors.OximgError as error:
+            level = logging.WARNING if responders.status_for(error) >= 500 else logging.INFO
+            logger.log(level, "%s %s: %s", type(error).__name__, path[:200], error.detail)
+            return responders.error_reply(error, method)
+
+    # -- steps ------------------------------------------------------------------
+
+    def job_for(self, path: str, accept: str) -> Job:
+        """Verify and parse ``path`` into a :class:`Job`; no storage is touched."""
+        signature, rest = split_signed_path(path)
+        if self.config.allow_unsigned and signature in ("insecure", "unsafe"):
+            pass
+        else:
+            self.signer.verify(signature, rest)
+        parsed = parse_path(rest, self.config.presets)
+        options = parsed.options
+        if options.expires and options.expires < self.clock():
+            raise errors.ExpiredURL(f"expired at {options.expires}")
+        alias, name = self.split_source(parsed.source)
+        fmt, negotiated = self.output_format(options, name, accept)
+        canonical = build_path(replace(options, format=fmt), parsed.source)
+        key = self.cache_key(parsed.source, canonical, fmt)
+        return Job(alias, name, options, fmt, negotiated, key)
+
+    def split_source(self, source: str) -> tuple[str, str]:
+        """Split ``alias:name`` into a configured source alias and a name."""
+        alias, sep, name = source.partition(":")
+        if sep and alias and alias in self.sources:
+            return alias, name
+        return "", source
+
+    def output_format(self, options: Options, name: str, accept: str) -> tuple[str, bool]:
+        """The output format and whether it was negotiated from Accept."""
+        if options.format:
+            return options.format, False
+        fallback = FALLBACK_FORMATS.get(posixpath.splitext(name)[1].lower(), "jpeg")
+        if not self.config.auto_format:
+            return fallback, False
+        return negotiate(accept, fallback), True
+
+    def cache_key(self, source: str, canonical: str, fmt: str) -> str:
+        """Key under the source's own directory, so one source's variants purge together.
+
+        Made from the canonical request (never the raw URL), the pipeline
+        version and the libvips version.
+        """
+        return f"{source_directory(source)}/{sha256_hex(self._version, canonical)[:40]}.{fmt}"
+
+    def result_for(self, job: Job) -> responders.Result:
+        """The cached result, or a fresh render shared by concurrent identical requests."""
+        content_type = pipeline.CONTENT_TYPES[job.format]
+        cached = self.cache.get(job.key)
+        if cached is not None:
+            return self._from_cache(job, cached, content_type)
+        rendered, _shared = self.flights.do(job.key, lambda: self.produce(job))
+        return responders.Result(
+            content_type, job.etag, job.negotiated, data=rendered.data, size=len(rendered.data)
+        )
+
+    def _from_cache(
+        self, job: Job, cached: CachedResult, content_type: str
+    ) -> responders.Result:
+        return responders.Result(
+            content_type,
+            job.etag,
+            job.negotiated,
+            data=cached.data,
+            path=cached.path,
+            size=cached.size,
+        )
+
+    def produce(self, job: Job) -> pipeline.Rendered:
+        """Read, check, render within budget and deadline, then cache the result."""
+        store = self.sources[job.source_alias]
+        data = store.read(job.source_name, self.config.max_src_file_size)
+        info = pipeline.probe(data)
+        frames = self.frames_to_render(info, job.format)
+        self.check_resolution(info, frames)
+        box = (job.options.width, job.options.height)
+        cost = estimate_peak_bytes(info, frames, box)
+
+        def render() -> pipeline.Rendered:
+            deadline = time.monotonic() + self.config.render_timeout
+            return pipeline.render(data, job.options, job.format, self.config.render, deadline=deadline)
+
+        rendered = self.executor.run(render, cost=cost)
+        with self._lock:
+            self.renders += 1
+        self.store_result(job.key, rendered.data)
+        return rendered
+
+    def frames_to_render(self, info: pipeline.SourceInfo, fmt: str) -> int:
+        if fmt in ANIMATED_FORMATS and 1 < info.frames <= self.config.render.max_animation_frames:
+            return info.frames
+        return 1
+
+    def check_resolution(self, info: pipeline.SourceInfo, frames: int) -> None:
+        pixels = info.width * info.height * frames
+        if pixels > self.config.max_src_resolution:
+            raise errors.SourceTooLarge(
+                f"{info.width}x{info.height}x{frames} px exceeds {self.config.max_src_resolution}"
+            )
+
+    def store_result(self, key: str, data: bytes) -> None:
+        """Write to the cache; a failure is logged (rate-limited) and the result still served."""
+        try:
+            self.cache.put(key, data)
+        except OSError as exc:
+            now = time.monotonic()
+            if now - self._last_cache_error >= CACHE_ERROR_LOG_INTERVAL:
+                self._last_cache_error = now
+                logger.error("result cache write failed for %s: %s", key, exc)
+
+
+def sha256_hex(*parts: str) -> str:
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def source_directory(source: str) -> str:
+    """The cache directory holding every variant of ``source``."""
+    source_hash = sha256_hex(source)[:32]
+    return f"{source_hash[:2]}/{source_hash}"
+
+
+def accepted_types(accept: str) -> set[str]:
+    """Media types in an Accept header with a non-zero q value."""
+    accepted = set()
+    for item in accept.lower().split(","):
+        media, *params = (part.strip() for part in item.split(";"))
+        quality = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        if quality > 0:
+            accepted.add(media)
+    return accepted
+
+
+def negotiate(accept: str, fallback: str) -> str:
+    """AVIF if the client accepts it, then WebP, then ``fallback``.
+
+    Only explicit ``image/avif`` / ``image/webp`` entries count (``*/*`` does
+    not: every browser sends it, including ones that cannot decode AVIF).
+    """
+    accepted = accepted_types(accept)
+    if "image/avif" in accepted:
+        return "avif"
+    if "image/webp" in accepted:
+        return "webp"
+    return fallback

@@ -1,0 +1,96 @@
+"""The WSGI middleware: answer thumbnail paths under a prefix, pass the rest on.
+
+It sits in front of any WSGI application (Django's included) and answers
+before that application builds a request object; a cache hit on local disk
+goes out through ``wsgi.file_wrapper`` (sendfile where the server has it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+from wsgiref.util import FileWrapper
+
+from django_oximg.core.responders import Reply
+
+if TYPE_CHECKING:
+    from django_oximg.core.thumbnailer import Thumbnailer
+
+StartResponse = Callable[..., Any]
+WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
+
+#: Characters left as they are when a raw path has to be rebuilt from the
+#: decoded PATH_INFO (servers that keep no raw URI): RFC 3986 path characters.
+PATH_SAFE = "/:@!$&'()*+,;=~"
+
+#: Block size for streaming cached files.
+FILE_BLOCK_SIZE = 64 * 1024
+
+
+def raw_request_path(environ: dict[str, Any]) -> str:
+    """The request path exactly as the client sent it, still percent-encoded.
+
+    Signatures are computed over the raw path, as imgproxy does, so the
+    server's decoding must not be trusted: gunicorn gives ``RAW_URI``, uWSGI
+    and mod_wsgi ``REQUEST_URI``. Without either (wsgiref, Django's
+    runserver), the decoded path is re-encoded, which reproduces every URL
+    the template tag builds (it only uses unreserved characters).
+    """
+    raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+    if raw:
+        path = str(raw).partition("?")[0]
+        if not path.startswith("/"):  # absolute-form target: http://host/path
+            path = "/" + path.partition("://")[2].partition("/")[2]
+        return path
+    decoded = str(environ.get("SCRIPT_NAME", "")) + str(environ.get("PATH_INFO", ""))
+    return quote(decoded.encode("latin-1"), safe=PATH_SAFE)
+
+
+def path_after_prefix(raw_path: str, decoded_prefix: str) -> str:
+    """The raw path after the segments of ``decoded_prefix``, starting with "/".
+
+    The prefix is matched on the decoded path by the caller; here its segments
+    are counted and dropped from the raw path, so encoded characters after it
+    stay exactly as sent.
+    """
+    segments = decoded_prefix.rstrip("/").count("/") + 1
+    return "/" + "/".join(raw_path.split("/")[segments:])
+
+
+def send(reply: Reply, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+    """Send ``reply`` through WSGI; files go through the server's file wrapper."""
+    start_response(reply.status_line, reply.headers)
+    if reply.file is not None:
+        wrapper = environ.get("wsgi.file_wrapper", FileWrapper)
+        return wrapper(reply.file, FILE_BLOCK_SIZE)  # type: ignore[no-any-return]
+    return [reply.body]
+
+
+class ThumbnailMiddleware:
+    """Serve ``prefix`` with a thumbnailer, everything else with ``app``.
+
+    ``get_thumbnailer`` and ``get_prefix`` are called per request, so the
+    composition root can build (and rebuild) them lazily.
+    """
+
+    def __init__(
+        self,
+        app: WSGIApp,
+        get_thumbnailer: Callable[[], Thumbnailer],
+        get_prefix: Callable[[], str],
+    ) -> None:
+        self.app = app
+        self.get_thumbnailer = get_thumbnailer
+        self.get_prefix = get_prefix
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        prefix = self.get_prefix()
+        path_info = str(environ.get("PATH_INFO", ""))
+        if not path_info.startswith(prefix):
+            return self.app(environ, start_response)
+        script_name = str(environ.get("SCRIPT_NAME", "")).rstrip("/")
+        rest = path_after_prefix(raw_request_path(environ), script_name + prefix)
+        method = str(environ.get("REQUEST_METHOD", "GET")).upper()
+        reply = self.get_thumbnailer().reply(rest, method, environ)
+        return send(reply, environ, start_response)

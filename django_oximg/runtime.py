@@ -1,0 +1,120 @@
+"""The composition root: one thumbnailer, pool and stores per process.
+
+Built lazily on first use from :mod:`django_oximg.conf`, never at import, and
+rebuilt when settings change (``apps.py`` connects :func:`reset` to
+``setting_changed``), so tests and live reconfiguration see fresh objects.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+
+from django.conf import settings as django_settings
+from django.core.files.storage import FileSystemStorage, Storage, storages
+
+from django_oximg import conf, storage
+from django_oximg.core import pipeline
+from django_oximg.core.executor import Executor, default_memory_budget, usable_cpus
+from django_oximg.core.signing import URLSigner, pairs_from_hex
+from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+
+_lock = threading.Lock()
+_libvips_ready = False
+
+
+def prepare_libvips(settings: conf.OximgSettings) -> None:
+    """Check the libvips version and set it up once per process."""
+    global _libvips_ready
+    with _lock:
+        if not _libvips_ready:
+            pipeline.check_libvips_version()
+            pipeline.configure(concurrency=settings.LIBVIPS_CONCURRENCY, block_untrusted=True)
+            _libvips_ready = True
+
+
+def signer(settings: conf.OximgSettings) -> URLSigner:
+    return URLSigner(pairs_from_hex(settings.KEY, settings.SALT), settings.SIGNATURE_SIZE)
+
+
+def default_cache_storage() -> FileSystemStorage:
+    media_url = str(django_settings.MEDIA_URL or "/media/")
+    return FileSystemStorage(
+        location=os.path.join(str(django_settings.MEDIA_ROOT), "oximg"),
+        base_url=media_url.rstrip("/") + "/oximg/",
+    )
+
+
+def cache_storage(settings: conf.OximgSettings) -> Storage:
+    if settings.CACHE_STORAGE:
+        return storages[settings.CACHE_STORAGE]
+    return default_cache_storage()
+
+
+def source_storages(settings: conf.OximgSettings) -> dict[str, Storage]:
+    """Source storages by alias; the default source under ``""``."""
+    found = {"": storages[settings.SOURCE_STORAGE]}
+    found.update({alias: storages[name] for alias, name in settings.SOURCES.items()})
+    return found
+
+
+def thumbnailer_config(settings: conf.OximgSettings) -> ThumbnailerConfig:
+    return ThumbnailerConfig(
+        render=pipeline.RenderSettings(
+            quality={**pipeline.RenderSettings().quality, **settings.QUALITY},
+            max_result_dimension=settings.MAX_RESULT_DIMENSION,
+            max_animation_frames=settings.MAX_ANIMATION_FRAMES,
+        ),
+        presets=dict(settings.PRESETS),
+        allow_unsigned=settings.ALLOW_UNSIGNED,
+        auto_format=settings.AUTO_FORMAT,
+        max_src_resolution=settings.MAX_SRC_RESOLUTION,
+        max_src_file_size=settings.MAX_SRC_FILE_SIZE,
+        render_timeout=settings.RENDER_TIMEOUT,
+        cache_control=settings.CACHE_CONTROL,
+    )
+
+
+def executor(settings: conf.OximgSettings) -> Executor:
+    workers = settings.WORKERS or usable_cpus()
+    return Executor(
+        workers=workers,
+        queue_size=settings.QUEUE_SIZE or workers * 16,
+        queue_timeout=settings.QUEUE_TIMEOUT,
+        memory_budget=settings.MEMORY_BUDGET or default_memory_budget(),
+    )
+
+
+@functools.cache
+def get_thumbnailer() -> Thumbnailer:
+    """This process's thumbnailer, built on first use."""
+    settings = conf.get_settings()
+    prepare_libvips(settings)
+    return Thumbnailer(
+        thumbnailer_config(settings),
+        signer(settings),
+        {alias: storage.source_store(s) for alias, s in source_storages(settings).items()},
+        storage.cache_store(cache_storage(settings)),
+        executor(settings),
+    )
+
+
+def reset() -> None:
+    """Drop the thumbnailer (its pool is shut down) so the next use rebuilds it."""
+    if get_thumbnailer.cache_info().currsize:
+        get_thumbnailer().executor.shutdown(wait=False)
+    get_thumbnailer.cache_clear()
+    get_signer.cache_clear()
+    conf.reset()
+
+
+@functools.cache
+def get_signer() -> URLSigner:
+    """This process's URL signer."""
+    return signer(conf.get_settings())
+
+
+def source_is_local(alias: str) -> bool:
+    """Whether the source storage ``alias`` is on local disk (cheap to stat)."""
+    return isinstance(source_storages(conf.get_settings())[alias], FileSystemStorage)

@@ -1,0 +1,257 @@
+"""Build signed thumbnail URLs with their exact output size, from Python or templates.
+
+:func:`get_thumbnail` is what ``{% thumbnail %}`` calls, and what views or
+serializers may call directly (sorl-thumbnail has the same function). It never
+processes an image: it reads the source's header once to know its size, keeps
+that in Django's cache, and computes the output size with the same geometry
+code the pipeline executes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+from django.core.cache import cache
+from django.core.files import File
+from django.core.files.storage import FileSystemStorage, Storage
+from django.urls import NoReverseMatch, reverse
+
+from django_oximg import conf, runtime
+from django_oximg.core import pipeline
+from django_oximg.core.geometry import plan_geometry
+from django_oximg.core.options import OUTPUT_FORMATS, Crop, Gravity, Options, build_path, parse_path
+from django_oximg.core.thumbnailer import FALLBACK_FORMATS
+
+#: sorl-thumbnail's crop keywords -> imgproxy gravity types.
+CROP_GRAVITY = {
+    "center": "ce",
+    "top": "no",
+    "bottom": "so",
+    "left": "we",
+    "right": "ea",
+    "top left": "nowe",
+    "left top": "nowe",
+    "top right": "noea",
+    "right top": "noea",
+    "bottom left": "sowe",
+    "left bottom": "sowe",
+    "bottom right": "soea",
+    "right bottom": "soea",
+    "smart": "sm",
+}
+
+GEOMETRY = re.compile(r"^(?P<width>\d+)?(?:x(?P<height>\d+))?$")
+PERCENT_CROP = re.compile(r"^(?P<x>\d{1,3})%\s+(?P<y>\d{1,3})%$")
+
+#: Source names made only of these go into URLs as ``plain/`` (readable);
+#: anything else is base64-encoded, so no percent-encoding can be altered
+#: by servers that decode the path.
+PLAIN_NAME = re.compile(r"^[A-Za-z0-9._~/-]+$")
+
+#: Tag keywords that are not processing options.
+TAG_ONLY = frozenset({"preset"})
+
+
+class ThumbnailError(ValueError):
+    """A thumbnail request that cannot be built (bad geometry, unknown keyword, ...)."""
+
+
+@dataclass(frozen=True)
+class SourceMetadata:
+    """What the tag needs of a source: its header size and a content version."""
+
+    width: int
+    height: int
+    orientation: int
+    version: str
+
+
+@dataclass(frozen=True)
+class Thumbnail:
+    """A signed thumbnail URL and the size the image will have."""
+
+    url: str
+    width: int
+    height: int
+    #: Output format, or "auto" when negotiated per request.
+    format: str
+
+    def __str__(self) -> str:
+        return self.url
+
+
+def get_thumbnail(source: Any, geometry: str, **kwargs: Any) -> Thumbnail:
+    """A :class:`Thumbnail` for ``source`` (a FieldFile or a storage name).
+
+    ``geometry`` is "WxH", "W" or "xH". Keywords: ``crop`` (center, top,
+    bottom, left, right, smart, "x% y%"), ``format`` (jpeg, png, webp, avif,
+    gif, auto), ``quality``, ``upscale``, ``preset``, ``blur``, ``sharpen``,
+    ``dpr``, ``background`` ("RRGGBB"), ``options`` (raw imgproxy options,
+    e.g. "rot:90/fl:1:0").
+    """
+    settings = conf.get_settings()
+    source_string = source_name(source)
+    options = tag_options(geometry, kwargs, source_string)
+    meta = source_metadata(source_string)
+    options = replace(options, cachebuster=meta.version)
+    path = build_path(options, source_string, encode=encoding_for(source_string))
+    extra = [f"pr:{kwargs['preset']}"] if kwargs.get("preset") else []
+    if kwargs.get("options"):
+        extra.append(str(kwargs["options"]).strip("/"))
+    if extra:
+        path = "/" + "/".join(extra) + path
+    effective = parse_path(path, settings.PRESETS).options
+    plan = plan_geometry(
+        meta.width,
+        meta.height,
+        effective,
+        orientation=meta.orientation,
+        max_result_dimension=settings.MAX_RESULT_DIMENSION,
+    )
+    signed = runtime.get_signer().signed_path(path)
+    return Thumbnail(
+        url=url_prefix() + signed[1:],
+        width=plan.width,
+        height=plan.height,
+        format=effective.format or "auto",
+    )
+
+
+def source_name(source: Any) -> str:
+    """The source string for a FieldFile (with its source alias) or a name."""
+    if isinstance(source, File):
+        name = str(source.name or "")
+        storage = getattr(source, "storage", None)
+        if not name:
+            raise ThumbnailError("the file field is empty")
+        alias = storage_alias(storage) if storage is not None else ""
+        return f"{alias}:{name}" if alias else name
+    name = str(source or "")
+    if not name:
+        raise ThumbnailError("no source given")
+    return name
+
+
+def storage_alias(storage: Storage) -> str:
+    """The OXIMG source alias serving ``storage`` ("" for the default source)."""
+    for alias, candidate in runtime.source_storages(conf.get_settings()).items():
+        if candidate is storage or _same_location(candidate, storage):
+            return alias
+    raise ThumbnailError(
+        f"the file's storage {type(storage).__name__} is not an OXIMG source; "
+        "add its STORAGES alias to OXIMG['SOURCES']"
+    )
+
+
+def _same_location(a: Storage, b: Storage) -> bool:
+    return (
+        isinstance(a, FileSystemStorage)
+        and isinstance(b, FileSystemStorage)
+        and a.location == b.location
+    )
+
+
+def encoding_for(name: str) -> str:
+    return "plain" if PLAIN_NAME.fullmatch(name) else "base64"
+
+
+def tag_options(geometry: str, kwargs: dict[str, Any], source: str) -> Options:
+    """Translate sorl-thumbnail style arguments into :class:`Options`."""
+    match = GEOMETRY.fullmatch(str(geometry).strip())
+    if not match or not (match["width"] or match["height"]):
+        raise ThumbnailError(f"bad geometry {geometry!r}: use 'WxH', 'W' or 'xH'")
+    options = Options(
+        width=int(match["width"] or 0),
+        height=int(match["height"] or 0),
+        enlarge=bool(kwargs.get("upscale", False)),
+    )
+    unknown = set(kwargs) - {
+        "crop", "format", "quality", "upscale", "blur", "sharpen", "dpr", "background",
+        "options", *TAG_ONLY,
+    }
+    if unknown:
+        raise ThumbnailError(f"unknown thumbnail keyword(s): {', '.join(sorted(unknown))}")
+    crop = kwargs.get("crop")
+    if crop:
+        options = replace(options, resizing_type="fill", gravity=crop_gravity(str(crop)))
+    options = replace(options, format=output_format(kwargs.get("format"), source))
+    if kwargs.get("quality"):
+        options = replace(options, quality=int(kwargs["quality"]))
+    if kwargs.get("blur"):
+        options = replace(options, blur=float(kwargs["blur"]))
+    if kwargs.get("sharpen"):
+        options = replace(options, sharpen=float(kwargs["sharpen"]))
+    if kwargs.get("dpr"):
+        options = replace(options, dpr=float(kwargs["dpr"]))
+    if kwargs.get("background"):
+        options = replace(options, background=hex_color(str(kwargs["background"])))
+    return options
+
+
+def crop_gravity(crop: str) -> Gravity:
+    crop = " ".join(crop.lower().split())
+    if crop in CROP_GRAVITY:
+        return Gravity(CROP_GRAVITY[crop])
+    match = PERCENT_CROP.fullmatch(crop)
+    if match and int(match["x"]) <= 100 and int(match["y"]) <= 100:
+        return Gravity("fp", int(match["x"]) / 100, int(match["y"]) / 100)
+    raise ThumbnailError(f"bad crop {crop!r}")
+
+
+def output_format(requested: Any, source: str) -> str:
+    """The tag's format: explicit, "" for auto, else the source's web format."""
+    if requested:
+        fmt = str(requested).lower()
+        if fmt == "auto":
+            return ""
+        fmt = "jpeg" if fmt == "jpg" else fmt
+        if fmt not in OUTPUT_FORMATS:
+            raise ThumbnailError(f"unknown format {requested!r}")
+        return fmt
+    extension = "." + source.rpartition(".")[2].lower() if "." in source else ""
+    return FALLBACK_FORMATS.get(extension, "jpeg")
+
+
+def hex_color(value: str) -> tuple[int, int, int]:
+    value = value.lstrip("#")
+    if not re.fullmatch(r"[0-9a-fA-F]{6}", value):
+        raise ThumbnailError(f"bad background {value!r}: use RRGGBB")
+    return (int(value[0:2], 16), int(value[2:4], 16), int(value[4:6], 16))
+
+
+def url_prefix() -> str:
+    """Where thumbnails are served: the URLconf's mount point, else URL_PREFIX."""
+    try:
+        return reverse("oximg:serve", kwargs={"path": "x"})[:-1]
+    except NoReverseMatch:
+        return conf.get_settings().URL_PREFIX
+
+
+def source_metadata(source: str) -> SourceMetadata:
+    """Header size and version of ``source``, from Django's cache when possible.
+
+    Local files are cheap to stat, so their version is read every time and
+    made part of the cache key: a replaced file is noticed at once. Remote
+    storages are not asked at all on a cache hit; their entry expires after
+    ``METADATA_CACHE_TIMEOUT`` (or when the purge hooks delete it).
+    """
+    thumbnailer = runtime.get_thumbnailer()
+    alias, name = thumbnailer.split_source(source)
+    store = thumbnailer.sources[alias]
+    settings = conf.get_settings()
+    digest = hashlib.sha256(source.encode()).hexdigest()[:32]
+    local = runtime.source_is_local(alias)
+    version = store.version(name) if local else ""
+    key = f"oximg:meta:{digest}:{version}"
+    cached = cache.get(key)
+    if isinstance(cached, SourceMetadata):
+        return cached
+    if not local:
+        version = store.version(name)
+    info = pipeline.probe(store.read(name, settings.MAX_SRC_FILE_SIZE))
+    meta = SourceMetadata(info.width, info.height, info.orientation, version)
+    cache.set(key, meta, settings.METADATA_CACHE_TIMEOUT)
+    return meta

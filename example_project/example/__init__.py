@@ -1,0 +1,3 @@
+"""The django-oximg demo project: settings, URLs and the WSGI entry point."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Management commands of the gallery app."""
+
+from __future__ import annotations

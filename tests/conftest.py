@@ -1,0 +1,43 @@
+"""Shared fixtures: a fresh media root with a few drawn sources per test."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import images
+
+
+@pytest.fixture
+def media(settings: Any, tmp_path: Path) -> Path:
+    """A MEDIA_ROOT of its own holding sources under ``photos/``."""
+    root = tmp_path / "media"
+    (root / "photos").mkdir(parents=True)
+    (root / "photos" / "landscape.jpg").write_bytes(images.jpeg(640, 480))
+    (root / "photos" / "alpha.png").write_bytes(images.png_with_alpha())
+    (root / "photos" / "anim.gif").write_bytes(images.animated_gif())
+    settings.MEDIA_ROOT = str(root)
+    settings.STORAGES = {
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(root)},
+        },
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+    return root
+
+
+def open_fd_count() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.fixture
+def no_fd_leak() -> Iterator[None]:
+    """Fail a test that leaves file descriptors open (sorl's ``same_open_fd_count``)."""
+    before = open_fd_count()
+    yield
+    assert open_fd_count() <= before

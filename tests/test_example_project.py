@@ -1,0 +1,402 @@
+"""The demo project in example_project/ works from a fresh clone.
+
+Everything runs the project the way a user would, in subprocesses with its own
+settings (not tests/settings.py): `manage.py make_samples`, `manage.py check`,
+and the gallery page served by gunicorn on 127.0.0.1, with every thumbnail on
+the page fetched and decoded.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from email.message import Message
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.error import HTTPError
+
+import pytest
+import pyvips
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_DIR = REPO_ROOT / "example_project"
+MANAGE = PROJECT_DIR / "manage.py"
+
+#: What make_samples must draw: storage name -> (width, height) as stored.
+SAMPLE_SIZES = {
+    "samples/landscape.jpg": (2000, 1333),
+    "samples/portrait.jpg": (1200, 900),
+    "samples/badge.png": (800, 800),
+    "samples/bounce.gif": (320, 240),
+}
+
+#: The figures the gallery page must show, by their HTML id.
+DEMO_IDS = {
+    "fit",
+    "fill-center",
+    "fill-smart",
+    "webp",
+    "avif",
+    "auto",
+    "alpha",
+    "animated",
+    "portrait",
+}
+
+#: What a current browser sends for <img> requests.
+BROWSER_IMAGE_ACCEPT = "image/avif,image/webp,image/apng,image/*,*/*;q=0.8"
+
+#: Generous: a cold server renders a page of thumbnails, one of them AVIF.
+HTTP_TIMEOUT = 120
+
+
+def django_side_is_missing() -> str:
+    """Name the django_oximg modules the demo needs that do not exist yet ("" if none)."""
+    needed = ("django_oximg.urls", "django_oximg.templatetags.oximg")
+    return ", ".join(name for name in needed if not _module_exists(name))
+
+
+def _module_exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+needs_django_side = pytest.mark.skipif(
+    bool(django_side_is_missing()),
+    reason=f"django_oximg Django side not written yet: {django_side_is_missing()}",
+)
+
+
+def demo_env(var_dir: Path) -> dict[str, str]:
+    """The environment of a demo process: its own settings, everything under var_dir.
+
+    DJANGO_SETTINGS_MODULE is set explicitly because pytest-django exports
+    tests.settings, which the subprocess would otherwise inherit.
+    """
+    env = dict(os.environ)
+    env["DJANGO_SETTINGS_MODULE"] = "example.settings"
+    env["OXIMG_DEMO_VAR"] = str(var_dir)
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def run_manage(var_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run manage.py from an unrelated directory, proving it sets up sys.path itself."""
+    return subprocess.run(
+        [sys.executable, str(MANAGE), *args],
+        cwd=var_dir,
+        env=demo_env(var_dir),
+        capture_output=True,
+        text=True,
+        timeout=HTTP_TIMEOUT,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def samples_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A var dir where make_samples has run once; returns its samples/ folder."""
+    var_dir = tmp_path_factory.mktemp("demo-var")
+    result = run_manage(var_dir, "make_samples")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("drawn") == len(SAMPLE_SIZES), result.stdout
+    return var_dir / "media" / "samples"
+
+
+def load(path: Path, **options: object) -> pyvips.Image:
+    return pyvips.Image.new_from_file(str(path), **options)
+
+
+def test_make_samples_draws_every_sample_at_its_size(samples_dir: Path) -> None:
+    for name, (width, height) in SAMPLE_SIZES.items():
+        image = load(samples_dir.parent / name)
+        assert (image.width, image.height) == (width, height), name
+
+
+def test_landscape_is_a_textured_jpeg(samples_dir: Path) -> None:
+    image = load(samples_dir / "landscape.jpg")
+    assert image.get("vips-loader") == "jpegload"
+    assert image.bands == 3
+    # Not flat colour: resampling and smart crop need detail to work on.
+    assert image.deviate() > 20
+
+
+def test_portrait_is_stored_sideways_and_upright_after_autorotation(samples_dir: Path) -> None:
+    image = load(samples_dir / "portrait.jpg")
+    assert image.get("vips-loader") == "jpegload"
+    assert image.get("orientation") == 6
+    upright = image.autorot()
+    assert (upright.width, upright.height) == (900, 1200)
+    top = upright.crop(0, 0, upright.width, 100)
+    bottom = upright.crop(0, upright.height - 100, upright.width, 100)
+    # Sky above, grass below.
+    assert top[2].avg() > top[1].avg() > top[0].avg()
+    assert bottom[1].avg() > bottom[2].avg() + 40
+
+
+def test_badge_is_a_png_with_a_soft_alpha_edge(samples_dir: Path) -> None:
+    image = load(samples_dir / "badge.png")
+    assert image.get("vips-loader") == "pngload"
+    assert image.bands == 4
+    assert image.hasalpha()
+    alpha = image[3]
+    assert alpha.getpoint(0, 0) == [0.0]
+    assert alpha.getpoint(400, 400) == [255.0]
+    # Partly transparent values on the way out from the centre: a soft edge.
+    edge = {int(alpha.getpoint(x, 400)[0]) for x in range(700, 800)}
+    assert any(0 < value < 255 for value in edge)
+
+
+def test_bounce_is_a_looping_twelve_frame_gif_that_moves(samples_dir: Path) -> None:
+    image = load(samples_dir / "bounce.gif", n=-1)
+    assert image.get("vips-loader") == "gifload"
+    assert image.get("n-pages") == 12
+    assert image.get("page-height") == 240
+    assert image.get("loop") == 0
+    assert len(image.get("delay")) == 12
+    first = image.crop(0, 0, 320, 240)
+    middle = image.crop(0, 6 * 240, 320, 240)
+    assert (first - middle).abs().max() > 100
+
+
+def test_make_samples_keeps_existing_and_redraws_identical_bytes(
+    samples_dir: Path,
+) -> None:
+    var_dir = samples_dir.parent.parent
+    before = {path.name: path.read_bytes() for path in samples_dir.iterdir()}
+
+    again = run_manage(var_dir, "make_samples")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.count("exists") == len(SAMPLE_SIZES), again.stdout
+
+    forced = run_manage(var_dir, "make_samples", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert forced.stdout.count("drawn") == len(SAMPLE_SIZES), forced.stdout
+    after = {path.name: path.read_bytes() for path in samples_dir.iterdir()}
+    # Deterministic drawing, and no renamed duplicates left behind.
+    assert after == before
+
+
+@needs_django_side
+def test_manage_check_passes(tmp_path: Path) -> None:
+    result = run_manage(tmp_path, "check")
+    assert result.returncode == 0, result.stderr
+    assert "no issues" in result.stdout
+
+
+# --- the gallery page over HTTP -------------------------------------------------
+
+
+class GalleryPage(HTMLParser):
+    """The parts of the gallery page the test checks: images by figure, stylesheets."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.images: dict[str, dict[str, str]] = {}
+        self.stylesheets: list[str] = []
+        self._figure = ""
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = {name: value or "" for name, value in attrs}
+        if tag == "figure":
+            self._figure = values.get("id", "")
+        elif tag == "img":
+            assert self._figure not in self.images, f"two images in figure {self._figure!r}"
+            self.images[self._figure] = values
+        elif tag == "link" and values.get("rel") == "stylesheet":
+            self.stylesheets.append(values["href"])
+
+
+@dataclass(frozen=True)
+class Fetched:
+    status: int
+    #: Header names in lower case.
+    headers: dict[str, str]
+    body: bytes
+
+
+def fetch(url: str, accept: str) -> Fetched:
+    """GET ``url``; an HTTP error is returned, not raised, so asserts can show it."""
+    request = urllib.request.Request(url, headers={"Accept": accept})
+    try:
+        with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT) as response:
+            return Fetched(response.status, _lower_keys(response.headers), response.read())
+    except HTTPError as error:
+        with error:
+            return Fetched(error.code, _lower_keys(error.headers), error.read())
+
+
+def _lower_keys(headers: Message) -> dict[str, str]:
+    return {name.lower(): value for name, value in headers.items()}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Gunicorn serving example.wsgi on 127.0.0.1 from a var dir with no samples yet.
+
+    The listening socket is made here and handed to gunicorn (``fd://``), so
+    there is no race for a free port, and requests made before gunicorn is
+    ready wait in the backlog instead of failing.
+    """
+    if missing := django_side_is_missing():
+        pytest.skip(f"django_oximg Django side not written yet: {missing}")
+    var_dir = tmp_path_factory.mktemp("demo-server")
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    port = listener.getsockname()[1]
+    command = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "--chdir",
+        str(PROJECT_DIR),
+        "--bind",
+        f"fd://{listener.fileno()}",
+        "--worker-class",
+        "gthread",
+        "--threads",
+        "4",
+        "--workers",
+        "1",
+        "example.wsgi",
+    ]
+    log_path = var_dir / "gunicorn.log"
+    with log_path.open("wb") as log, listener:
+        process = subprocess.Popen(
+            command,
+            env=demo_env(var_dir),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            pass_fds=(listener.fileno(),),
+        )
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.returncode not in (0, -15):
+            print(log_path.read_text(errors="replace"))
+
+
+@pytest.fixture(scope="module")
+def page(server: str) -> GalleryPage:
+    response = fetch(server + "/", "text/html")
+    assert response.status == 200, response.body[:3000].decode(errors="replace")
+    assert response.headers["content-type"].startswith("text/html")
+    parsed = GalleryPage()
+    parsed.feed(response.body.decode())
+    return parsed
+
+
+@pytest.fixture(scope="module")
+def thumbnails(server: str, page: GalleryPage) -> dict[str, Fetched]:
+    """Every image on the page, fetched as a browser would, by figure id."""
+    return {
+        figure: fetch(server + image["src"], BROWSER_IMAGE_ACCEPT)
+        for figure, image in page.images.items()
+    }
+
+
+def decode(body: bytes) -> pyvips.Image:
+    return pyvips.Image.new_from_buffer(body, "")
+
+
+def test_page_shows_every_demo_as_a_lazy_image_with_its_size(page: GalleryPage) -> None:
+    assert set(page.images) == DEMO_IDS
+    for figure, image in page.images.items():
+        assert image["loading"] == "lazy", figure
+        assert image["alt"], figure
+        assert int(image["width"]) > 0, figure
+        assert int(image["height"]) > 0, figure
+        assert image["src"].startswith("/img/"), figure
+
+
+def test_every_thumbnail_is_served_at_the_size_the_page_says(
+    page: GalleryPage, thumbnails: dict[str, Fetched]
+) -> None:
+    for figure, response in thumbnails.items():
+        assert response.status == 200, (figure, response.body[:500])
+        assert response.headers["content-type"].startswith("image/"), figure
+        image = decode(response.body)
+        declared = (int(page.images[figure]["width"]), int(page.images[figure]["height"]))
+        assert (image.width, image.height) == declared, figure
+
+
+def test_geometries_follow_the_tag_arguments(thumbnails: dict[str, Fetched]) -> None:
+    fit = decode(thumbnails["fit"].body)
+    assert fit.width == 400
+    assert fit.height in (266, 267)
+    for figure in ("fill-center", "fill-smart"):
+        fill = decode(thumbnails[figure].body)
+        assert (fill.width, fill.height) == (300, 300), figure
+
+
+def test_smart_crop_keeps_the_sun_whole(thumbnails: dict[str, Fetched]) -> None:
+    """The centre crop cuts the sun at its right edge; attention moves onto it."""
+    smart = decode(thumbnails["fill-smart"].body).colourspace("b-w")[0].gaussblur(4)
+    brightest_x = smart.maxpos()[1]
+    assert 30 < brightest_x < 270
+
+
+def test_formats_follow_the_tag_arguments(thumbnails: dict[str, Fetched]) -> None:
+    assert thumbnails["fit"].headers["content-type"] == "image/jpeg"
+    assert thumbnails["webp"].headers["content-type"] == "image/webp"
+    assert thumbnails["avif"].headers["content-type"] == "image/avif"
+    assert thumbnails["alpha"].headers["content-type"] == "image/webp"
+
+
+def test_auto_format_is_negotiated_by_accept(server: str, page: GalleryPage) -> None:
+    url = server + page.images["auto"]["src"]
+    modern = fetch(url, BROWSER_IMAGE_ACCEPT)
+    legacy = fetch(url, "image/*")
+    assert modern.headers["content-type"] in ("image/avif", "image/webp")
+    assert legacy.headers["content-type"] == "image/jpeg"
+    for response in (modern, legacy):
+        assert response.status == 200
+        assert "accept" in response.headers.get("vary", "").lower()
+        assert decode(response.body).width == int(page.images["auto"]["width"])
+
+
+def test_transparency_survives(thumbnails: dict[str, Fetched]) -> None:
+    image = decode(thumbnails["alpha"].body)
+    assert image.hasalpha()
+    assert image[image.bands - 1].getpoint(0, 0) == [0.0]
+
+
+def test_animation_survives_gif_to_webp(thumbnails: dict[str, Fetched]) -> None:
+    image = pyvips.Image.new_from_buffer(thumbnails["animated"].body, "", n=-1)
+    assert image.get("vips-loader") == "webpload_buffer"
+    assert image.get("n-pages") == 12
+    assert image.get("page-height") == 180
+    assert image.width == 240
+
+
+def test_portrait_comes_out_upright(thumbnails: dict[str, Fetched]) -> None:
+    image = decode(thumbnails["portrait"].body)
+    assert (image.width, image.height) == (225, 300)
+    top = image.crop(0, 0, image.width, 20)
+    bottom = image.crop(0, image.height - 20, image.width, 20)
+    assert top[2].avg() > top[0].avg() + 40
+    assert bottom[1].avg() > bottom[2].avg() + 40
+
+
+def test_stylesheet_is_served(server: str, page: GalleryPage) -> None:
+    assert page.stylesheets
+    for href in page.stylesheets:
+        response = fetch(server + href, "text/css")
+        assert response.status == 200, href
+        assert response.headers["content-type"].startswith("text/css")
+        assert b".gallery" in response.body

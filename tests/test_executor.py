@@ -1,0 +1,509 @@
+"""Tests for the bounded executor and the CPU / memory sizing helpers.
+
+Jobs are held and released with ``threading.Event`` gates rather than sleeps, so
+each test decides exactly which jobs are running and which are waiting.
+``wait_until`` only bounds how long a test waits for a state it expects; no test
+asserts on elapsed time.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from django_oximg.core.errors import Overloaded, ProcessingTimeout, SourceTooLarge
+from django_oximg.core.executor import (
+    DEFAULT_MEMORY_BUDGET_CAP,
+    Executor,
+    cgroup_cpu_limit,
+    cgroup_memory_limit,
+    default_memory_budget,
+    usable_cpus,
+)
+
+# Upper bound on any wait in these tests: long enough never to trip on a slow CI
+# machine, short enough that a bug fails the test instead of hanging it.
+PATIENCE = 10.0
+MIB = 1024 * 1024
+
+
+def wait_until(predicate: Callable[[], bool]) -> None:
+    """Wait for a state the test expects to reach (bounded, never asserted on time)."""
+    deadline = time.monotonic() + PATIENCE
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("state not reached")
+        time.sleep(0.001)
+
+
+class Gate:
+    """A job that reports it started and then holds its worker until released."""
+
+    def __init__(self, name: str = "gate", log: list[str] | None = None) -> None:
+        self.name = name
+        self.log = log
+        self.started = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(self) -> str:
+        if self.log is not None:
+            self.log.append(self.name)
+        self.started.set()
+        if not self.release.wait(PATIENCE):
+            raise AssertionError(f"{self.name} was never released")
+        return self.name
+
+
+class Caller(threading.Thread):
+    """A request thread: calls ``executor.run`` and keeps the outcome."""
+
+    def __init__(self, executor: Executor, fn: Callable[[], Any], cost: int = 0) -> None:
+        super().__init__(daemon=True)
+        self.executor = executor
+        self.fn = fn
+        self.cost = cost
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.result = self.executor.run(self.fn, cost=self.cost)
+        except BaseException as error:  # kept for the test to inspect
+            self.error = error
+
+    def outcome(self) -> Any:
+        self.join(PATIENCE)
+        assert not self.is_alive(), "caller still blocked"
+        if self.error is not None:
+            raise self.error
+        return self.result
+
+
+@pytest.fixture
+def make_executor() -> Iterator[Callable[..., Executor]]:
+    """Build executors that are shut down (and their workers joined) after the test."""
+    made: list[Executor] = []
+
+    def make(
+        workers: int = 2,
+        queue_size: int = 4,
+        queue_timeout: float = PATIENCE,
+        memory_budget: int = 100,
+        **kwargs: Any,
+    ) -> Executor:
+        executor = Executor(workers, queue_size, queue_timeout, memory_budget, **kwargs)
+        made.append(executor)
+        return executor
+
+    yield make
+    for executor in made:
+        executor.shutdown(wait=True)
+
+
+def queued_and_running(executor: Executor) -> int:
+    stats = executor.stats()
+    return stats.queued + stats.running
+
+
+# --- results and errors ------------------------------------------------------------
+
+
+def test_run_returns_the_result_from_a_worker_thread(
+    make_executor: Callable[..., Executor],
+) -> None:
+    executor = make_executor()
+    caller = threading.current_thread()
+
+    assert executor.run(lambda: threading.current_thread() is not caller) is True
+    assert executor.stats().completed == 1
+
+
+def test_run_reraises_the_jobs_exception_in_the_caller(
+    make_executor: Callable[..., Executor],
+) -> None:
+    executor = make_executor()
+    raised = KeyError("boom")
+
+    def fail() -> None:
+        raise raised
+
+    with pytest.raises(KeyError) as info:
+        executor.run(fail)
+    assert info.value is raised
+
+
+# --- admission ---------------------------------------------------------------------
+
+
+def test_full_queue_is_refused_at_once_while_workers_are_blocked(
+    make_executor: Callable[..., Executor],
+) -> None:
+    executor = make_executor(workers=2, queue_size=1)
+    gates = [Gate("a"), Gate("b")]
+    running = [Caller(executor, gate) for gate in gates]
+    for caller in running:
+        caller.start()
+    for gate in gates:
+        assert gate.started.wait(PATIENCE)
+    waiting = Caller(executor, lambda: "queued")
+    waiting.start()
+    wait_until(lambda: executor.stats().queued == 1)
+
+    # The refusal must come back while every worker is still held: it did not wait.
+    refused = Caller(executor, lambda: "never")
+    refused.start()
+    with pytest.raises(Overloaded):
+        refused.outcome()
+    assert executor.stats().rejected_full == 1
+
+    for gate in gates:
+        gate.release.set()
+    assert [caller.outcome() for caller in running] == ["a", "b"]
+    assert waiting.outcome() == "queued"
+    assert executor.stats().completed == 3
+
+
+def test_queue_size_zero_still_admits_one_job_per_worker(
+    make_executor: Callable[..., Executor],
+) -> None:
+    executor = make_executor(workers=1, queue_size=0)
+    gate = Gate()
+    holder = Caller(executor, gate)
+    holder.start()
+    assert gate.started.wait(PATIENCE)
+
+    with pytest.raises(Overloaded):
+        executor.run(lambda: "never")
+    gate.release.set()
+    assert holder.outcome() == "gate"
+    assert executor.run(lambda: "free again") == "free again"
+
+
+# --- queue deadline ----------------------------------------------------------------
+
+
+def test_job_not_started_by_the_deadline_times_out_and_never_runs(
+    make_executor: Callable[..., Executor],
+) -> None:
+    executor = make_executor(workers=1, queue_size=4, queue_timeout=0.05)
+    gate = Gate()
+    holder = Caller(executor, gate)
+    holder.start()
+    assert gate.started.wait(PATIENCE)
+    ran = threading.Event()
+
+    with pytest.raises(ProcessingTimeout):
+        executor.run(ran.set)
+
+    stats = executor.stats()
+    assert (stats.queued, stats.rejected_timeout) == (0, 1)
+    gate.release.set()
+    assert holder.outcome() == "gate"
+    executor.shutdown(wait=True)  # the worker has drained everything it will ever run
+    assert not ran.is_set()
+    assert executor.stats().completed == 1
+
+
+def test_deadline_is_measured_on_the_injected_clock(
+    make_executor: Callable[..., Executor],
+) -> None:
+    # The clock jumps past the deadline right after arrival: even with an idle worker
+    # the caller sees its job still queued, abandons it, and the job never runs.
+    readings = iter([0.0])
+    executor = make_executor(workers=1, queue_timeout=5.0, clock=lambda: next(readings, 99.0))
+    ran = threading.Event()
+
+    with pytest.raises(ProcessingTimeout):
+        executor.run(ran.set)
+    executor.shutdown(wait=True)
+    assert not ran.is_set()
+    assert executor.stats().rejected_timeout == 1
+
+
+def test_waiting_for_budget_counts_against_the_queue_deadline(
+    make_executor: Callable[..., Executor],
+) -> None:
+    executor = make_executor(workers=2, queue_timeout=0.05, memory_budget=100)
+    gate = Gate()
+    holder = Caller(executor, gate, cost=100)
+    holder.start()
+    assert gate.started.wait(PATIENCE)
+    ran = threading.Event()
+
+    # A worker is idle, but the budget is not: the job waits, then times out.
+    with pytest.raises(ProcessingTimeout):
+        executor.run(ran.set, cost=1)
+
+    gate.release.set()
+    assert holder.outcome() == "gate"
+    executor.shutdown(wait=True)
+    assert not ran.is_set()
+    assert executor.stats().reserved_bytes == 0
+
+
+# --- releasing slots and budget ----------------------------------------------------
+
+
+def test_slots_and_budget_are_released_after_exceptions(
+    make_executor: Callable[..., Executor],
+) -> None:
+    executor = make_executor(workers=2, queue_size=0, memory_budget=100)
+
+    def fail() -> None:
+        raise ValueError("bad image")
+
+    for _ in range(50):
+        with pytest.raises(ValueError):
+            executor.run(fail, cost=100)
+
+    # Had a single slot or byte leaked, this would be refused or time out.
+    assert executor.run(lambda: "ok", cost=100) == "ok"
+    stats = executor.stats()
+    assert (stats.running, stats.queued, stats.reserved_bytes) == (0, 0, 0)
+    assert stats.completed == 51
+
+
+def test_concurrent_failures_release_everything(
+    make_executor: Callable[..., Executor],
+) -> None:
+    executor = make_executor(workers=3, queue_size=40, memory_budget=90)
+
+    def fail() -> None:
+        raise RuntimeError("decoder crashed")
+
+    callers = [Caller(executor, fail, cost=30) for _ in range(40)]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        with pytest.raises(RuntimeError):
+            caller.outcome()
+    stats = executor.stats()
+    assert (stats.running, stats.queued, stats.reserved_bytes, stats.completed) == (0, 0, 0, 40)
+
+
+# --- memory budget -----------------------------------------------------------------
+
+
+def test_budget_is_never_exceeded_under_concurrency(
+    make_executor: Callable[..., Executor],
+) -> None:
+    budget = 1000
+    executor = make_executor(workers=4, queue_size=200, memory_budget=budget)
+    costs = [random.Random(seed).randint(0, budget) for seed in range(200)]
+    lock = threading.Lock()
+    live_cost = 0
+    seen: dict[str, int] = {"live_cost": 0, "reserved": 0, "overlap": 0}
+    running = 0
+
+    def job(cost: int) -> int:
+        nonlocal live_cost, running
+        with lock:
+            live_cost += cost
+            running += 1
+            seen["live_cost"] = max(seen["live_cost"], live_cost)
+            seen["overlap"] = max(seen["overlap"], running)
+        seen["reserved"] = max(seen["reserved"], executor.stats().reserved_bytes)
+        time.sleep(0.001)  # lets jobs overlap; nothing is asserted on timing
+        with lock:
+            live_cost -= cost
+            running -= 1
+        return cost
+
+    callers = [Caller(executor, partial(job, cost), cost=cost) for cost in costs]
+    for caller in callers:
+        caller.start()
+    assert [caller.outcome() for caller in callers] == costs
+
+    stats = executor.stats()
+    assert seen["live_cost"] <= budget
+    assert seen["reserved"] <= budget
+    assert stats.peak_reserved_bytes <= budget
+    assert seen["overlap"] > 1  # the jobs really ran side by side
+    assert (stats.completed, stats.reserved_bytes, stats.rejected_timeout) == (200, 0, 0)
+
+
+def test_cost_above_the_budget_is_refused_at_once(
+    make_executor: Callable[..., Executor],
+) -> None:
+    executor = make_executor(memory_budget=100)
+    ran = threading.Event()
+
+    with pytest.raises(SourceTooLarge, match="exceeds the memory budget"):
+        executor.run(ran.set, cost=101)
+    assert not ran.is_set()
+    assert executor.run(lambda: "fits", cost=100) == "fits"
+
+
+def test_negative_cost_is_a_programming_error(make_executor: Callable[..., Executor]) -> None:
+    with pytest.raises(ValueError):
+        make_executor().run(lambda: None, cost=-1)
+
+
+def test_big_job_is_not_starved_by_small_ones(make_executor: Callable[..., Executor]) -> None:
+    executor = make_executor(workers=2, queue_size=10, memory_budget=100)
+    order: list[str] = []
+    first = Gate("small-first", order)
+    holder = Caller(executor, first, cost=60)
+    holder.start()
+    assert first.started.wait(PATIENCE)
+
+    big = Caller(executor, lambda: order.append("big"), cost=100)
+    big.start()
+    wait_until(lambda: queued_and_running(executor) == 2)
+    # Each of these would fit next to the first job on the idle worker; strict
+    # arrival order makes them wait behind the big job instead.
+    smalls = [Caller(executor, partial(order.append, f"small-{i}"), cost=10) for i in range(5)]
+    for caller in smalls:
+        caller.start()
+    wait_until(lambda: queued_and_running(executor) == 7)
+    assert order == ["small-first"]
+
+    first.release.set()
+    for caller in [holder, big, *smalls]:
+        caller.outcome()
+    assert order[:2] == ["small-first", "big"]
+    assert sorted(order[2:]) == [f"small-{i}" for i in range(5)]
+
+
+# --- lifecycle ---------------------------------------------------------------------
+
+
+def test_shutdown_refuses_new_jobs_but_finishes_admitted_ones(
+    make_executor: Callable[..., Executor],
+) -> None:
+    executor = make_executor(workers=1, queue_size=2)
+    gate = Gate()
+    holder = Caller(executor, gate)
+    holder.start()
+    assert gate.started.wait(PATIENCE)
+    queued = Caller(executor, lambda: "queued")
+    queued.start()
+    wait_until(lambda: executor.stats().queued == 1)
+
+    executor.shutdown(wait=False)
+    with pytest.raises(Overloaded):
+        executor.run(lambda: "late")
+    gate.release.set()
+    assert holder.outcome() == "gate"
+    assert queued.outcome() == "queued"
+    executor.shutdown(wait=True)
+    assert executor.stats().completed == 2
+
+
+@pytest.mark.parametrize(
+    ("workers", "queue_size", "queue_timeout", "memory_budget"),
+    [(0, 1, 1.0, 1), (1, -1, 1.0, 1), (1, 1, 0.0, 1), (1, 1, 1.0, 0)],
+)
+def test_invalid_configuration_is_rejected(
+    workers: int, queue_size: int, queue_timeout: float, memory_budget: int
+) -> None:
+    with pytest.raises(ValueError):
+        Executor(workers, queue_size, queue_timeout, memory_budget)
+
+
+# --- CPU and memory sizing ---------------------------------------------------------
+
+
+def write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text + "\n")
+
+
+def proc_cgroup(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "proc-self-cgroup"
+    path.write_text(text)
+    return path
+
+
+def affinity() -> int:
+    return len(os.sched_getaffinity(0))
+
+
+@pytest.mark.parametrize(
+    ("cpu_max", "expected"),
+    [("50000 100000", 0.5), ("250000 100000", 2.5), ("max 100000", None), ("junk", None)],
+)
+def test_cgroup_v2_cpu_max(tmp_path: Path, cpu_max: str, expected: float | None) -> None:
+    root = tmp_path / "cgroup"
+    write(root / "cpu.max", cpu_max)
+    assert cgroup_cpu_limit(root, proc_cgroup(tmp_path, "0::/\n")) == expected
+
+
+def test_usable_cpus_is_capped_by_the_quota(tmp_path: Path) -> None:
+    root = tmp_path / "cgroup"
+    write(root / "cpu.max", "50000 100000")
+    assert usable_cpus(root, proc_cgroup(tmp_path, "0::/\n")) == 1
+
+
+def test_usable_cpus_without_a_quota_is_the_affinity(tmp_path: Path) -> None:
+    assert usable_cpus(tmp_path / "missing", tmp_path / "missing-too") == affinity()
+
+
+def test_cgroup_v2_tightest_ancestor_wins(tmp_path: Path) -> None:
+    root = tmp_path / "cgroup"
+    write(root / "cpu.max", "max 100000")
+    write(root / "system.slice" / "cpu.max", "150000 100000")
+    write(root / "system.slice" / "app.service" / "cpu.max", "max 100000")
+    write(root / "system.slice" / "memory.max", str(2048 * MIB))
+    write(root / "system.slice" / "app.service" / "memory.max", str(1024 * MIB))
+    proc = proc_cgroup(tmp_path, "0::/system.slice/app.service\n")
+
+    assert cgroup_cpu_limit(root, proc) == 1.5
+    assert cgroup_memory_limit(root, proc) == 1024 * MIB
+    assert default_memory_budget(root, proc) == 256 * MIB
+
+
+def test_cgroup_v1_cpu_quota(tmp_path: Path) -> None:
+    root = tmp_path / "cgroup"
+    write(root / "cpu,cpuacct" / "cpu.cfs_quota_us", "200000")
+    write(root / "cpu,cpuacct" / "cpu.cfs_period_us", "100000")
+    proc = proc_cgroup(tmp_path, "4:memory:/\n2:cpu,cpuacct:/\n0::/\n")
+    assert cgroup_cpu_limit(root, proc) == 2.0
+
+
+def test_cgroup_v1_unlimited_cpu_quota(tmp_path: Path) -> None:
+    root = tmp_path / "cgroup"
+    write(root / "cpu" / "cpu.cfs_quota_us", "-1")
+    write(root / "cpu" / "cpu.cfs_period_us", "100000")
+    assert cgroup_cpu_limit(root, proc_cgroup(tmp_path, "1:cpu:/\n")) is None
+
+
+@pytest.mark.parametrize(
+    ("memory_max", "budget"),
+    [
+        (str(1024 * MIB), 256 * MIB),
+        (str(8192 * MIB), DEFAULT_MEMORY_BUDGET_CAP),
+        ("max", DEFAULT_MEMORY_BUDGET_CAP),
+    ],
+)
+def test_default_memory_budget_from_cgroup_v2(tmp_path: Path, memory_max: str, budget: int) -> None:
+    root = tmp_path / "cgroup"
+    write(root / "memory.max", memory_max)
+    assert default_memory_budget(root, proc_cgroup(tmp_path, "0::/\n")) == budget
+
+
+def test_default_memory_budget_from_cgroup_v1_group_path(tmp_path: Path) -> None:
+    # The shape of a hybrid host: the v1 memory controller holds the process in a
+    # nested group whose own file says "unlimited" and whose parent sets the limit.
+    root = tmp_path / "cgroup"
+    write(root / "memory" / "memory.limit_in_bytes", "9223372036854771712")
+    write(root / "memory" / "jobs" / "memory.limit_in_bytes", str(400 * MIB))
+    write(root / "memory" / "jobs" / "job-1" / "memory.limit_in_bytes", "9223372036854771712")
+    proc = proc_cgroup(tmp_path, "4:memory:/jobs/job-1\n1:cpu:/\n0::/\n")
+
+    assert cgroup_memory_limit(root, proc) == 400 * MIB
+    assert default_memory_budget(root, proc) == 100 * MIB
+
+
+def test_no_cgroup_files_means_no_limits(tmp_path: Path) -> None:
+    root, proc = tmp_path / "none", tmp_path / "none-either"
+    assert cgroup_memory_limit(root, proc) is None
+    assert default_memory_budget(root, proc) == DEFAULT_MEMORY_BUDGET_CAP
