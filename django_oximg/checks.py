@@ -42,7 +42,7 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
         )
     try:
         settings = conf.build_settings(raw)
-    except (ImproperlyConfigured, TypeError) as exc:
+    except ImproperlyConfigured as exc:
         messages.append(checks.Error(str(exc), id="oximg.E001"))
         return messages
     aliases = [settings.SOURCE_STORAGE, *settings.SOURCES.values()]

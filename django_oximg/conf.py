@@ -10,8 +10,15 @@ generated from it (``docs/settings.md``, ``python -m django_oximg.conf``).
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
+import inspect
+import itertools
+import re
+import sys
+import types
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +27,8 @@ from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.crypto import salted_hmac
 
+from django_oximg.core.errors import InvalidOptions
+from django_oximg.core.options import OUTPUT_FORMATS, parse_path
 from django_oximg.core.signing import pairs_from_hex
 
 MIB = 1024 * 1024
@@ -93,9 +102,7 @@ class OximgSettings:
     MAX_RESULT_DIMENSION: int = 8192
     """Largest output width or height; larger requests are clamped."""
 
-    QUALITY: Mapping[str, int] = field(
-        default_factory=lambda: {"jpeg": 80, "webp": 75, "avif": 65}
-    )
+    QUALITY: Mapping[str, int] = field(default_factory=lambda: {"jpeg": 80, "webp": 75, "avif": 65})
     """Default encoder quality per output format (merged over the defaults)."""
 
     AUTO_FORMAT: bool = True
@@ -117,11 +124,34 @@ class OximgSettings:
 
     METADATA_CACHE_TIMEOUT: int = 60 * 60 * 24 * 30
     """Seconds the template tag keeps a source's size and version in Django's
-    cache (the key contains the storage's modification data)."""
+    cache. Local files are stat'ed on every render and their modification
+    time and size are part of the key, so a replaced file gets a new URL at
+    once; other storages (S3, ...) are asked again only after this timeout."""
 
 
 #: Keys whose value may be given as one string or a list of strings.
 LIST_KEYS = ("KEY", "SALT")
+
+#: Non-negative limits (0 means "choose for me" or "no limit", as documented).
+COUNTS = (
+    "WORKERS",
+    "QUEUE_SIZE",
+    "MEMORY_BUDGET",
+    "MAX_SRC_RESOLUTION",
+    "MAX_SRC_FILE_SIZE",
+    "MAX_ANIMATION_FRAMES",
+    "MAX_RESULT_DIMENSION",
+    "LIBVIPS_CONCURRENCY",
+    "METADATA_CACHE_TIMEOUT",
+)
+
+#: A URL path of RFC 3986 segment characters, starting and ending with "/":
+#: anything else (spaces, "?", "#", quotes) would be changed by browsers or
+#: servers, and the WSGI prefix match would then miss.
+URL_PREFIX_PATTERN = re.compile(r"/(?:[A-Za-z0-9._~!$&'()*+,;=:@%-]+/)*")
+
+#: Source aliases are written ``alias:name`` in URLs, so they must not hold ":" or "/".
+SOURCE_ALIAS_PATTERN = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 def derived_hex(purpose: str) -> str:
@@ -137,23 +167,71 @@ def unknown_keys(raw: Mapping[str, Any]) -> list[str]:
 
 
 def build_settings(raw: Mapping[str, Any]) -> OximgSettings:
-    """Validate ``raw`` (the OXIMG dict) into settings; raise ImproperlyConfigured."""
-    known = {f.name: f for f in dataclasses.fields(OximgSettings)}
+    """Validate ``raw`` (the OXIMG dict) into settings; raise ImproperlyConfigured.
+
+    Unknown keys are skipped here: the system check ``oximg.E002`` reports
+    them, so a typo is loud at ``manage.py check`` without breaking imports.
+    """
+    hints = typing.get_type_hints(OximgSettings)
     values: dict[str, Any] = {}
     for name, value in raw.items():
-        if name not in known:
-            continue  # reported by the system check oximg.E002, not fatal here
-        if name in LIST_KEYS:
-            value = (value,) if isinstance(value, str) else tuple(value)
+        if name not in hints:
+            continue
+        if name in LIST_KEYS and isinstance(value, str):
+            value = (value,)
+        elif name in LIST_KEYS and isinstance(value, list | tuple):
+            value = tuple(value)
+        check_type(name, value, hints[name])
         values[name] = value
     if "QUALITY" in values:
         values["QUALITY"] = {**OximgSettings().QUALITY, **values["QUALITY"]}
+    for name in ("QUALITY", "SOURCES", "PRESETS"):
+        if name in values:
+            # Read-only copies: the settings object is shared by the whole process.
+            values[name] = types.MappingProxyType(dict(values[name]))
     if not values.get("KEY"):
         values["KEY"] = (derived_hex("key"),)
         values["SALT"] = (derived_hex("salt"),)
     result = OximgSettings(**values)
     _validate(result)
     return result
+
+
+def check_type(name: str, value: Any, hint: Any) -> None:
+    """Refuse a value of the wrong type, naming the key (a str for an int, ...)."""
+    origin = typing.get_origin(hint) or hint
+    args = typing.get_args(hint)
+    if origin is tuple:
+        ok = isinstance(value, tuple) and all(isinstance(item, str) for item in value)
+    elif origin is Mapping:
+        ok = isinstance(value, Mapping) and all(
+            isinstance(key, str) and _is_instance(item, args[1]) for key, item in value.items()
+        )
+    else:
+        ok = _is_instance(value, origin)
+    if not ok:
+        raise ImproperlyConfigured(f"OXIMG: {name} must be {_type_name(hint)}, not {value!r}.")
+
+
+def _is_instance(value: Any, kind: type) -> bool:
+    """``isinstance`` where a bool is not an int, and an int is a float."""
+    if isinstance(value, bool):
+        return kind is bool
+    if kind is float:
+        return isinstance(value, int | float)
+    return isinstance(value, kind)
+
+
+#: How an error message names the expected type.
+TYPE_NAMES = {int: "an integer", float: "a number", bool: "True or False", str: "a string"}
+
+
+def _type_name(hint: Any) -> str:
+    if typing.get_origin(hint) is tuple:
+        return "a string or a list of strings"
+    if typing.get_origin(hint) is Mapping:
+        return f"a dict with {TYPE_NAMES[typing.get_args(hint)[1]].split()[-1]} values"
+    return TYPE_NAMES[hint]
 
 
 def _validate(conf: OximgSettings) -> None:
@@ -163,15 +241,47 @@ def _validate(conf: OximgSettings) -> None:
         raise ImproperlyConfigured(f"OXIMG: KEY and SALT: {exc}.") from exc
     if not 1 <= conf.SIGNATURE_SIZE <= 32:
         raise ImproperlyConfigured("OXIMG: SIGNATURE_SIZE must be between 1 and 32.")
-    if not conf.URL_PREFIX.startswith("/") or not conf.URL_PREFIX.endswith("/"):
-        raise ImproperlyConfigured("OXIMG: URL_PREFIX must start and end with '/'.")
-    for name in ("WORKERS", "QUEUE_SIZE", "MEMORY_BUDGET", "MAX_SRC_RESOLUTION",
-                 "MAX_SRC_FILE_SIZE", "MAX_ANIMATION_FRAMES", "MAX_RESULT_DIMENSION"):
+    if not URL_PREFIX_PATTERN.fullmatch(conf.URL_PREFIX):
+        raise ImproperlyConfigured(
+            "OXIMG: URL_PREFIX must be a URL path that starts and ends with '/', "
+            f"e.g. '/img/', not {conf.URL_PREFIX!r}."
+        )
+    for name in COUNTS:
         if getattr(conf, name) < 0:
             raise ImproperlyConfigured(f"OXIMG: {name} must not be negative.")
     for name in ("QUEUE_TIMEOUT", "RENDER_TIMEOUT"):
         if getattr(conf, name) <= 0:
             raise ImproperlyConfigured(f"OXIMG: {name} must be positive.")
+    _validate_quality(conf.QUALITY)
+    _validate_sources(conf.SOURCES)
+    _validate_presets(conf.PRESETS)
+
+
+def _validate_quality(quality: Mapping[str, int]) -> None:
+    for fmt, value in quality.items():
+        if fmt not in OUTPUT_FORMATS:
+            raise ImproperlyConfigured(
+                f"OXIMG: QUALITY has unknown format {fmt!r}; use {', '.join(OUTPUT_FORMATS)}."
+            )
+        if not 1 <= value <= 100:
+            raise ImproperlyConfigured(f"OXIMG: QUALITY[{fmt!r}] must be between 1 and 100.")
+
+
+def _validate_sources(sources: Mapping[str, str]) -> None:
+    for alias in sources:
+        if not SOURCE_ALIAS_PATTERN.fullmatch(alias):
+            raise ImproperlyConfigured(
+                f"OXIMG: SOURCES alias {alias!r} may only hold letters, digits, '_', '.', '-'."
+            )
+
+
+def _validate_presets(presets: Mapping[str, str]) -> None:
+    """Parse every preset now, so a typo fails at start-up rather than as a 400 per URL."""
+    for name in presets:
+        try:
+            parse_path(f"/pr:{name}/plain/x", presets)
+        except InvalidOptions as exc:
+            raise ImproperlyConfigured(f"OXIMG: PRESETS[{name!r}]: {exc.detail}.") from exc
 
 
 def raw_settings() -> Mapping[str, Any]:
@@ -193,28 +303,45 @@ def reset() -> None:
 
 
 def settings_reference() -> str:
-    """The settings reference in Markdown, from the field docstrings above."""
-    import ast
-    import inspect
+    """The settings reference in Markdown, from the field docstrings above.
 
-    source = inspect.getsource(OximgSettings)
-    tree = ast.parse(source)
-    lines = ["# Settings reference", "", "All keys of the `OXIMG` dict in `settings.py`.", ""]
-    body = tree.body[0].body  # type: ignore[attr-defined]
-    defaults = OximgSettings.__dataclass_fields__
-    for node, following in zip(body, body[1:], strict=False):
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            name = node.target.id
-            doc = ""
-            if isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant):
-                doc = inspect.cleandoc(str(following.value.value))
-            default = defaults[name].default
-            if default is dataclasses.MISSING:
-                factory = defaults[name].default_factory
-                default = factory() if factory is not dataclasses.MISSING else None
-            lines += [f"## `{name}`", "", f"Default: `{default!r}`", "", doc, ""]
+    Reads only this module's source and the dataclass defaults, never
+    Django's settings, so ``python -m django_oximg.conf`` works anywhere.
+    ``docs/settings.md`` is this text; a test keeps the two equal.
+    """
+    lines = [
+        "# Settings reference",
+        "",
+        "All keys of the `OXIMG` dict in `settings.py`. Generated from",
+        "`django_oximg/conf.py`: `python -m django_oximg.conf > docs/settings.md`.",
+        "",
+    ]
+    for name, doc in field_docs().items():
+        lines += [f"## `{name}`", "", f"Default: `{default_of(name)!r}`", "", doc, ""]
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    print(settings_reference())
+def field_docs() -> dict[str, str]:
+    """Each field's docstring (the string literal after it), in declaration order."""
+    tree = ast.parse(inspect.getsource(OximgSettings))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    docs: dict[str, str] = {}
+    for node, following in itertools.pairwise(body):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            text = ""
+            if isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant):
+                text = inspect.cleandoc(str(following.value.value))
+            docs[node.target.id] = text
+    return docs
+
+
+def default_of(name: str) -> Any:
+    """The default of field ``name``, calling its factory if it has one."""
+    spec = OximgSettings.__dataclass_fields__[name]
+    if spec.default_factory is not dataclasses.MISSING:
+        return spec.default_factory()
+    return spec.default
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised by a subprocess test
+    sys.stdout.write(settings_reference())

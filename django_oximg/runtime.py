@@ -25,13 +25,12 @@ _libvips_ready = False
 
 
 def prepare_libvips(settings: conf.OximgSettings) -> None:
-    """Check the libvips version and set it up once per process."""
+    """Check the libvips version and set it up once per process (caller holds _lock)."""
     global _libvips_ready
-    with _lock:
-        if not _libvips_ready:
-            pipeline.check_libvips_version()
-            pipeline.configure(concurrency=settings.LIBVIPS_CONCURRENCY, block_untrusted=True)
-            _libvips_ready = True
+    if not _libvips_ready:
+        pipeline.check_libvips_version()
+        pipeline.configure(concurrency=settings.LIBVIPS_CONCURRENCY, block_untrusted=True)
+        _libvips_ready = True
 
 
 def signer(settings: conf.OximgSettings) -> URLSigner:
@@ -86,9 +85,22 @@ def executor(settings: conf.OximgSettings) -> Executor:
     )
 
 
-@functools.cache
+_thumbnailer: Thumbnailer | None = None
+
+
 def get_thumbnailer() -> Thumbnailer:
-    """This process's thumbnailer, built on first use."""
+    """This process's thumbnailer, built on first use (once, even under concurrency)."""
+    global _thumbnailer
+    found = _thumbnailer
+    if found is not None:
+        return found
+    with _lock:
+        if _thumbnailer is None:
+            _thumbnailer = build_thumbnailer()
+        return _thumbnailer
+
+
+def build_thumbnailer() -> Thumbnailer:
     settings = conf.get_settings()
     prepare_libvips(settings)
     return Thumbnailer(
@@ -102,9 +114,11 @@ def get_thumbnailer() -> Thumbnailer:
 
 def reset() -> None:
     """Drop the thumbnailer (its pool is shut down) so the next use rebuilds it."""
-    if get_thumbnailer.cache_info().currsize:
-        get_thumbnailer().executor.shutdown(wait=False)
-    get_thumbnailer.cache_clear()
+    global _thumbnailer
+    with _lock:
+        old, _thumbnailer = _thumbnailer, None
+    if old is not None:
+        old.executor.shutdown(wait=False)
     get_signer.cache_clear()
     conf.reset()
 

@@ -10,7 +10,9 @@ code the pipeline executes.
 from __future__ import annotations
 
 import hashlib
+import posixpath
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -22,8 +24,14 @@ from django.urls import NoReverseMatch, reverse
 from django_oximg import conf, runtime
 from django_oximg.core import pipeline
 from django_oximg.core.geometry import plan_geometry
-from django_oximg.core.options import OUTPUT_FORMATS, Crop, Gravity, Options, build_path, parse_path
-from django_oximg.core.thumbnailer import FALLBACK_FORMATS
+from django_oximg.core.options import (
+    FORMAT_NAMES,
+    OUTPUT_FORMATS,
+    Gravity,
+    Options,
+    build_path,
+    parse_path,
+)
 
 #: sorl-thumbnail's crop keywords -> imgproxy gravity types.
 CROP_GRAVITY = {
@@ -43,8 +51,14 @@ CROP_GRAVITY = {
     "smart": "sm",
 }
 
-GEOMETRY = re.compile(r"^(?P<width>\d+)?(?:x(?P<height>\d+))?$")
-PERCENT_CROP = re.compile(r"^(?P<x>\d{1,3})%\s+(?P<y>\d{1,3})%$")
+GEOMETRY = re.compile(r"(?P<width>[0-9]{1,6})?(?:x(?P<height>[0-9]{1,6}))?")
+PERCENT_CROP = re.compile(r"(?P<x>[0-9]{1,3})%\s+(?P<y>[0-9]{1,3})%")
+
+#: Tag keywords, besides ``upscale``, that are plain numbers.
+NUMBER_KEYWORDS = {"quality": int, "blur": float, "sharpen": float, "dpr": float}
+
+#: How templates may spell ``upscale`` as text.
+BOOLEAN_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 #: Source names made only of these go into URLs as ``plain/`` (readable);
 #: anything else is base64-encoded, so no percent-encoding can be altered
@@ -87,23 +101,27 @@ def get_thumbnail(source: Any, geometry: str, **kwargs: Any) -> Thumbnail:
     """A :class:`Thumbnail` for ``source`` (a FieldFile or a storage name).
 
     ``geometry`` is "WxH", "W" or "xH". Keywords: ``crop`` (center, top,
-    bottom, left, right, smart, "x% y%"), ``format`` (jpeg, png, webp, avif,
-    gif, auto), ``quality``, ``upscale``, ``preset``, ``blur``, ``sharpen``,
+    bottom, left, right, "top left", ..., smart, "x% y%"), ``format`` (jpeg,
+    png, webp, avif, gif, auto; default: the preset's format, else the
+    source's), ``quality``, ``upscale``, ``preset``, ``blur``, ``sharpen``,
     ``dpr``, ``background`` ("RRGGBB"), ``options`` (raw imgproxy options,
-    e.g. "rot:90/fl:1:0").
+    e.g. "rot:90/fl:1:0"). The preset and ``options`` apply first, so the
+    tag's own keywords win over them, as later options do in a URL.
+
+    Raises :class:`ThumbnailError` for bad arguments and the core's
+    ``OximgError`` subclasses for a source that is missing or not an image.
     """
     settings = conf.get_settings()
     source_string = source_name(source)
-    options = tag_options(geometry, kwargs, source_string)
+    options = tag_options(geometry, kwargs)
     meta = source_metadata(source_string)
     options = replace(options, cachebuster=meta.version)
-    path = build_path(options, source_string, encode=encoding_for(source_string))
-    extra = [f"pr:{kwargs['preset']}"] if kwargs.get("preset") else []
-    if kwargs.get("options"):
-        extra.append(str(kwargs["options"]).strip("/"))
-    if extra:
-        path = "/" + "/".join(extra) + path
-    effective = parse_path(path, settings.PRESETS).options
+    prefix = option_prefix(kwargs)
+    path, effective = signed_parts(prefix, options, source_string, settings.PRESETS)
+    if not effective.format and not kwargs.get("format"):
+        # Nothing chose a format: keep the source's rather than negotiate.
+        options = replace(options, format=source_format(source_string))
+        path, effective = signed_parts(prefix, options, source_string, settings.PRESETS)
     plan = plan_geometry(
         meta.width,
         meta.height,
@@ -118,6 +136,26 @@ def get_thumbnail(source: Any, geometry: str, **kwargs: Any) -> Thumbnail:
         height=plan.height,
         format=effective.format or "auto",
     )
+
+
+def option_prefix(kwargs: dict[str, Any]) -> str:
+    """The preset and raw ``options`` segments, which go before the tag's own."""
+    segments = [f"pr:{kwargs['preset']}"] if kwargs.get("preset") else []
+    if kwargs.get("options"):
+        segments.append(str(kwargs["options"]).strip("/"))
+    return "".join(f"/{segment}" for segment in segments)
+
+
+def signed_parts(
+    prefix: str, options: Options, source: str, presets: Mapping[str, str]
+) -> tuple[str, Options]:
+    """The path to sign and the options a server will apply for it.
+
+    The path is parsed back exactly as the server will parse it, so the size
+    is computed from what will be served, presets and raw options included.
+    """
+    path = prefix + build_path(options, source, encode=encoding_for(source))
+    return path, parse_path(path, presets).options
 
 
 def source_name(source: Any) -> str:
@@ -158,37 +196,60 @@ def encoding_for(name: str) -> str:
     return "plain" if PLAIN_NAME.fullmatch(name) else "base64"
 
 
-def tag_options(geometry: str, kwargs: dict[str, Any], source: str) -> Options:
-    """Translate sorl-thumbnail style arguments into :class:`Options`."""
-    match = GEOMETRY.fullmatch(str(geometry).strip())
-    if not match or not (match["width"] or match["height"]):
-        raise ThumbnailError(f"bad geometry {geometry!r}: use 'WxH', 'W' or 'xH'")
-    options = Options(
-        width=int(match["width"] or 0),
-        height=int(match["height"] or 0),
-        enlarge=bool(kwargs.get("upscale", False)),
-    )
-    unknown = set(kwargs) - {
-        "crop", "format", "quality", "upscale", "blur", "sharpen", "dpr", "background",
-        "options", *TAG_ONLY,
-    }
+def tag_options(geometry: str, kwargs: dict[str, Any]) -> Options:
+    """Translate sorl-thumbnail style arguments into :class:`Options`.
+
+    The format is left empty unless the tag names one (see
+    :func:`get_thumbnail`); values are checked here so a typo is a
+    :class:`ThumbnailError` naming it, not a bare ``ValueError``.
+    """
+    unknown = set(kwargs) - {"crop", "format", "upscale", "background", "options", *NUMBER_KEYWORDS}
+    unknown -= TAG_ONLY
     if unknown:
         raise ThumbnailError(f"unknown thumbnail keyword(s): {', '.join(sorted(unknown))}")
+    width, height = parse_geometry(geometry)
+    options = Options(width=width, height=height, enlarge=upscale(kwargs.get("upscale", False)))
     crop = kwargs.get("crop")
     if crop:
         options = replace(options, resizing_type="fill", gravity=crop_gravity(str(crop)))
-    options = replace(options, format=output_format(kwargs.get("format"), source))
-    if kwargs.get("quality"):
-        options = replace(options, quality=int(kwargs["quality"]))
-    if kwargs.get("blur"):
-        options = replace(options, blur=float(kwargs["blur"]))
-    if kwargs.get("sharpen"):
-        options = replace(options, sharpen=float(kwargs["sharpen"]))
-    if kwargs.get("dpr"):
-        options = replace(options, dpr=float(kwargs["dpr"]))
+    if kwargs.get("format"):
+        options = replace(options, format=output_format(kwargs["format"]))
+    numbers: dict[str, Any] = {
+        name: number(name, kwargs[name], convert)
+        for name, convert in NUMBER_KEYWORDS.items()
+        if kwargs.get(name)
+    }
+    options = replace(options, **numbers)
     if kwargs.get("background"):
         options = replace(options, background=hex_color(str(kwargs["background"])))
     return options
+
+
+def parse_geometry(geometry: str) -> tuple[int, int]:
+    """Width and height of "WxH", "W" or "xH" (0 for the side left free)."""
+    match = GEOMETRY.fullmatch(str(geometry).strip())
+    width = int(match["width"] or 0) if match else 0
+    height = int(match["height"] or 0) if match else 0
+    if not (width or height):
+        raise ThumbnailError(f"bad geometry {geometry!r}: use 'WxH', 'W' or 'xH'")
+    return width, height
+
+
+def upscale(value: Any) -> bool:
+    """``upscale`` as a bool; text such as "false" from a template is not truthy."""
+    if isinstance(value, str):
+        if value.strip().lower() not in BOOLEAN_WORDS:
+            raise ThumbnailError(f"bad upscale {value!r}: use True or False")
+        return BOOLEAN_WORDS[value.strip().lower()]
+    return bool(value)
+
+
+def number(name: str, value: Any, convert: type[int] | type[float]) -> int | float:
+    """A numeric keyword; its range is checked when the built path is parsed."""
+    try:
+        return convert(value)
+    except (TypeError, ValueError) as exc:
+        raise ThumbnailError(f"bad {name} {value!r}: not a number") from exc
 
 
 def crop_gravity(crop: str) -> Gravity:
@@ -201,18 +262,23 @@ def crop_gravity(crop: str) -> Gravity:
     raise ThumbnailError(f"bad crop {crop!r}")
 
 
-def output_format(requested: Any, source: str) -> str:
-    """The tag's format: explicit, "" for auto, else the source's web format."""
-    if requested:
-        fmt = str(requested).lower()
-        if fmt == "auto":
-            return ""
-        fmt = "jpeg" if fmt == "jpg" else fmt
-        if fmt not in OUTPUT_FORMATS:
-            raise ThumbnailError(f"unknown format {requested!r}")
-        return fmt
-    extension = "." + source.rpartition(".")[2].lower() if "." in source else ""
-    return FALLBACK_FORMATS.get(extension, "jpeg")
+def output_format(requested: Any) -> str:
+    """The tag's explicit format: a name from OUTPUT_FORMATS, or "" for auto."""
+    fmt = str(requested).lower()
+    if fmt == "auto":
+        return ""
+    fmt = FORMAT_NAMES.get(fmt, fmt)
+    if fmt not in OUTPUT_FORMATS:
+        raise ThumbnailError(
+            f"unknown format {requested!r}: use one of {', '.join(OUTPUT_FORMATS)}"
+        )
+    return fmt
+
+
+def source_format(source: str) -> str:
+    """The source's own format, by extension, when it is one we encode; else JPEG."""
+    extension = posixpath.splitext(source)[1][1:].lower()
+    return FORMAT_NAMES.get(extension, "jpeg")
 
 
 def hex_color(value: str) -> tuple[int, int, int]:

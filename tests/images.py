@@ -31,7 +31,7 @@ def png_with_alpha(width: int = 320, height: int = 240) -> bytes:
 def animated_gif(width: int = 120, height: int = 90, frames: int = 6) -> bytes:
     pages = []
     for index in range(frames):
-        frame = pyvips.Image.black(width, height, bands=3) + [40, 40, 40]
+        frame = pyvips.Image.black(width, height, bands=3).linear(1, 40)
         frame = frame.draw_rect([255, 200, 0], index * (width // frames), 10, 20, 20, fill=True)
         pages.append(frame.cast("uchar"))
     image = pyvips.Image.arrayjoin(pages, across=1)

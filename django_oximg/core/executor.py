@@ -152,6 +152,8 @@ class Executor:
 
         ``cost`` is the job's estimated peak memory in bytes, reserved from the budget
         before the job starts and released when it ends, whatever the outcome.
+        Do not call ``run`` from inside a job: the inner call would wait for a
+        worker that the outer one holds.
         """
         if cost < 0:
             raise ValueError("cost must not be negative")

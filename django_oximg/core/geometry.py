@@ -73,7 +73,7 @@ class Geometry:
 
 def round_half_up(value: float) -> int:
     """Round halves away from zero, as Go's ``math.Round`` (Python rounds to even)."""
-    return int(math.floor(value + 0.5)) if value >= 0 else -int(math.floor(-value + 0.5))
+    return math.floor(value + 0.5) if value >= 0 else -math.floor(-value + 0.5)
 
 
 def scale_size(size: int, scale: float) -> int:

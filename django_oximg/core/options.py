@@ -470,6 +470,8 @@ def _handler_table() -> dict[str, Handler]:
 
 
 _HANDLERS = _handler_table()
+
+#: ``preset``/``pr`` recurse into the parser, so they are not in the handler table.
 PRESET_NAMES = ("preset", "pr")
 
 

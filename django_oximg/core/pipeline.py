@@ -21,6 +21,7 @@ project's errors with the libvips message kept as ``detail``.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -215,10 +216,39 @@ def saver_available(fmt: str) -> bool:
 # --- errors -------------------------------------------------------------------
 
 
-def _wrap_error(error: pyvips.Error) -> OximgError:
-    """The project error for a libvips failure, keeping libvips' words for logs."""
+#: Signatures of formats we recognise but refuse to load (see BLOCKED_LOADERS).
+#: Only consulted after libvips found no loader, to tell "a format we block"
+#: (415) from "not an image at all" (422). Text formats with no signature
+#: (CSV, matrix) cannot be told from garbage and count as not an image.
+BLOCKED_SIGNATURES = (
+    re.compile(
+        rb"\A\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*(?:<!DOCTYPE svg[^>]*>\s*)?<svg", re.S | re.I
+    ),
+    re.compile(rb"\A%PDF-"),
+    re.compile(rb"\A(?:\x08\xf2\xa6\xb6|\xb6\xa6\xf2\x08)"),  # libvips native .v
+    re.compile(rb"\AP[1-7Ff]\s"),  # PBM/PGM/PPM/PFM
+    re.compile(rb"\ASIMPLE  ="),  # FITS
+    re.compile(rb"\A#\?RADIANCE"),
+    re.compile(rb"\AMATLAB"),
+    re.compile(rb"\Av/1\x01"),  # OpenEXR
+)
+
+
+def is_blocked_format(data: bytes) -> bool:
+    """Whether ``data`` starts like a format we deliberately do not load."""
+    head = data[:4096]
+    return any(signature.match(head) for signature in BLOCKED_SIGNATURES)
+
+
+def _wrap_error(error: pyvips.Error, data: bytes = b"") -> OximgError:
+    """The project error for a libvips failure, keeping libvips' words for logs.
+
+    No loader at all: 415 for a format we block on purpose (SVG, PDF, ...),
+    422 for bytes that are no image (empty, random, an HTML error page), as
+    imgproxy answers. A loader that fails to decode: 422.
+    """
     detail = f"{error.message}: {error.detail}".strip()
-    if "not in a known format" in detail or "is blocked" in detail:
+    if ("not in a known format" in detail or "is blocked" in detail) and is_blocked_format(data):
         return UnsupportedFormat(detail)
     return InvalidImage(detail)
 
@@ -262,7 +292,7 @@ def probe(data: bytes) -> SourceInfo:
     """
     _ensure_configured()
     if not data:
-        raise UnsupportedFormat("empty source")
+        raise InvalidImage("empty source")
     try:
         image = pyvips.Image.new_from_buffer(data, "", access="sequential")
         orientation = _int_field(image, "orientation", 1)
@@ -276,7 +306,7 @@ def probe(data: bytes) -> SourceInfo:
             interlaced=bool(_int_field(image, "interlaced", 0)),
         )
     except pyvips.Error as error:
-        raise _wrap_error(error) from error
+        raise _wrap_error(error, data) from error
 
 
 # --- deadline -----------------------------------------------------------------
@@ -683,6 +713,9 @@ def render(
         ]
         image = join_frames(frames, source)
         image, keep = strip_metadata(image, options)
+        if options.max_bytes:
+            # The max_bytes loop may encode again: decode and process only once.
+            image = watch.watch(image).copy_memory()
         encoded = encode_within_limit(watch.watch(image), fmt, options, settings, keep)
     except pyvips.Error as error:
         raise watch.failure(error) from error

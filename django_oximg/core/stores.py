@@ -17,6 +17,7 @@ Two rules hold for every store:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from dataclasses import dataclass
@@ -174,8 +175,6 @@ def write_atomically(path: Path, data: bytes) -> None:
         os.chmod(temp_name, 0o644)
         os.replace(temp_name, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(temp_name)
-        except FileNotFoundError:
-            pass
         raise

@@ -21,7 +21,7 @@ from django_oximg.core.executor import Executor
 from django_oximg.core.options import Options, build_path, parse_path
 from django_oximg.core.signing import URLSigner, split_signed_path
 from django_oximg.core.singleflight import SingleFlight
-from django_oximg.core.stores import CacheStore, CachedResult, SourceStore
+from django_oximg.core.stores import CachedResult, CacheStore, SourceStore
 
 logger = logging.getLogger("django_oximg")
 
@@ -162,14 +162,26 @@ class Thumbnailer:
         cached = self.cache.get(job.key)
         if cached is not None:
             return self._from_cache(job, cached, content_type)
-        rendered, _shared = self.flights.do(job.key, lambda: self.produce(job))
+        result, _shared = self.flights.do(job.key, lambda: self._cached_or_rendered(job))
+        return result
+
+    def _cached_or_rendered(self, job: Job) -> responders.Result:
+        """Run once per key in flight: look in the cache again, render only on a miss.
+
+        A request that missed the cache just before another request's flight
+        ended becomes a new leader; the second look finds that result, so it is
+        not rendered twice.
+        """
+        content_type = pipeline.CONTENT_TYPES[job.format]
+        cached = self.cache.get(job.key)
+        if cached is not None:
+            return self._from_cache(job, cached, content_type)
+        rendered = self.produce(job)
         return responders.Result(
             content_type, job.etag, job.negotiated, data=rendered.data, size=len(rendered.data)
         )
 
-    def _from_cache(
-        self, job: Job, cached: CachedResult, content_type: str
-    ) -> responders.Result:
+    def _from_cache(self, job: Job, cached: CachedResult, content_type: str) -> responders.Result:
         return responders.Result(
             content_type,
             job.etag,
@@ -191,7 +203,9 @@ class Thumbnailer:
 
         def render() -> pipeline.Rendered:
             deadline = time.monotonic() + self.config.render_timeout
-            return pipeline.render(data, job.options, job.format, self.config.render, deadline=deadline)
+            return pipeline.render(
+                data, job.options, job.format, self.config.render, deadline=deadline
+            )
 
         rendered = self.executor.run(render, cost=cost)
         with self._lock:

@@ -9,9 +9,14 @@
 
     <img src="{% thumbnail photo.image "200" %}" alt="">   {# prints the URL #}
 
-The tag computes a URL and a size; it never processes an image. An error
-raises when ``DEBUG`` is on (so it is seen), otherwise it is logged and the
-``{% empty %}`` branch (or nothing) is rendered.
+    <img src="{% thumbnail_url photo.image "200" format="webp" %}" alt="">
+
+The tags compute a URL and a size; they never process an image. An error a
+bad argument or source can cause (``ThumbnailError``, ``OximgError``) raises
+when ``DEBUG`` is on, so it is seen; otherwise it is logged with its
+traceback and the ``{% empty %}`` branch (or nothing) is rendered. Any other
+exception is a bug and always propagates. Printed URLs are HTML-escaped
+unless autoescaping is off.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ register = template.Library()
 logger = logging.getLogger("django_oximg")
 
 #: What a failing thumbnail may raise; anything else is a bug and propagates.
-THUMBNAIL_ERRORS = (ThumbnailError, OximgError, ValueError)
+THUMBNAIL_ERRORS = (ThumbnailError, OximgError)
 
 
 class ThumbnailNode(template.Node):
@@ -55,20 +60,13 @@ class ThumbnailNode(template.Node):
         source = self.source.resolve(context)
         geometry = self.geometry.resolve(context)
         kwargs = {name: value.resolve(context) for name, value in self.kwargs.items()}
-        if not source:
-            return None
-        try:
-            return get_thumbnail(source, str(geometry), **kwargs)
-        except THUMBNAIL_ERRORS:
-            if settings.DEBUG:
-                raise
-            logger.exception("thumbnail failed for %r", getattr(source, "name", source))
-            return None
+        return thumbnail_or_none(source, geometry, kwargs)
 
     def render(self, context: template.Context) -> str:
         thumbnail = self.thumbnail(context)
         if self.as_var is None:
-            return str(conditional_escape(thumbnail.url)) if thumbnail else ""
+            url = thumbnail.url if thumbnail else ""
+            return str(conditional_escape(url)) if context.autoescape else url
         if thumbnail is None:
             return self.nodelist_empty.render(context) if self.nodelist_empty else ""
         assert self.nodelist is not None
@@ -84,6 +82,8 @@ def thumbnail_tag(parser: Parser, token: Token) -> ThumbnailNode:
     if len(bits) >= 2 and bits[-2] == "as":
         as_var = bits[-1]
         bits = bits[:-2]
+        if not as_var.isidentifier():
+            raise template.TemplateSyntaxError(f"{tag_name}: bad variable name {as_var!r}")
     if len(bits) < 2:
         raise template.TemplateSyntaxError(
             f"{tag_name} needs a source and a geometry: "
@@ -96,6 +96,8 @@ def thumbnail_tag(parser: Parser, token: Token) -> ThumbnailNode:
         name, sep, value = bit.partition("=")
         if not sep or not name.isidentifier():
             raise template.TemplateSyntaxError(f"{tag_name}: expected key=value, got {bit!r}")
+        if name in kwargs:
+            raise template.TemplateSyntaxError(f"{tag_name}: {name} given twice")
         kwargs[name] = parser.compile_filter(value)
     nodelist = nodelist_empty = None
     if as_var is not None:
@@ -106,7 +108,29 @@ def thumbnail_tag(parser: Parser, token: Token) -> ThumbnailNode:
     return ThumbnailNode(source, geometry, kwargs, as_var, nodelist, nodelist_empty)
 
 
+def thumbnail_or_none(source: Any, geometry: Any, kwargs: dict[str, Any]) -> Thumbnail | None:
+    """The thumbnail, or None for an empty source or (when not DEBUG) a failure.
+
+    A failure is logged with its traceback. Only the errors a bad argument or
+    a bad source can cause are caught; anything else is a bug and propagates.
+    """
+    if not source:
+        return None
+    try:
+        return get_thumbnail(source, str(geometry), **kwargs)
+    except THUMBNAIL_ERRORS:
+        if settings.DEBUG:
+            raise
+        logger.exception("thumbnail failed for %r", getattr(source, "name", source))
+        return None
+
+
 @register.simple_tag
 def thumbnail_url(source: Any, geometry: str, **kwargs: Any) -> str:
-    """``{% thumbnail_url photo.image "200x200" crop="center" %}``: just the URL."""
-    return get_thumbnail(source, geometry, **kwargs).url
+    """``{% thumbnail_url photo.image "200x200" crop="center" %}``: just the URL.
+
+    Same rules as ``{% thumbnail %}``: "" for an empty source or, when not
+    DEBUG, a failure. Django escapes the result (simple tags are autoescaped).
+    """
+    thumbnail = thumbnail_or_none(source, geometry, kwargs)
+    return thumbnail.url if thumbnail else ""

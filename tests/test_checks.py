@@ -1,0 +1,129 @@
+"""System checks: one test per id, through Django's registry and the functions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.core import checks
+
+from django_oximg import checks as oximg_checks
+from django_oximg.core import pipeline
+
+KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
+SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
+
+
+def oximg_messages() -> list[checks.CheckMessage]:
+    """What ``manage.py check`` reports for this app (Django's own checks left out)."""
+    return [m for m in checks.run_checks() if str(m.id).startswith("oximg.")]
+
+
+def ids(messages: list[checks.CheckMessage]) -> list[str]:
+    return sorted(str(m.id) for m in messages)
+
+
+def test_a_clean_configuration_has_no_messages(settings: Any) -> None:
+    settings.OXIMG = {"KEY": KEY, "SALT": SALT, "PRESETS": {"card": "rs:fill:300:200"}}
+    assert oximg_messages() == []
+    assert oximg_checks.check_settings() == []
+    assert oximg_checks.check_libvips() == []
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"KEY": "zz", "SALT": SALT},
+        {"KEY": KEY, "SALT": SALT, "SIGNATURE_SIZE": 0},
+        {"KEY": KEY, "SALT": SALT, "WORKERS": -1},
+        {"KEY": KEY, "SALT": SALT, "WORKERS": "2"},
+        {"KEY": KEY, "SALT": SALT, "SOURCES": ["x"]},
+        {"KEY": KEY, "SALT": SALT, "PRESETS": {"p": "bogus:1"}},
+    ],
+)
+def test_e001_invalid_values(settings: Any, raw: dict[str, Any]) -> None:
+    settings.OXIMG = raw
+    messages = oximg_messages()
+    assert ids(messages) == ["oximg.E001"]
+    assert messages[0].level == checks.ERROR
+    assert "OXIMG" in messages[0].msg
+
+
+def test_e001_oximg_is_not_a_dict(settings: Any) -> None:
+    settings.OXIMG = "KEY=abc"
+    assert ids(oximg_messages()) == ["oximg.E001"]
+
+
+def test_e002_unknown_keys(settings: Any) -> None:
+    settings.OXIMG = {"KEY": KEY, "SALT": SALT, "WORKRES": 4, "QUALTY": {}}
+    messages = oximg_checks.check_settings()
+    assert ids(messages) == ["oximg.E002"]
+    assert "QUALTY, WORKRES" in messages[0].msg
+    assert ids(oximg_messages()) == ["oximg.E002"]
+
+
+def test_e002_is_reported_along_with_e001(settings: Any) -> None:
+    settings.OXIMG = {"KEY": KEY, "SALT": SALT, "WORKRES": 4, "WORKERS": -1}
+    assert ids(oximg_checks.check_settings()) == ["oximg.E001", "oximg.E002"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "alias"),
+    [
+        ({"SOURCE_STORAGE": "photos"}, "photos"),
+        ({"SOURCES": {"archive": "s3archive"}}, "s3archive"),
+        ({"CACHE_STORAGE": "thumbs"}, "thumbs"),
+    ],
+)
+def test_e003_missing_storage_alias(settings: Any, raw: dict[str, Any], alias: str) -> None:
+    settings.OXIMG = {"KEY": KEY, "SALT": SALT, **raw}
+    messages = oximg_messages()
+    assert ids(messages) == ["oximg.E003"]
+    assert repr(alias) in messages[0].msg
+
+
+def test_e003_not_raised_for_configured_aliases(settings: Any) -> None:
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "archive": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    }
+    settings.OXIMG = {
+        "KEY": KEY,
+        "SALT": SALT,
+        "SOURCES": {"old": "archive"},
+        "CACHE_STORAGE": "archive",
+    }
+    assert oximg_messages() == []
+
+
+def test_e004_libvips_too_old(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real comparison runs against a libvips that reports 8.17.9."""
+    old_version = (8, 17, 9)
+    monkeypatch.setattr(pipeline.pyvips, "version", lambda part: old_version[part])
+    messages = oximg_checks.check_libvips()
+    assert ids(messages) == ["oximg.E004"]
+    assert "8.17.9" in messages[0].msg
+    assert ids(oximg_messages()) == ["oximg.E004"]
+
+
+def test_e004_not_raised_for_the_installed_libvips() -> None:
+    assert oximg_checks.check_libvips() == []
+
+
+def test_w001_allow_unsigned(settings: Any) -> None:
+    settings.OXIMG = {"KEY": KEY, "SALT": SALT, "ALLOW_UNSIGNED": True}
+    messages = oximg_messages()
+    assert ids(messages) == ["oximg.W001"]
+    assert messages[0].level == checks.WARNING
+
+
+def test_w002_no_key(settings: Any) -> None:
+    settings.OXIMG = {"WORKERS": 2}
+    messages = oximg_messages()
+    assert ids(messages) == ["oximg.W002"]
+    assert messages[0].level == checks.WARNING
+
+
+def test_w002_also_without_any_oximg_setting(settings: Any) -> None:
+    del settings.OXIMG
+    assert ids(oximg_messages()) == ["oximg.W002"]

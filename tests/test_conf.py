@@ -1,0 +1,287 @@
+"""OXIMG settings: defaults, validation, the derived key, rebuilds, the reference."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from django_oximg import conf, runtime
+from django_oximg.conf import OximgSettings, build_settings, get_settings, settings_reference
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SETTINGS_DOC = REPO_ROOT / "docs" / "settings.md"
+
+KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
+SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
+OTHER_KEY = "aa" * 32
+OTHER_SALT = "bb" * 16
+
+
+def with_key(**raw: Any) -> dict[str, Any]:
+    return {"KEY": KEY, "SALT": SALT, **raw}
+
+
+# -- defaults -------------------------------------------------------------------
+
+
+def test_defaults_are_the_documented_ones() -> None:
+    built = build_settings(with_key())
+    assert built.KEY == (KEY,)
+    assert built.SALT == (SALT,)
+    assert built.SIGNATURE_SIZE == 32
+    assert built.ALLOW_UNSIGNED is False
+    assert built.URL_PREFIX == "/img/"
+    assert built.SOURCE_STORAGE == "default"
+    assert dict(built.SOURCES) == {}
+    assert built.CACHE_STORAGE == ""
+    assert built.QUEUE_TIMEOUT == 5.0
+    assert built.RENDER_TIMEOUT == 10.0
+    assert built.MAX_SRC_RESOLUTION == 50_000_000
+    assert built.MAX_SRC_FILE_SIZE == 50 * 1024 * 1024
+    assert built.MAX_ANIMATION_FRAMES == 100
+    assert built.MAX_RESULT_DIMENSION == 8192
+    assert dict(built.QUALITY) == {"jpeg": 80, "webp": 75, "avif": 65}
+    assert built.AUTO_FORMAT is True
+    assert dict(built.PRESETS) == {}
+    assert built.CACHE_CONTROL == "public, max-age=31536000, immutable"
+
+
+def test_every_default_passes_validation() -> None:
+    """The dataclass defaults themselves (plus a key) are a valid configuration."""
+    defaults = OximgSettings(KEY=(KEY,), SALT=(SALT,))
+    conf._validate(defaults)
+
+
+def test_the_settings_object_is_frozen() -> None:
+    built = build_settings(with_key(PRESETS={"card": "q:70"}))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.WORKERS = 3  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        built.PRESETS["card"] = "q:10"  # type: ignore[index]
+
+
+def test_the_test_settings_are_read(settings: Any) -> None:
+    settings.OXIMG = with_key(WORKERS=3)
+    assert get_settings().WORKERS == 3
+    assert get_settings().KEY == (KEY,)
+
+
+# -- KEY and SALT ---------------------------------------------------------------
+
+
+def test_key_and_salt_as_strings_become_one_pair() -> None:
+    built = build_settings({"KEY": KEY, "SALT": SALT})
+    assert (built.KEY, built.SALT) == ((KEY,), (SALT,))
+
+
+def test_key_and_salt_as_lists_keep_their_order_for_rotation() -> None:
+    built = build_settings({"KEY": [OTHER_KEY, KEY], "SALT": [OTHER_SALT, SALT]})
+    assert built.KEY == (OTHER_KEY, KEY)
+    assert built.SALT == (OTHER_SALT, SALT)
+
+
+@pytest.mark.parametrize(
+    ("raw", "words"),
+    [
+        ({"KEY": [KEY, OTHER_KEY], "SALT": [SALT]}, "number of keys"),
+        ({"KEY": KEY}, "number of keys"),
+        ({"KEY": "not-hex", "SALT": SALT}, "not valid hex"),
+        ({"KEY": KEY, "SALT": "abc"}, "not valid hex"),
+        ({"KEY": KEY, "SALT": ""}, "empty"),
+        ({"KEY": 12345, "SALT": SALT}, "KEY must be"),
+        ({"KEY": [KEY, 1], "SALT": [SALT, SALT]}, "KEY must be"),
+    ],
+)
+def test_bad_keys_are_refused(raw: dict[str, Any], words: str) -> None:
+    with pytest.raises(ImproperlyConfigured, match=words):
+        build_settings(raw)
+
+
+def test_no_key_derives_key_and_salt_from_secret_key(settings: Any) -> None:
+    first = build_settings({})
+    assert len(first.KEY) == len(first.SALT) == 1
+    assert first.KEY != first.SALT
+    assert len(bytes.fromhex(first.KEY[0])) == 32
+    assert build_settings({}) == first  # stable for one SECRET_KEY
+    settings.SECRET_KEY = "another-secret"
+    second = build_settings({})
+    assert second.KEY != first.KEY
+    assert second.SALT != first.SALT
+
+
+def test_no_key_still_signs_urls(settings: Any) -> None:
+    settings.OXIMG = {}
+    signed = runtime.get_signer().signed_path("/w:100/plain/a.jpg")
+    assert not signed.startswith("/insecure")
+    runtime.get_signer().verify(signed.split("/")[1], "/w:100/plain/a.jpg")
+
+
+# -- other values ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [1, 8, 32])
+def test_signature_size_in_range_is_accepted(size: int) -> None:
+    built = build_settings(with_key(SIGNATURE_SIZE=size))
+    assert built.SIGNATURE_SIZE == size  # noqa: SIM300 - a field, not a constant
+
+
+@pytest.mark.parametrize(
+    ("raw", "words"),
+    [
+        ({"SIGNATURE_SIZE": 0}, "SIGNATURE_SIZE"),
+        ({"SIGNATURE_SIZE": 33}, "SIGNATURE_SIZE"),
+        ({"SIGNATURE_SIZE": "32"}, "SIGNATURE_SIZE must be an integer"),
+        ({"WORKERS": -1}, "WORKERS must not be negative"),
+        ({"QUEUE_SIZE": -1}, "QUEUE_SIZE"),
+        ({"MEMORY_BUDGET": -1}, "MEMORY_BUDGET"),
+        ({"MAX_SRC_RESOLUTION": -1}, "MAX_SRC_RESOLUTION"),
+        ({"MAX_SRC_FILE_SIZE": -5}, "MAX_SRC_FILE_SIZE"),
+        ({"MAX_ANIMATION_FRAMES": -1}, "MAX_ANIMATION_FRAMES"),
+        ({"MAX_RESULT_DIMENSION": -1}, "MAX_RESULT_DIMENSION"),
+        ({"METADATA_CACHE_TIMEOUT": -1}, "METADATA_CACHE_TIMEOUT"),
+        ({"QUEUE_TIMEOUT": 0}, "QUEUE_TIMEOUT must be positive"),
+        ({"RENDER_TIMEOUT": -1.5}, "RENDER_TIMEOUT"),
+        ({"WORKERS": "4"}, "WORKERS must be an integer"),
+        ({"WORKERS": True}, "WORKERS must be an integer"),
+        ({"ALLOW_UNSIGNED": "yes"}, "ALLOW_UNSIGNED must be True or False"),
+        ({"URL_PREFIX": "img/"}, "URL_PREFIX"),
+        ({"URL_PREFIX": "/img"}, "URL_PREFIX"),
+        ({"URL_PREFIX": ""}, "URL_PREFIX"),
+        ({"URL_PREFIX": "/my img/"}, "URL_PREFIX"),
+        ({"URL_PREFIX": "/img?x/"}, "URL_PREFIX"),
+        ({"URL_PREFIX": "/img//"}, "URL_PREFIX"),
+        ({"QUALITY": {"jpeg": 0}}, "QUALITY"),
+        ({"QUALITY": {"jpeg": 101}}, "QUALITY"),
+        ({"QUALITY": {"bmp": 80}}, "unknown format"),
+        ({"QUALITY": {"jpeg": "80"}}, "QUALITY must be a dict with integer values"),
+        ({"QUALITY": [("jpeg", 80)]}, "QUALITY must be a dict"),
+        ({"SOURCES": ["archive"]}, "SOURCES must be a dict"),
+        ({"SOURCES": {"a:b": "default"}}, "SOURCES alias"),
+        ({"PRESETS": {"card": "nonsense:1"}}, "PRESETS\\['card'\\]"),
+        ({"PRESETS": {"card": "q:500"}}, "PRESETS\\['card'\\]"),
+    ],
+)
+def test_bad_values_are_improperly_configured(raw: dict[str, Any], words: str) -> None:
+    with pytest.raises(ImproperlyConfigured, match=words):
+        build_settings(with_key(**raw))
+
+
+@pytest.mark.parametrize("prefix", ["/", "/img/", "/media/thumbs/", "/a-b_c.d~/"])
+def test_good_url_prefixes_are_accepted(prefix: str) -> None:
+    built = build_settings(with_key(URL_PREFIX=prefix))
+    assert built.URL_PREFIX == prefix  # noqa: SIM300 - a field, not a constant
+
+
+def test_zero_means_automatic_for_counts() -> None:
+    built = build_settings(with_key(WORKERS=0, QUEUE_SIZE=0, MEMORY_BUDGET=0))
+    assert (built.WORKERS, built.QUEUE_SIZE, built.MEMORY_BUDGET) == (0, 0, 0)
+
+
+def test_timeouts_accept_ints() -> None:
+    assert build_settings(with_key(QUEUE_TIMEOUT=2)).QUEUE_TIMEOUT == 2
+
+
+def test_quality_merges_over_the_defaults() -> None:
+    built = build_settings(with_key(QUALITY={"webp": 50, "png": 90}))
+    assert dict(built.QUALITY) == {"jpeg": 80, "webp": 50, "avif": 65, "png": 90}
+
+
+def test_valid_presets_are_kept() -> None:
+    presets = {"card": "rs:fill:400:300/q:70", "hero": "pr:card/w:1200"}
+    assert dict(build_settings(with_key(PRESETS=presets)).PRESETS) == presets
+
+
+def test_unknown_keys_are_skipped_here_and_listed_for_the_check() -> None:
+    raw = with_key(WORKRES=3, QUALTY={})
+    assert build_settings(raw).WORKERS == 0
+    assert conf.unknown_keys(raw) == ["QUALTY", "WORKRES"]
+
+
+def test_oximg_that_is_not_a_dict_is_refused(settings: Any) -> None:
+    settings.OXIMG = ["KEY"]
+    with pytest.raises(ImproperlyConfigured, match="OXIMG must be a dict"):
+        get_settings()
+
+
+# -- rebuilt when settings change -----------------------------------------------
+
+
+def test_a_settings_change_rebuilds_conf_and_runtime(settings: Any) -> None:
+    before_conf = get_settings()
+    before_thumbnailer = runtime.get_thumbnailer()
+    before_signer = runtime.get_signer()
+    assert runtime.get_thumbnailer() is before_thumbnailer  # built once
+
+    settings.OXIMG = {"KEY": OTHER_KEY, "SALT": OTHER_SALT, "WORKERS": 1, "QUEUE_SIZE": 3}
+
+    after_conf = get_settings()
+    assert after_conf is not before_conf
+    assert (after_conf.KEY, after_conf.WORKERS, after_conf.QUEUE_SIZE) == ((OTHER_KEY,), 1, 3)
+    assert runtime.get_thumbnailer() is not before_thumbnailer
+    after_signer = runtime.get_signer()
+    assert after_signer is not before_signer
+    path = "/w:10/plain/a.jpg"
+    assert after_signer.signed_path(path) != before_signer.signed_path(path)
+
+
+def test_the_runtime_is_rebuilt_when_storages_change(settings: Any, tmp_path: Path) -> None:
+    before = runtime.get_thumbnailer()
+    settings.STORAGES = {
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(tmp_path)},
+        },
+    }
+    assert runtime.get_thumbnailer() is not before
+
+
+def test_settings_are_built_once_until_changed() -> None:
+    assert get_settings() is get_settings()
+
+
+# -- the settings reference -----------------------------------------------------
+
+
+def test_the_reference_documents_every_field_with_its_docstring() -> None:
+    reference = settings_reference()
+    docs = conf.field_docs()
+    for spec in dataclasses.fields(OximgSettings):
+        assert f"## `{spec.name}`" in reference
+        assert docs[spec.name], f"{spec.name} has no docstring"
+        assert docs[spec.name] in reference
+    assert list(docs) == [spec.name for spec in dataclasses.fields(OximgSettings)]
+
+
+def test_the_reference_shows_defaults() -> None:
+    reference = settings_reference()
+    assert "## `SIGNATURE_SIZE`\n\nDefault: `32`" in reference
+    assert "## `QUALITY`\n\nDefault: `{'jpeg': 80, 'webp': 75, 'avif': 65}`" in reference
+
+
+def test_docs_settings_md_is_the_generated_reference() -> None:
+    committed = SETTINGS_DOC.read_text(encoding="utf-8") if SETTINGS_DOC.exists() else ""
+    assert committed == settings_reference(), (
+        "docs/settings.md is out of date with django_oximg/conf.py; regenerate it with "
+        "`python -m django_oximg.conf > docs/settings.md`"
+    )
+
+
+def test_the_reference_is_printed_without_django_settings() -> None:
+    """``python -m django_oximg.conf`` runs with no DJANGO_SETTINGS_MODULE at all."""
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT)}
+    printed = subprocess.run(
+        [sys.executable, "-m", "django_oximg.conf"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    assert printed == settings_reference()

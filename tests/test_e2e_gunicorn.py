@@ -1,0 +1,286 @@
+"""End to end over real HTTP: gunicorn (gthread, 2 workers) on 127.0.0.1.
+
+Serves tests/e2e_app.py (Django wrapped in ``OximgMiddleware``) from a media
+root made here, and fetches thumbnails with urllib. URLs are signed by an
+independent imgproxy-style signer written below (plain ``hmac`` + ``base64``),
+so the server is checked against the published scheme, not against itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.error import HTTPError, URLError
+
+import pytest
+import pyvips
+
+from tests import images
+from tests import settings as test_settings
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+#: Bound on waiting for gunicorn to answer at all; a cold start takes ~1-2 s.
+STARTUP_TIMEOUT = 30.0
+
+#: Per request: generous, a render of these sizes takes milliseconds.
+HTTP_TIMEOUT = 60.0
+
+KEY = bytes.fromhex(str(test_settings.OXIMG["KEY"]))
+SALT = bytes.fromhex(str(test_settings.OXIMG["SALT"]))
+
+
+def imgproxy_signature(path: str) -> str:
+    """imgproxy's scheme: base64url, unpadded, of HMAC-SHA256(key, salt + path)."""
+    digest = hmac.new(KEY, SALT + path.encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def imgproxy_url(base: str, path: str) -> str:
+    return f"{base}/img/{imgproxy_signature(path)}{path}"
+
+
+@dataclass
+class Fetched:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+def fetch(url: str, method: str = "GET", **headers: str) -> Fetched:
+    """One request with urllib; error statuses are answers too, not exceptions."""
+    request = urllib.request.Request(url, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT) as response:
+            return Fetched(response.status, lower_keys(response.headers), response.read())
+    except HTTPError as error:
+        with error:
+            return Fetched(error.code, lower_keys(error.headers), error.read())
+
+
+def lower_keys(headers: object) -> dict[str, str]:
+    return {str(k).lower(): str(v) for k, v in headers.items()}  # type: ignore[attr-defined]
+
+
+def without_control_socket() -> list[str]:
+    """Gunicorn 25+ opens a control socket at a fixed path in $HOME; not needed here."""
+    from gunicorn.config import Config
+
+    return ["--no-control-socket"] if "control_socket_disable" in Config().settings else []
+
+
+def wait_until_answering(base: str) -> None:
+    """Poll until gunicorn answers any request, for at most STARTUP_TIMEOUT seconds."""
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while True:
+        try:
+            fetch(base + "/ready")
+            return
+        except (URLError, ConnectionError, TimeoutError):
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+@dataclass
+class Server:
+    base: str
+    media: Path
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """gunicorn serving tests.e2e_app on a loopback socket made here.
+
+    The socket is bound before gunicorn starts and handed over as ``fd://``, so
+    no other process can take the port in between.
+    """
+    media = tmp_path_factory.mktemp("e2e") / "media"
+    (media / "photos").mkdir(parents=True)
+    (media / "photos" / "landscape.jpg").write_bytes(images.jpeg(640, 480))
+    (media / "photos" / "alpha.png").write_bytes(images.png_with_alpha())
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="tests.e2e_settings",
+        OXIMG_E2E_MEDIA_ROOT=str(media),
+        PYTHONPATH=str(REPO_ROOT),
+    )
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    port = listener.getsockname()[1]
+    command = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "--chdir",
+        str(REPO_ROOT),
+        "--bind",
+        f"fd://{listener.fileno()}",
+        "--worker-class",
+        "gthread",
+        "--threads",
+        "4",
+        "--workers",
+        "2",
+        *without_control_socket(),
+        "tests.e2e_app:application",
+    ]
+    log_path = media.parent / "gunicorn.log"
+    with log_path.open("wb") as log, listener:
+        process = subprocess.Popen(
+            command, env=env, stdout=log, stderr=subprocess.STDOUT, pass_fds=(listener.fileno(),)
+        )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_until_answering(base)
+        yield Server(base, media)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        if process.returncode not in (0, -15):
+            print(log_path.read_text(errors="replace"))
+
+
+def decode(body: bytes) -> pyvips.Image:
+    return pyvips.Image.new_from_buffer(body, "")
+
+
+def cache_files(media: Path) -> list[Path]:
+    root = media / "oximg"
+    return [p for p in root.rglob("*") if p.is_file()] if root.exists() else []
+
+
+def test_a_jpeg_thumbnail_is_served_then_cached_with_a_stable_etag(server: Server) -> None:
+    url = imgproxy_url(server.base, "/rs:fit:200:200/plain/photos/landscape.jpg@jpeg")
+    first = fetch(url)
+    assert first.status == 200
+    assert first.headers["content-type"] == "image/jpeg"
+    image = decode(first.body)
+    assert (image.width, image.height) == (200, 150)
+    assert image.get("vips-loader").startswith("jpegload")
+
+    second = fetch(url)
+    assert second.status == 200
+    assert second.body == first.body
+    assert second.headers["etag"] == first.headers["etag"]
+    assert second.headers["cache-control"] == "public, max-age=31536000, immutable"
+
+    not_modified = fetch(url, **{"If-None-Match": first.headers["etag"]})
+    assert not_modified.status == 304
+    assert not_modified.body == b""
+
+
+def test_independent_signer_urls_give_the_requested_images(server: Server) -> None:
+    webp = fetch(imgproxy_url(server.base, "/rs:fill:120:80/g:ce/plain/photos/landscape.jpg@webp"))
+    assert webp.status == 200
+    assert webp.headers["content-type"] == "image/webp"
+    assert (decode(webp.body).width, decode(webp.body).height) == (120, 80)
+
+    encoded = base64.urlsafe_b64encode(b"photos/alpha.png").rstrip(b"=").decode()
+    png = fetch(imgproxy_url(server.base, f"/rs:fit:100:100/{encoded}.png"))
+    assert png.status == 200
+    image = decode(png.body)
+    assert (image.width, image.height) == (100, 75)
+    assert image.hasalpha()
+
+
+def test_an_encoded_slash_is_one_cache_object_over_real_http(server: Server) -> None:
+    """gunicorn passes RAW_URI: ``%2F`` verifies and maps to the same result."""
+    plain = fetch(imgproxy_url(server.base, "/rs:fit:90:90/plain/photos/landscape.jpg@jpeg"))
+    encoded = fetch(imgproxy_url(server.base, "/rs:fit:90:90/plain/photos%2Flandscape.jpg@jpeg"))
+    assert plain.status == encoded.status == 200
+    assert encoded.headers["etag"] == plain.headers["etag"]
+    assert encoded.body == plain.body
+
+
+def test_head_gets_the_length_and_no_body(server: Server) -> None:
+    url = imgproxy_url(server.base, "/rs:fit:64:64/plain/photos/landscape.jpg@jpeg")
+    get = fetch(url)
+    head = fetch(url, method="HEAD")
+    assert head.status == 200
+    assert head.body == b""
+    assert head.headers["content-length"] == str(len(get.body))
+
+
+def test_a_range_of_a_cached_result_is_sent_as_206(server: Server) -> None:
+    """Cached results go out through gunicorn's file wrapper (sendfile), slices too."""
+    url = imgproxy_url(server.base, "/rs:fit:180:180/plain/photos/landscape.jpg@jpeg")
+    full = fetch(url).body
+    fetch(url)  # make sure both workers could have it from disk
+    partial = fetch(url, Range="bytes=50-149")
+    assert partial.status == 206
+    assert partial.headers["content-range"] == f"bytes 50-149/{len(full)}"
+    assert partial.body == full[50:150]
+    tail = fetch(url, Range="bytes=-20")
+    assert tail.status == 206
+    assert tail.body == full[-20:]
+
+
+@pytest.mark.parametrize(
+    ("path", "signature", "status"),
+    [
+        ("/rs:fit:200:200/plain/photos/landscape.jpg@jpeg", "A" * 43, 403),
+        ("/rs:fit:200:200/plain/photos/missing.jpg@jpeg", None, 404),
+        ("/rs:fit:200:200/plain/%2e%2e/%2e%2e/etc/passwd@jpeg", None, 404),
+        ("/rs:fit:200:200/nope:1/plain/photos/landscape.jpg@jpeg", None, 400),
+    ],
+)
+def test_errors_over_real_http_are_not_stored(
+    server: Server, path: str, signature: str | None, status: int
+) -> None:
+    signature = signature or imgproxy_signature(path)
+    answer = fetch(f"{server.base}/img/{signature}{path}")
+    assert answer.status == status
+    assert answer.headers["cache-control"] == "no-store"
+    assert answer.headers["content-type"].startswith("text/plain")
+
+
+def test_concurrent_identical_requests_all_get_the_same_bytes(server: Server) -> None:
+    url = imgproxy_url(server.base, "/rs:fit:150:150/q:70/plain/photos/landscape.jpg@webp")
+    answers: list[Fetched] = []
+    lock = threading.Lock()
+
+    def request() -> None:
+        answer = fetch(url)
+        with lock:
+            answers.append(answer)
+
+    threads = [threading.Thread(target=request) for _ in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(HTTP_TIMEOUT)
+    assert [answer.status for answer in answers] == [200] * 12
+    assert len({answer.body for answer in answers}) == 1
+    assert len({answer.headers["etag"] for answer in answers}) == 1
+
+
+def test_the_cache_holds_whole_files_only(server: Server) -> None:
+    fetch(imgproxy_url(server.base, "/rs:fit:50:50/plain/photos/landscape.jpg@jpeg"))
+    files = cache_files(server.media)
+    assert files
+    assert not [p for p in files if p.name.startswith("tmp-")]
+    for path in files:
+        assert decode(path.read_bytes()).width > 0
+
+
+def test_other_paths_reach_django(server: Server) -> None:
+    answer = fetch(server.base + "/not-a-thumbnail/")
+    assert answer.status == 404
+    assert answer.headers["content-type"].startswith("text/html")

@@ -1,0 +1,657 @@
+"""Tests for the pyvips pipeline: sizes, formats, colour, safety, options, limits.
+
+Every source is drawn here with pyvips. Sizes are checked against the geometry
+planner, so the template tag's prediction and the real output cannot drift.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import subprocess
+import sys
+import time
+
+import pytest
+import pyvips
+
+from django_oximg.core import pipeline
+from django_oximg.core.errors import (
+    InvalidImage,
+    ProcessingTimeout,
+    ResultTooLarge,
+    UnsupportedFormat,
+)
+from django_oximg.core.geometry import plan_geometry
+from django_oximg.core.options import OUTPUT_FORMATS, RESIZING_TYPES, Crop, Gravity, Options
+
+SETTINGS = pipeline.RenderSettings()
+
+#: Loader name prefix each output format decodes back with.
+LOADERS = {
+    "jpeg": "jpegload",
+    "png": "pngload",
+    "webp": "webpload",
+    "avif": "heifload",
+    "gif": "gifload",
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def configured() -> None:
+    pipeline.configure(concurrency=2)
+
+
+def needs_saver(fmt: str) -> pytest.MarkDecorator:
+    """Skip a format's test, by the saver's name, when this libvips cannot write it."""
+    saver = pipeline.SAVERS[fmt]
+    return pytest.mark.skipif(not pipeline.saver_available(fmt), reason=f"no {saver}")
+
+
+FORMATS = [pytest.param(fmt, marks=needs_saver(fmt)) for fmt in OUTPUT_FORMATS]
+
+
+# --- drawn sources ------------------------------------------------------------
+
+
+def photo(width: int, height: int, seed: int = 1) -> pyvips.Image:
+    """A photo-like sRGB image: smooth shapes, texture and grain."""
+    bands = []
+    for offset in range(3):
+        smooth = pyvips.Image.perlin(width, height, cell_size=64, seed=seed + offset) * 80 + 128
+        grain = pyvips.Image.gaussnoise(width, height, sigma=8, seed=seed + offset)
+        bands.append(smooth + grain)
+    return bands[0].bandjoin(bands[1:]).cast("uchar").copy(interpretation="srgb")
+
+
+def flat(width: int, height: int, colour: tuple[int, int, int] = (60, 60, 60)) -> pyvips.Image:
+    """A flat sRGB image, so a drawn mark is the only thing that stands out."""
+    image = pyvips.Image.black(width, height, bands=3) + list(colour)
+    return image.cast("uchar").copy(interpretation="srgb")
+
+
+def marked(width: int, height: int, left: int, top: int, size: int) -> pyvips.Image:
+    """A flat image with one white square."""
+    return flat(width, height).draw_rect([255, 255, 255], left, top, size, size, fill=True)
+
+
+def jpeg(image: pyvips.Image, **save: object) -> bytes:
+    return bytes(image.jpegsave_buffer(Q=92, **save))
+
+
+def png(image: pyvips.Image, **save: object) -> bytes:
+    return bytes(image.pngsave_buffer(**save))
+
+
+def animated_gif(frames: int = 5, width: int = 90, height: int = 60) -> bytes:
+    pages = [
+        flat(width, height).draw_rect([255, 200, 0], index * 15, 10, 15, 15, fill=True)
+        for index in range(frames)
+    ]
+    strip = pyvips.Image.arrayjoin(pages, across=1).copy()
+    strip.set_type(pyvips.GValue.gint_type, "page-height", height)
+    strip.set_type(pyvips.GValue.array_int_type, "delay", [0, 10, 50, 100, 0][:frames] * 5)
+    strip.set_type(pyvips.GValue.gint_type, "loop", 0)
+    return bytes(strip.gifsave_buffer())
+
+
+def decode(data: bytes) -> pyvips.Image:
+    return pyvips.Image.new_from_buffer(data, "")
+
+
+def pixel(image: pyvips.Image, x: int, y: int) -> list[float]:
+    return list(image(x, y))
+
+
+def render(data: bytes, fmt: str = "png", **options: object) -> pyvips.Image:
+    result = pipeline.render(data, Options(**options), fmt, SETTINGS)  # type: ignore[arg-type]
+    return decode(result.data)
+
+
+@pytest.fixture(scope="module")
+def landscape() -> bytes:
+    return jpeg(photo(300, 200))
+
+
+# --- set-up and probe ---------------------------------------------------------
+
+
+def test_libvips_version() -> None:
+    parts = pipeline.libvips_version().split(".")
+    assert len(parts) == 3 and all(part.isdigit() for part in parts)
+    pipeline.check_libvips_version((8, 0, 0))
+    with pytest.raises(RuntimeError, match=r"needs libvips >= 99\.0\.0"):
+        pipeline.check_libvips_version((99, 0, 0))
+
+
+def test_probe_reads_the_header(landscape: bytes) -> None:
+    info = pipeline.probe(landscape)
+    assert info == pipeline.SourceInfo(300, 200, "jpeg")
+
+
+def test_probe_details() -> None:
+    progressive = jpeg(photo(64, 48), interlace=True)
+    assert pipeline.probe(progressive).interlaced is True
+    turned = photo(64, 48).copy()
+    turned.set_type(pyvips.GValue.gint_type, "orientation", 6)
+    assert pipeline.probe(jpeg(turned, keep=pyvips.enums.ForeignKeep.EXIF)).orientation == 6
+    alpha = photo(64, 48).bandjoin(255)
+    assert pipeline.probe(png(alpha)).has_alpha is True
+    gif = pipeline.probe(animated_gif(frames=4))
+    assert (gif.format, gif.frames, gif.width, gif.height) == ("gif", 4, 90, 60)
+
+
+def test_unknown_output_format(landscape: bytes) -> None:
+    with pytest.raises(UnsupportedFormat):
+        pipeline.render(landscape, Options(), "bmp", SETTINGS)
+
+
+# --- size equals the plan, for every resizing type and format ------------------
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("resizing_type", RESIZING_TYPES)
+@pytest.mark.parametrize("box", [(120, 120), (80, 0), (0, 150), (400, 100)])
+def test_every_resizing_type_and_format(
+    landscape: bytes, fmt: str, resizing_type: str, box: tuple[int, int]
+) -> None:
+    options = Options(resizing_type=resizing_type, width=box[0], height=box[1])
+    plan = plan_geometry(300, 200, options)
+    result = pipeline.render(landscape, options, fmt, SETTINGS)
+    back = decode(result.data)
+    assert str(back.get("vips-loader")).startswith(LOADERS[fmt])
+    assert (result.width, result.height) == (plan.width, plan.height)
+    assert (back.width, back.height) == (plan.width, plan.height)
+    assert result.content_type == pipeline.CONTENT_TYPES[fmt]
+
+
+def option_grid() -> list[Options]:
+    """A fixed pseudo-random sample of option combinations."""
+    chooser = random.Random(20240611)
+    combos = []
+    for _ in range(120):
+        combos.append(
+            Options(
+                resizing_type=chooser.choice(RESIZING_TYPES),
+                width=chooser.choice([0, 37, 100, 250, 640]),
+                height=chooser.choice([0, 45, 100, 199, 480]),
+                dpr=chooser.choice([1.0, 1.0, 1.5, 2.0]),
+                enlarge=chooser.random() < 0.3,
+                extend=chooser.random() < 0.3,
+                min_width=chooser.choice([0, 0, 0, 150]),
+                min_height=chooser.choice([0, 0, 0, 120]),
+                padding=chooser.choice([(0, 0, 0, 0), (3, 5, 7, 9)]),
+                rotate=chooser.choice([0, 0, 90, 180, 270]),
+                crop=chooser.choice([None, None, Crop(0.5, 0.75), Crop(120, 90, Gravity("soea"))]),
+                gravity=chooser.choice([Gravity(), Gravity("nowe", 5, 3), Gravity("fp", 0.2, 0.8)]),
+            )
+        )
+    return combos
+
+
+@pytest.mark.parametrize(
+    ("options", "orientation"),
+    [(options, 1 + index % 8) for index, options in enumerate(option_grid())],
+)
+def test_output_size_equals_plan(options: Options, orientation: int) -> None:
+    source = photo(240, 160).copy()
+    source.set_type(pyvips.GValue.gint_type, "orientation", orientation)
+    data = jpeg(source, keep=pyvips.enums.ForeignKeep.EXIF)
+    plan = plan_geometry(240, 160, options, orientation=orientation, max_result_dimension=700)
+    settings = pipeline.RenderSettings(max_result_dimension=700)
+    result = pipeline.render(data, options, "jpeg", settings)
+    back = decode(result.data)
+    assert (back.width, back.height) == (plan.width, plan.height)
+
+
+@pytest.mark.parametrize("source_size", [(1, 1), (1, 500), (500, 1), (3, 2)])
+def test_tiny_and_thin_sources(source_size: tuple[int, int]) -> None:
+    data = png(flat(*source_size))
+    for options in (Options(width=100, height=100), Options(width=50, enlarge=True)):
+        plan = plan_geometry(*source_size, options)
+        back = decode(pipeline.render(data, options, "png", SETTINGS).data)
+        assert (back.width, back.height) == (plan.width, plan.height)
+
+
+def test_max_result_dimension_clamps_real_output(landscape: bytes) -> None:
+    settings = pipeline.RenderSettings(max_result_dimension=100)
+    options = Options(width=5000, height=5000, enlarge=True)
+    result = pipeline.render(landscape, options, "jpeg", settings)
+    assert (result.width, result.height) == (100, 67)
+
+
+# --- animation ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", [pytest.param(f, marks=needs_saver(f)) for f in ("webp", "gif")])
+def test_animation_is_kept(fmt: str) -> None:
+    result = pipeline.render(animated_gif(), Options(width=45), fmt, SETTINGS)
+    back = pyvips.Image.new_from_buffer(result.data, "", n=-1)
+    assert int(back.get("n-pages")) == 5
+    assert (result.width, result.height, result.frames) == (45, 30, 5)
+    assert int(back.get("page-height")) == 30
+    assert min(back.get("delay")) >= pipeline.MIN_FRAME_DELAY_MS
+    first, last = back.crop(0, 0, 45, 30), back.crop(0, 120, 45, 30)
+    assert (first - last).abs().max() > 100  # the frames differ: the mark moved
+
+
+def test_animation_with_crop_and_rotate_keeps_frames() -> None:
+    options = Options(crop=Crop(60, 60), rotate=90, padding=(2, 2, 2, 2))
+    result = pipeline.render(animated_gif(), options, "gif", SETTINGS)
+    back = pyvips.Image.new_from_buffer(result.data, "", n=-1)
+    assert int(back.get("n-pages")) == 5
+    assert (back.width, int(back.get("page-height"))) == (64, 64)
+
+
+@pytest.mark.parametrize("fmt", [pytest.param(f, marks=needs_saver(f)) for f in ("jpeg", "avif")])
+def test_animation_into_still_format_is_first_frame(fmt: str) -> None:
+    result = pipeline.render(animated_gif(), Options(), fmt, SETTINGS)
+    back = decode(result.data)
+    assert (back.width, back.height, result.frames) == (90, 60, 1)
+    assert pixel(back, 7, 17)[0] > 200  # the first frame's mark at x 0..15
+
+
+def test_too_many_frames_gives_first_frame() -> None:
+    settings = pipeline.RenderSettings(max_animation_frames=3)
+    result = pipeline.render(animated_gif(frames=5), Options(), "gif", settings)
+    back = pyvips.Image.new_from_buffer(result.data, "", n=-1)
+    assert back.height == 60 and result.frames == 1
+
+
+# --- orientation and colour ---------------------------------------------------
+
+#: What to do to an upright image so that EXIF orientation N shows it upright.
+STORED_FOR_ORIENTATION = {
+    1: lambda im: im,
+    2: lambda im: im.fliphor(),
+    3: lambda im: im.rot180(),
+    4: lambda im: im.flipver(),
+    5: lambda im: im.rot90().fliphor(),
+    6: lambda im: im.rot270(),
+    7: lambda im: im.rot270().fliphor(),
+    8: lambda im: im.rot90(),
+}
+
+
+@pytest.mark.parametrize("orientation", range(1, 9))
+def test_exif_orientation_gives_upright_output(orientation: int) -> None:
+    upright = marked(240, 160, 10, 10, 40).draw_rect([0, 0, 255], 200, 130, 30, 20, fill=True)
+    stored = STORED_FOR_ORIENTATION[orientation](upright).copy()
+    stored.set_type(pyvips.GValue.gint_type, "orientation", orientation)
+    data = png(stored, keep=pyvips.enums.ForeignKeep.EXIF)
+    back = render(data, "png", width=120)
+    assert (back.width, back.height) == (120, 80)
+    reference = render(png(upright), "png", width=120)
+    assert (back - reference).abs().max() <= 8  # resampling rounding only
+    assert not back.get_typeof("orientation") or back.get("orientation") == 1
+
+
+def test_cmyk_jpeg_becomes_srgb() -> None:
+    red = flat(64, 64, (200, 30, 30))
+    cmyk = red.icc_transform("cmyk", input_profile="srgb")
+    data = jpeg(cmyk)
+    assert decode(data).interpretation == "cmyk"
+    back = render(data, "jpeg")
+    assert back.bands == 3 and back.interpretation == "srgb"
+    assert all(abs(a - b) < 25 for a, b in zip(pixel(back, 30, 30), [200, 30, 30], strict=True))
+
+
+def test_embedded_profile_is_applied_and_stripped() -> None:
+    red = flat(32, 32, (200, 30, 30))
+    display_p3 = red.icc_transform("p3", input_profile="srgb")
+    data = png(display_p3, keep=pyvips.enums.ForeignKeep.ICC)
+    back = render(data, "png")
+    assert not back.get_typeof("icc-profile-data")
+    assert all(abs(a - b) < 6 for a, b in zip(pixel(back, 5, 5), [200, 30, 30], strict=True))
+    kept = render(data, "png", strip_color_profile=False)
+    assert kept.get_typeof("icc-profile-data")
+
+
+def test_16_bit_png_becomes_8_bit() -> None:
+    deep = (flat(32, 32, (100, 150, 200)).cast("ushort") * 257).copy(interpretation="rgb16")
+    data = png(deep, bitdepth=16)
+    assert decode(data).format == "ushort"
+    back = render(data, "png")
+    assert back.format == "uchar" and back.interpretation == "srgb"
+    assert pixel(back, 3, 3) == [100.0, 150.0, 200.0]
+
+
+@pytest.mark.parametrize(
+    "save", [{"bitdepth": 1}, {"palette": True}, {"bitdepth": 8}], ids=["1bit", "palette", "grey"]
+)
+def test_grey_one_bit_and_palette_become_8_bit_srgb(save: dict[str, object]) -> None:
+    grey = pyvips.Image.black(64, 64).draw_rect(255, 10, 10, 20, 20, fill=True).cast("uchar")
+    back = render(png(grey.copy(interpretation="b-w"), **save), "jpeg")
+    assert (back.bands, back.format, back.interpretation) == (3, "uchar", "srgb")
+    assert pixel(back, 15, 15)[0] > 200 and pixel(back, 50, 50)[0] < 60
+
+
+def test_alpha_into_jpeg_is_flattened_on_white() -> None:
+    clear = flat(40, 40).bandjoin(0).copy(interpretation="srgb")
+    back = render(png(clear), "jpeg")
+    assert back.bands == 3 and min(pixel(back, 20, 20)) > 250
+
+
+def test_alpha_flattened_on_background_option() -> None:
+    clear = flat(40, 40).bandjoin(0).copy(interpretation="srgb")
+    back = render(png(clear), "png", background=(0, 0, 255))
+    assert back.bands == 3 and pixel(back, 20, 20) == [0.0, 0.0, 255.0]
+
+
+def test_alpha_kept_into_png_and_webp() -> None:
+    half = flat(40, 40).bandjoin(128).copy(interpretation="srgb")
+    for fmt in ("png", "webp"):
+        assert render(png(half), fmt).hasalpha()
+
+
+# --- bad input ----------------------------------------------------------------
+
+
+def truncated(data: bytes, fraction: float) -> bytes:
+    return data[: int(len(data) * fraction)]
+
+
+@pytest.mark.parametrize("fraction", [0.1, 0.5, 0.9])
+@pytest.mark.parametrize("kind", ["jpeg", "png", "gif"])
+def test_truncated_sources_are_invalid(kind: str, fraction: float) -> None:
+    image = photo(200, 150)
+    source = {
+        "jpeg": jpeg(image),
+        "png": png(image),
+        "gif": bytes(image.gifsave_buffer()),
+    }[kind]
+    with pytest.raises(InvalidImage):
+        pipeline.render(truncated(source, fraction), Options(width=50), "jpeg", SETTINGS)
+
+
+SVG = b'<svg xmlns="http://www.w3.org/2000/svg" width="10" height="10"><rect/></svg>'
+
+
+def vips_native_bytes(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    path = tmp_path_factory.mktemp("vips") / "x.vips"
+    flat(4, 4).vipssave(str(path))
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["random", "empty", "html", "svg", "ppm", "csv", "matrix", "vips"],
+)
+def test_unwanted_or_broken_bytes_are_refused(
+    name: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    sources = {
+        "random": random.Random(1).randbytes(1024),
+        "empty": b"",
+        "html": b"<html><body>404 Not Found</body></html>",
+        "svg": SVG,
+        "ppm": b"P6\n2 2\n255\n" + bytes(12),
+        "csv": b"0\t0\t0\n0\t0\t0\n",
+        "matrix": b"2 2\n0 0\n0 0\n",
+        "vips": vips_native_bytes(tmp_path_factory) if name == "vips" else b"",
+    }
+    with pytest.raises((UnsupportedFormat, InvalidImage)):
+        pipeline.probe(sources[name])
+    with pytest.raises((UnsupportedFormat, InvalidImage)):
+        pipeline.render(sources[name], Options(width=10), "png", SETTINGS)
+
+
+def test_blocking_is_what_refuses_svg_and_matrix() -> None:
+    """Control: without configure() this libvips would load SVG and matrix files."""
+    script = (
+        "import sys, pyvips\n"
+        "for data in (sys.argv[1].encode(), b'2 2\\n0 0\\n0 0\\n'):\n"
+        "    source = pyvips.Source.new_from_memory(data)\n"
+        "    print(pyvips.Image.new_from_source(source, '').get('vips-loader'))\n"
+    )
+    if not pipeline.saver_available("png"):  # pragma: no cover - every build has PNG
+        pytest.skip("no pngsave_buffer")
+    done = subprocess.run(
+        [sys.executable, "-c", script, SVG.decode()],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"this libvips cannot load SVG or matrix at all: {done.stderr[-200:]}")
+    assert "svgload" in done.stdout and "matrixload" in done.stdout
+    source = pyvips.Source.new_from_memory(b"2 2\n0 0\n0 0\n")
+    with pytest.raises(pyvips.Error, match="not in a known format"):
+        pyvips.Image.new_from_source(source, "")
+
+
+# --- gravity ------------------------------------------------------------------
+
+
+def fill_square(data: bytes, gravity: Gravity) -> pyvips.Image:
+    return render(data, "png", resizing_type="fill", width=100, height=100, gravity=gravity)
+
+
+@pytest.fixture(scope="module")
+def marked_top_right() -> bytes:
+    """400x200 with a white square in the top-right corner."""
+    return png(marked(400, 200, 340, 10, 50))
+
+
+@pytest.mark.parametrize(
+    ("gravity", "has_mark"),
+    [
+        (Gravity("ea"), True),
+        (Gravity("noea"), True),
+        (Gravity("soea"), True),
+        (Gravity("we"), False),
+        (Gravity("ce"), False),
+        (Gravity("fp", 0.95, 0.1), True),
+        (Gravity("fp", 0.1, 0.5), False),
+        (Gravity("we", 0.75, 0), True),
+        (Gravity("ea", 0.75, 0), False),
+    ],
+)
+def test_gravity_chooses_the_region(
+    marked_top_right: bytes, gravity: Gravity, has_mark: bool
+) -> None:
+    out = fill_square(marked_top_right, gravity)
+    assert (out.width, out.height) == (100, 100)
+    assert (out.max() > 200) is has_mark
+
+
+def test_smart_gravity_finds_the_interesting_corner() -> None:
+    busy = photo(60, 60, seed=5)
+    image = flat(400, 200).insert(busy, 330, 130)
+    out = fill_square(png(image), Gravity("sm"))
+    assert out.deviate() > 20  # the textured patch, not the flat field
+    assert fill_square(png(image), Gravity("we")).deviate() < 1
+
+
+def test_crop_option_cuts_before_resizing(marked_top_right: bytes) -> None:
+    out = render(marked_top_right, "png", crop=Crop(100, 100, Gravity("noea")), width=50)
+    assert (out.width, out.height) == (50, 50)
+    assert out.max() > 200
+    elsewhere = render(marked_top_right, "png", crop=Crop(100, 100, Gravity("sowe")))
+    assert elsewhere.max() < 100
+
+
+def test_compass_offset_is_scaled_by_dpr() -> None:
+    # 800x400 filled into 100x100 scales by 1/4: the mark lands at x 15..25.
+    data = png(marked(800, 400, 60, 0, 40))
+
+    def top_left(dpr: float, offset: float) -> list[float]:
+        out = render(
+            data,
+            "png",
+            resizing_type="fill",
+            width=round(100 / dpr),
+            height=round(100 / dpr),
+            dpr=dpr,
+            gravity=Gravity("nowe", offset, 0),
+        )
+        return pixel(out, 2, 2)
+
+    assert top_left(1, 0)[0] < 100
+    assert top_left(1, 10)[0] < 100  # mark now at 5..15
+    assert top_left(2, 10)[0] > 200  # offset doubled: mark at -5..5
+
+
+# --- filters, rotation, extension ----------------------------------------------
+
+
+def test_blur_smooths_and_sharpen_adds_contrast() -> None:
+    data = png(photo(120, 80))
+    base = render(data, "png")
+    blurred = render(data, "png", blur=3.0)
+    sharpened = render(data, "png", sharpen=2.0)
+    edges = pyvips.Image.new_from_array([[0, -1, 0], [-1, 4, -1], [0, -1, 0]])
+
+    def detail(image: pyvips.Image) -> float:
+        return float(image.colourspace("b-w").conv(edges).abs().avg())
+
+    assert detail(blurred) < detail(base) * 0.6
+    assert detail(sharpened) > detail(base) * 1.05
+
+
+@pytest.mark.parametrize(
+    ("options", "corner"),
+    [
+        ({"rotate": 90}, (1, 0)),
+        ({"rotate": 180}, (1, 1)),
+        ({"rotate": 270}, (0, 1)),
+        ({"flip_horizontal": True}, (1, 0)),
+        ({"flip_vertical": True}, (0, 1)),
+        ({"rotate": 90, "flip_horizontal": True}, (0, 0)),
+    ],
+)
+def test_rotate_and_flip_move_the_mark(options: dict[str, object], corner: tuple[int, int]) -> None:
+    out = render(png(marked(200, 100, 0, 0, 20)), "png", **options)
+    x = 5 if corner[0] == 0 else out.width - 5
+    y = 5 if corner[1] == 0 else out.height - 5
+    assert pixel(out, x, y)[0] > 200
+    assert (out.width, out.height) == (
+        (100, 200) if options.get("rotate") in (90, 270) else (200, 100)
+    )
+
+
+def test_padding_uses_white_then_background_and_scales_with_dpr() -> None:
+    data = jpeg(flat(100, 100))
+    out = render(data, "png", padding=(10, 0, 0, 5))
+    assert (out.width, out.height) == (105, 110)
+    assert pixel(out, 50, 2) == [255.0, 255.0, 255.0] and pixel(out, 2, 50)[0] == 255
+    red = render(data, "png", padding=(10, 10, 10, 10), background=(255, 0, 0), dpr=2, width=50)
+    assert (red.width, red.height) == (140, 140)
+    assert pixel(red, 1, 1) == [255.0, 0.0, 0.0]
+
+
+def test_padding_on_alpha_is_transparent() -> None:
+    data = png(flat(40, 40).bandjoin(255).copy(interpretation="srgb"))
+    out = render(data, "png", padding=(4, 4, 4, 4))
+    assert out.bands == 4 and pixel(out, 1, 1)[3] == 0 and pixel(out, 20, 20)[3] == 255
+
+
+@pytest.mark.parametrize(
+    ("gravity", "inside", "outside"),
+    [
+        (None, (100, 75), (5, 5)),
+        (Gravity("nowe"), (10, 10), (190, 140)),
+        (Gravity("soea"), (190, 140), (10, 10)),
+    ],
+)
+def test_extend_puts_the_image_on_a_canvas(
+    gravity: Gravity | None, inside: tuple[int, int], outside: tuple[int, int]
+) -> None:
+    data = jpeg(flat(100, 100))
+    out = render(data, "jpeg", width=200, height=150, extend=True, extend_gravity=gravity)
+    assert (out.width, out.height) == (200, 150)
+    assert pixel(out, *inside)[0] < 100  # the image
+    assert pixel(out, *outside)[0] > 240  # white canvas
+
+
+# --- metadata -----------------------------------------------------------------
+
+
+def tagged_jpeg() -> bytes:
+    image = photo(64, 64).copy()
+    for name, value in [
+        ("exif-ifd0-Copyright", "ACME"),
+        ("exif-ifd0-Artist", "Jane"),
+        ("exif-ifd0-Make", "Camera Maker"),
+        ("exif-ifd2-UserComment", "secret place"),
+    ]:
+        image.set_type(pyvips.GValue.gstr_type, name, value)
+    return jpeg(image, keep=pyvips.enums.ForeignKeep.ALL)
+
+
+def exif_fields(image: pyvips.Image) -> set[str]:
+    return {name for name in image.get_fields() if name.startswith("exif-ifd")}
+
+
+def test_metadata_stripped_but_copyright_kept() -> None:
+    out = render(tagged_jpeg(), "jpeg")
+    fields = exif_fields(out)
+    assert {"exif-ifd0-Copyright", "exif-ifd0-Artist"} <= fields
+    assert "exif-ifd0-Make" not in fields and "exif-ifd2-UserComment" not in fields
+
+
+def test_metadata_fully_stripped_without_keep_copyright() -> None:
+    out = render(tagged_jpeg(), "jpeg", keep_copyright=False)
+    assert not out.get_typeof("exif-data")
+
+
+def test_metadata_kept_when_not_stripping() -> None:
+    out = render(tagged_jpeg(), "jpeg", strip_metadata=False)
+    assert "exif-ifd0-Make" in exif_fields(out)
+
+
+# --- quality and size limits --------------------------------------------------
+
+
+def test_quality_precedence(landscape: bytes) -> None:
+    sizes = {}
+    for label, options in [
+        ("settings", Options()),
+        ("format_quality", Options(format_quality=(("jpeg", 30),))),
+        ("quality", Options(quality=95, format_quality=(("jpeg", 30),))),
+    ]:
+        sizes[label] = len(pipeline.render(landscape, options, "jpeg", SETTINGS).data)
+    assert sizes["format_quality"] < sizes["settings"] < sizes["quality"]
+
+
+def test_max_bytes_lowers_quality_until_it_fits(landscape: bytes) -> None:
+    full = len(pipeline.render(landscape, Options(quality=90), "jpeg", SETTINGS).data)
+    limit = full // 2
+    fitted = pipeline.render(landscape, Options(quality=90, max_bytes=limit), "jpeg", SETTINGS)
+    assert len(fitted.data) <= limit
+
+
+def test_max_bytes_out_of_reach(landscape: bytes) -> None:
+    with pytest.raises(ResultTooLarge):
+        pipeline.render(landscape, Options(max_bytes=100), "jpeg", SETTINGS)
+    with pytest.raises(ResultTooLarge):
+        pipeline.render(landscape, Options(max_bytes=1000), "png", SETTINGS)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        Options(resizing_type="fill", width=1500, height=1500),
+        Options(gravity=Gravity("sm"), resizing_type="fill", width=900, height=400),
+    ],
+)
+def test_past_deadline_stops_libvips(options: Options) -> None:
+    big = jpeg(photo(3000, 2000))
+    started = time.monotonic()
+    with pytest.raises(ProcessingTimeout):
+        pipeline.render(big, options, "png", SETTINGS, deadline=started - 1)
+
+
+def test_future_deadline_does_not_interfere(landscape: bytes) -> None:
+    deadline = time.monotonic() + 3600
+    result = pipeline.render(landscape, Options(width=50), "jpeg", SETTINGS, deadline=deadline)
+    assert result.width == 50
+
+
+def test_grid_covers_every_resizing_type() -> None:
+    """Guard the sampled grid above: it must exercise each type and rotation."""
+    grid = option_grid()
+    assert {o.resizing_type for o in grid} == set(RESIZING_TYPES)
+    assert {o.rotate for o in grid} == {0, 90, 180, 270}
+    assert any(o.crop for o in grid) and any(o.extend for o in grid)
+    assert len(list(itertools.islice(grid, 5))) == 5

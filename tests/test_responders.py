@@ -1,0 +1,256 @@
+"""Tests for django_oximg.core.responders: status table, headers, ETag, 304, Range."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from django_oximg.core import errors
+from django_oximg.core.responders import (
+    ERROR_STATUS,
+    Reply,
+    Result,
+    error_reply,
+    etag_matches,
+    method_not_allowed,
+    result_reply,
+    status_for,
+)
+
+CACHE_CONTROL = "public, max-age=31536000, immutable"
+ETAG = '"0123456789abcdef"'
+DATA = bytes(range(256)) * 8
+
+#: Every concrete error and the status BAD_INPUTS / DESIGN give it.
+EXPECTED_STATUS = {
+    errors.InvalidOptions: 400,
+    errors.InvalidSignature: 403,
+    errors.SourceNotFound: 404,
+    errors.ExpiredURL: 404,
+    errors.UnsupportedFormat: 415,
+    errors.InvalidImage: 422,
+    errors.SourceTooLarge: 422,
+    errors.ResultTooLarge: 422,
+    errors.Overloaded: 429,
+    errors.SourceUnavailable: 502,
+    errors.ProcessingTimeout: 503,
+    errors.SourceTimeout: 504,
+}
+
+
+def all_error_classes() -> list[type[errors.OximgError]]:
+    """Every subclass of OximgError, so a new one without a status is caught."""
+    found: list[type[errors.OximgError]] = []
+    pending = list(errors.OximgError.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        found.append(cls)
+        pending.extend(cls.__subclasses__())
+    return [cls for cls in found if cls.__module__ == errors.__name__]
+
+
+def header(reply: Reply, name: str) -> str | None:
+    found = [value for key, value in reply.headers if key.lower() == name.lower()]
+    assert len(found) <= 1, f"{name} sent {len(found)} times"
+    return found[0] if found else None
+
+
+@pytest.mark.parametrize("cls", all_error_classes(), ids=lambda cls: cls.__name__)
+def test_every_error_class_has_its_documented_status(cls: type[errors.OximgError]) -> None:
+    assert status_for(cls("detail")) == EXPECTED_STATUS[cls]
+
+
+def test_every_status_in_the_table_is_an_error() -> None:
+    assert all(400 <= status < 600 for status in ERROR_STATUS.values())
+
+
+def test_an_unlisted_subclass_gets_its_parents_status() -> None:
+    class Corrupt(errors.InvalidImage):
+        pass
+
+    assert status_for(Corrupt()) == 422
+
+
+def test_the_base_class_has_no_status() -> None:
+    with pytest.raises(TypeError):
+        status_for(errors.OximgError("?"))
+
+
+@pytest.mark.parametrize("cls", all_error_classes(), ids=lambda cls: cls.__name__)
+def test_error_replies_are_short_plain_text_and_never_stored(
+    cls: type[errors.OximgError],
+) -> None:
+    reply = error_reply(cls(detail="/srv/media/secret/path.jpg: libvips said no"))
+    assert reply.status == EXPECTED_STATUS[cls]
+    assert header(reply, "Cache-Control") == "no-store"
+    assert header(reply, "Content-Type") == "text/plain; charset=utf-8"
+    assert header(reply, "Content-Length") == str(len(reply.body))
+    assert reply.body == cls.public.encode() + b"\n"
+    assert len(reply.body) < 100
+    assert b"secret" not in reply.body  # details are for logs only
+    assert reply.file is None
+
+
+def test_a_public_message_given_by_the_raiser_is_the_body() -> None:
+    reply = error_reply(errors.InvalidOptions(detail="w: 'abc'", public="Invalid width: abc"))
+    assert reply.body == b"Invalid width: abc\n"
+
+
+@pytest.mark.parametrize(
+    ("error", "retry_after"),
+    [(errors.Overloaded(), "1"), (errors.ProcessingTimeout(), "2"), (errors.SourceTimeout(), None)],
+)
+def test_retryable_rejections_say_when_to_retry(
+    error: errors.OximgError, retry_after: str | None
+) -> None:
+    assert header(error_reply(error), "Retry-After") == retry_after
+
+
+def test_an_error_answer_to_head_has_the_length_but_no_body() -> None:
+    get = error_reply(errors.SourceNotFound(), "GET")
+    head = error_reply(errors.SourceNotFound(), "HEAD")
+    assert head.body == b""
+    assert head.headers == get.headers
+
+
+def test_method_not_allowed() -> None:
+    reply = method_not_allowed()
+    assert reply.status == 405
+    assert reply.status_line == "405 Method Not Allowed"
+    assert header(reply, "Allow") == "GET, HEAD"
+    assert header(reply, "Cache-Control") == "no-store"
+
+
+# -- ETag matching ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("if_none_match", "matches"),
+    [
+        (ETAG, True),
+        (f"W/{ETAG}", True),
+        (f'"other", {ETAG}', True),
+        ("*", True),
+        (" * ", True),
+        ("", False),
+        ('"other"', False),
+        (ETAG[:-2] + '"', False),
+        ("0123456789abcdef", False),
+    ],
+)
+def test_if_none_match_uses_weak_comparison(if_none_match: str, matches: bool) -> None:
+    assert etag_matches(if_none_match, ETAG) is matches
+
+
+# -- results in memory -----------------------------------------------------------------
+
+
+def memory_result(negotiated: bool = False) -> Result:
+    return Result("image/webp", ETAG, negotiated, data=DATA, size=len(DATA))
+
+
+def test_a_result_in_memory_gets_200_with_all_headers() -> None:
+    reply = result_reply(memory_result(), "GET", {}, CACHE_CONTROL)
+    assert reply.status == 200
+    assert reply.body == DATA
+    assert dict(reply.headers) == {
+        "Content-Type": "image/webp",
+        "Cache-Control": CACHE_CONTROL,
+        "ETag": ETAG,
+        "Content-Length": str(len(DATA)),
+    }
+
+
+def test_vary_accept_is_sent_only_for_negotiated_results() -> None:
+    negotiated = result_reply(memory_result(negotiated=True), "GET", {}, CACHE_CONTROL)
+    assert header(negotiated, "Vary") == "Accept"
+    fixed = result_reply(memory_result(negotiated=False), "GET", {}, CACHE_CONTROL)
+    assert header(fixed, "Vary") is None
+
+
+def test_a_result_in_memory_gets_304_for_its_etag() -> None:
+    reply = result_reply(
+        memory_result(negotiated=True), "GET", {"HTTP_IF_NONE_MATCH": ETAG}, CACHE_CONTROL
+    )
+    assert reply.status == 304
+    assert reply.body == b""
+    assert header(reply, "ETag") == ETAG
+    assert header(reply, "Cache-Control") == CACHE_CONTROL
+    assert header(reply, "Vary") == "Accept"
+    assert header(reply, "Content-Type") is None
+
+
+def test_head_of_a_result_in_memory_has_its_length_and_no_body() -> None:
+    reply = result_reply(memory_result(), "HEAD", {}, CACHE_CONTROL)
+    assert reply.status == 200
+    assert reply.body == b""
+    assert header(reply, "Content-Length") == str(len(DATA))
+
+
+# -- results on disk (whitenoise) ------------------------------------------------------
+
+
+@pytest.fixture
+def file_result(tmp_path: Path) -> Result:
+    path = tmp_path / "result.webp"
+    path.write_bytes(DATA)
+    return Result("image/webp", ETAG, True, path=str(path), size=len(DATA))
+
+
+@pytest.fixture
+def replies() -> Iterator[list[Reply]]:
+    """Replies made by a test; their files are closed afterwards."""
+    made: list[Reply] = []
+    yield made
+    for reply in made:
+        if reply.file is not None:
+            reply.file.close()
+
+
+def test_a_result_on_disk_is_handed_out_as_an_open_file(
+    file_result: Result, replies: list[Reply]
+) -> None:
+    reply = result_reply(file_result, "GET", {}, CACHE_CONTROL)
+    replies.append(reply)
+    assert reply.status == 200
+    assert reply.file is not None
+    assert reply.file.read() == DATA
+    assert header(reply, "Content-Length") == str(len(DATA))
+    assert header(reply, "ETag") == ETAG  # ours, not whitenoise's mtime-based one
+    assert header(reply, "Cache-Control") == CACHE_CONTROL
+    assert header(reply, "Content-Type") == "image/webp"
+    assert header(reply, "Vary") == "Accept"
+
+
+def test_a_result_on_disk_gets_304_for_its_etag_without_opening_it(
+    file_result: Result,
+) -> None:
+    reply = result_reply(file_result, "GET", {"HTTP_IF_NONE_MATCH": ETAG}, CACHE_CONTROL)
+    assert reply.status == 304
+    assert reply.file is None
+    assert header(reply, "ETag") == ETAG
+
+
+def test_a_range_of_a_result_on_disk_gets_206(file_result: Result, replies: list[Reply]) -> None:
+    reply = result_reply(file_result, "GET", {"HTTP_RANGE": "bytes=10-19"}, CACHE_CONTROL)
+    replies.append(reply)
+    assert reply.status == 206
+    assert header(reply, "Content-Range") == f"bytes 10-19/{len(DATA)}"
+    assert header(reply, "Content-Length") == "10"
+    assert reply.file is not None
+    assert reply.file.read(10) == DATA[10:20]
+
+
+def test_an_unsatisfiable_range_gets_416(file_result: Result, replies: list[Reply]) -> None:
+    reply = result_reply(file_result, "GET", {"HTTP_RANGE": "bytes=99999-"}, CACHE_CONTROL)
+    replies.append(reply)
+    assert reply.status == 416
+
+
+def test_head_of_a_result_on_disk_opens_nothing(file_result: Result) -> None:
+    reply = result_reply(file_result, "HEAD", {}, CACHE_CONTROL)
+    assert reply.status == 200
+    assert reply.file is None
+    assert header(reply, "Content-Length") == str(len(DATA))

@@ -1,0 +1,228 @@
+"""Tests for django_oximg.core.stores: the name jail and atomic cache writes.
+
+No Django: these are the plain-disk stores a WSGI-only user wires directly.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from django_oximg.core.errors import SourceNotFound, SourceTooLarge
+from django_oximg.core.stores import (
+    TEMP_PREFIX,
+    FileSystemCacheStore,
+    FileSystemSourceStore,
+    jail_name,
+    path_inside,
+    write_atomically,
+)
+
+# -- the jail --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "",
+        "..",
+        "../x.jpg",
+        "a/../../x.jpg",
+        "a/./x.jpg",
+        "./x.jpg",
+        "a//x.jpg",
+        "a/",
+        "/etc/passwd",
+        "..\\..\\windows\\win.ini",
+        "a\\x.jpg",
+        "x.jpg\x00.png",
+        "a/" * 600 + "x.jpg",
+    ],
+)
+def test_jail_refuses_names_that_could_leave_the_root(name: str) -> None:
+    with pytest.raises(SourceNotFound):
+        jail_name(name)
+
+
+@pytest.mark.parametrize(
+    "name", ["x.jpg", "photos/2024/x.jpg", "%2e%2e/x.jpg", "...", "a..b/c.jpg", "é/ü.jpg"]
+)
+def test_jail_keeps_plain_relative_names_as_they_are(name: str) -> None:
+    """Names are decoded once by the options parser: ``%2e%2e`` stays a literal name."""
+    assert jail_name(name) == name
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    media = tmp_path / "media"
+    (media / "photos").mkdir(parents=True)
+    (media / "photos" / "x.jpg").write_bytes(b"inside")
+    secret = tmp_path / "media-secret"
+    secret.mkdir()
+    (secret / "x.jpg").write_bytes(b"secret")
+    return media
+
+
+def test_path_inside_resolves_a_name_under_the_root(root: Path) -> None:
+    assert path_inside(root, "photos/x.jpg") == (root / "photos" / "x.jpg").resolve()
+
+
+def test_path_inside_refuses_a_symlink_that_leads_out(root: Path) -> None:
+    (root / "photos" / "link.jpg").symlink_to(root.parent / "media-secret" / "x.jpg")
+    (root / "etc").symlink_to("/etc")
+    with pytest.raises(SourceNotFound):
+        path_inside(root, "photos/link.jpg")
+    with pytest.raises(SourceNotFound):
+        path_inside(root, "etc/passwd")
+
+
+def test_path_inside_allows_a_symlink_within_the_root(root: Path) -> None:
+    (root / "alias.jpg").symlink_to(root / "photos" / "x.jpg")
+    assert path_inside(root, "alias.jpg") == (root / "photos" / "x.jpg").resolve()
+
+
+def test_a_root_reached_through_a_symlink_still_works(root: Path, tmp_path: Path) -> None:
+    linked_root = tmp_path / "linked-media"
+    linked_root.symlink_to(root)
+    assert FileSystemSourceStore(linked_root).read("photos/x.jpg", 100) == b"inside"
+
+
+# -- source reads ----------------------------------------------------------------------
+
+
+def test_source_store_reads_bytes(root: Path) -> None:
+    assert FileSystemSourceStore(root).read("photos/x.jpg", 1000) == b"inside"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "photos/missing.jpg",
+        "photos",
+        "photos/x.jpg/more",
+        "../media-secret/x.jpg",
+        "photos/link.jpg",
+        "/etc/passwd",
+    ],
+)
+def test_source_store_answers_not_found_for_missing_or_outside_names(root: Path, name: str) -> None:
+    (root / "photos" / "link.jpg").symlink_to(root.parent / "media-secret" / "x.jpg")
+    with pytest.raises(SourceNotFound):
+        FileSystemSourceStore(root).read(name, 1000)
+
+
+def test_source_store_refuses_a_file_over_the_limit_and_allows_one_at_it(root: Path) -> None:
+    store = FileSystemSourceStore(root)
+    assert store.read("photos/x.jpg", len(b"inside")) == b"inside"
+    with pytest.raises(SourceTooLarge):
+        store.read("photos/x.jpg", len(b"inside") - 1)
+
+
+def test_source_version_changes_with_the_content(root: Path) -> None:
+    store = FileSystemSourceStore(root)
+    path = root / "photos" / "x.jpg"
+    os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+    before = store.version("photos/x.jpg")
+    assert store.version("photos/x.jpg") == before
+    path.write_bytes(b"changed content")
+    os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+    assert store.version("photos/x.jpg") != before
+    os.utime(path, ns=(2_000_000_000, 2_000_000_000))
+    assert store.version("photos/x.jpg") != before
+    with pytest.raises(SourceNotFound):
+        store.version("photos/missing.jpg")
+
+
+# -- the result cache ------------------------------------------------------------------
+
+KEY = "ab/abcdef/0123456789.jpeg"
+
+
+def leftovers(directory: Path) -> list[Path]:
+    return [p for p in directory.rglob("*") if p.name.startswith(TEMP_PREFIX)]
+
+
+def test_cache_store_misses_then_hands_out_the_path(tmp_path: Path) -> None:
+    store = FileSystemCacheStore(tmp_path / "cache")
+    assert store.get(KEY) is None
+    store.put(KEY, b"result bytes")
+    found = store.get(KEY)
+    assert found is not None
+    assert found.size == len(b"result bytes")
+    assert found.path == str(tmp_path / "cache" / KEY)
+    assert Path(found.path).read_bytes() == b"result bytes"
+    assert stat.S_IMODE(os.stat(found.path).st_mode) == 0o644
+    assert leftovers(tmp_path) == []
+
+
+def test_cache_store_refuses_keys_that_leave_its_root(tmp_path: Path) -> None:
+    store = FileSystemCacheStore(tmp_path / "cache")
+    with pytest.raises(SourceNotFound):
+        store.put("../escaped.jpeg", b"x")
+    assert not (tmp_path / "escaped.jpeg").exists()
+
+
+def test_overwriting_a_result_replaces_it_whole(tmp_path: Path) -> None:
+    store = FileSystemCacheStore(tmp_path)
+    store.put(KEY, b"first")
+    store.put(KEY, b"second, longer")
+    assert (tmp_path / KEY).read_bytes() == b"second, longer"
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("failing", ["fsync", "replace", "chmod"])
+def test_a_write_failing_midway_leaves_no_temp_file_and_no_final_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    def fail(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(f"django_oximg.core.stores.os.{failing}", fail)
+    target = tmp_path / "ab" / "result.jpeg"
+    with pytest.raises(OSError, match="No space left"):
+        write_atomically(target, b"x" * 100_000)
+    assert not target.exists()
+    assert leftovers(tmp_path) == []
+
+
+def test_a_failed_overwrite_keeps_the_previous_result_intact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "result.jpeg"
+    write_atomically(target, b"complete old result")
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr("django_oximg.core.stores.os.replace", fail)
+    with pytest.raises(OSError):
+        write_atomically(target, b"new")
+    assert target.read_bytes() == b"complete old result"
+    assert leftovers(tmp_path) == []
+
+
+def test_an_interrupted_write_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not only OSError: a KeyboardInterrupt mid-write also cleans up."""
+
+    def interrupt(fd: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("django_oximg.core.stores.os.fsync", interrupt)
+    target = tmp_path / "result.jpeg"
+    with pytest.raises(KeyboardInterrupt):
+        write_atomically(target, b"data")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cache_store_put_raises_oserror_when_its_root_is_unusable(tmp_path: Path) -> None:
+    """The thumbnailer catches OSError from put (and serves from memory)."""
+    blocker = tmp_path / "file-not-dir"
+    blocker.write_bytes(b"")
+    with pytest.raises(OSError):
+        FileSystemCacheStore(blocker).put(KEY, b"data")
+    assert FileSystemCacheStore(blocker).get(KEY) is None

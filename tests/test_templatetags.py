@@ -1,0 +1,392 @@
+"""{% thumbnail %} and {% thumbnail_url %}: syntax, escaping, errors, and sizes.
+
+The central promise: ``t.width``/``t.height`` equal the size of the image the
+URL serves. It is checked by fetching every URL of a grid (geometry x crop x
+format on four kinds of source) through Django and decoding the response.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pyvips
+from django.core.cache import cache
+from django.core.files.storage import FileSystemStorage, default_storage
+from django.db.models import FileField
+from django.db.models.fields.files import FieldFile
+from django.template import Context, Template, TemplateSyntaxError
+from django.test import Client
+
+from django_oximg import runtime
+from django_oximg.core import pipeline
+from django_oximg.core.errors import SourceNotFound
+from django_oximg.templatetags import oximg as oximg_tags
+from django_oximg.thumbnails import ThumbnailError
+from tests import images
+
+LANDSCAPE = "photos/landscape.jpg"  # 640x480
+ALPHA = "photos/alpha.png"  # 320x240 with a transparent surround
+ANIMATION = "photos/anim.gif"  # 120x90, 6 frames
+TURNED = "photos/turned.jpg"  # stored 640x480 with EXIF orientation 6: shown 480x640
+
+BLOCK = (
+    "{% load oximg %}"
+    "{% thumbnail source geometry crop=crop format=format as t %}"
+    "{{ t.url }} {{ t.width }} {{ t.height }} {{ t.format }}"
+    "{% empty %}EMPTY{% endthumbnail %}"
+)
+
+
+@pytest.fixture(autouse=True)
+def empty_cache() -> Iterator[None]:
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def sources(media: Path) -> Path:
+    """The media fixture plus a JPEG whose EXIF says "rotate 90 degrees clockwise"."""
+    stored = images.photo(640, 480).copy()
+    stored.set_type(pyvips.GValue.gint_type, "orientation", 6)
+    (media / TURNED).write_bytes(bytes(stored.jpegsave_buffer(Q=85)))
+    return media
+
+
+def render(text: str, **context: Any) -> str:
+    return Template(text).render(Context(context))
+
+
+def fetch(url: str, accept: str = "") -> tuple[str, bytes]:
+    response = Client().get(url, HTTP_ACCEPT=accept)
+    try:
+        assert response.status_code == 200, (url, response.status_code)
+        body = b"".join(response.streaming_content) if response.streaming else response.content
+    finally:
+        response.close()
+    return response.headers["Content-Type"], body
+
+
+# -- the size grid --------------------------------------------------------------
+
+GEOMETRIES = ("200x100", "100x200", "150", "x60", "2000")
+CROPS = (None, "center", "smart", "top left", "30% 70%")
+FORMATS = (None, "jpeg", "png", "webp", "avif", "gif", "auto")
+
+#: What a current browser sends for images; "auto" answers AVIF or WebP to it.
+BROWSER_ACCEPT = "image/avif,image/webp,image/apng,image/*,*/*;q=0.8"
+
+
+@pytest.mark.parametrize("fmt", FORMATS, ids=lambda f: f or "default")
+@pytest.mark.parametrize("source", [LANDSCAPE, TURNED, ALPHA, ANIMATION])
+def test_tag_size_is_the_served_size(sources: Path, source: str, fmt: str | None) -> None:
+    for saver in ("avif", "webp", "gif"):
+        if fmt == saver and not pipeline.saver_available(saver):
+            pytest.skip(f"this libvips cannot save {saver}")
+    for geometry in GEOMETRIES:
+        for crop in CROPS:
+            out = render(BLOCK, source=source, geometry=geometry, crop=crop, format=fmt)
+            url, width, height, shown_format = out.split()
+            content_type, body = fetch(url.replace("&amp;", "&"), accept=BROWSER_ACCEPT)
+            image = pyvips.Image.new_from_buffer(body, "")
+            case = (source, geometry, crop, fmt)
+            assert (image.width, image.height) == (int(width), int(height)), case
+            if shown_format != "auto":
+                assert content_type == pipeline.CONTENT_TYPES[shown_format], case
+            if fmt == "auto":
+                assert content_type in ("image/avif", "image/webp"), case
+
+
+def test_the_exif_orientation_is_honoured(sources: Path) -> None:
+    out = render(BLOCK, source=TURNED, geometry="480x640", crop=None, format=None)
+    assert out.split()[1:3] == ["480", "640"]
+
+
+@pytest.mark.parametrize("fmt", ["gif", "webp"])
+def test_animations_stay_animated_with_the_frame_size(sources: Path, fmt: str) -> None:
+    out = render(BLOCK, source=ANIMATION, geometry="60", crop=None, format=fmt)
+    url, width, height, _ = out.split()
+    _, body = fetch(url)
+    image = pyvips.Image.new_from_buffer(body, "")
+    assert image.get("n-pages") == 6
+    assert (image.width, image.height) == (int(width), int(height)) == (60, 45)
+
+
+def test_alpha_survives_in_png_and_webp(sources: Path) -> None:
+    for fmt in ("png", "webp"):
+        url = render(BLOCK, source=ALPHA, geometry="100", crop=None, format=fmt).split()[0]
+        image = pyvips.Image.new_from_buffer(fetch(url)[1], "")
+        assert image.hasalpha(), fmt
+
+
+# -- the block form ---------------------------------------------------------------
+
+
+def test_block_form_binds_the_thumbnail_only_inside(sources: Path) -> None:
+    out = render(
+        "{% load oximg %}"
+        '{% thumbnail source "200x100" crop="center" as thumb %}'
+        '<img src="{{ thumb.url }}" width="{{ thumb.width }}" height="{{ thumb.height }}">'
+        "{% endthumbnail %}[{{ thumb }}]",
+        source=LANDSCAPE,
+    )
+    assert out.startswith('<img src="/img/')
+    assert 'width="200" height="100">' in out
+    assert out.endswith("[]")
+
+
+def test_block_form_without_empty_renders_nothing_for_no_source(sources: Path) -> None:
+    out = render(
+        '{% load oximg %}{% thumbnail source "100" as t %}{{ t.url }}{% endthumbnail %}.',
+        source="",
+    )
+    assert out == "."
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["", None, FieldFile(instance=None, field=FileField(storage=default_storage), name=None)],
+)
+def test_empty_source_renders_the_empty_branch(sources: Path, source: Any) -> None:
+    assert render(BLOCK, source=source, geometry="100", crop=None, format=None) == "EMPTY"
+
+
+def test_str_of_the_thumbnail_is_its_url(sources: Path) -> None:
+    out = render(
+        '{% load oximg %}{% thumbnail src "100" as t %}{{ t }}|{{ t.url }}{% endthumbnail %}',
+        src=LANDSCAPE,
+    )
+    first, second = out.split("|")
+    assert first == second
+    assert first.startswith("/img/")
+
+
+def test_arguments_may_be_variables(sources: Path) -> None:
+    out = render(
+        "{% load oximg %}{% thumbnail src size crop=how quality=q as t %}"
+        "{{ t.width }}x{{ t.height }} {{ t.url }}{% endthumbnail %}",
+        src=LANDSCAPE,
+        size="120x120",
+        how="top",
+        q=55,
+    )
+    size, url = out.split()
+    assert size == "120x120"
+    assert "/q:55/" in url
+    assert "/g:no/" in url
+
+
+def test_a_field_file_in_a_template(sources: Path) -> None:
+    image = FieldFile(instance=None, field=FileField(storage=default_storage), name=LANDSCAPE)
+    out = render(BLOCK, source=image, geometry="64", crop=None, format="webp")
+    url, width, height, fmt = out.split()
+    assert (width, height, fmt) == ("64", "48", "webp")
+    assert pyvips.Image.new_from_buffer(fetch(url)[1], "").width == 64
+
+
+# -- the URL-printing forms ------------------------------------------------------------
+
+
+def test_without_as_the_url_is_printed(sources: Path) -> None:
+    out = render('{% load oximg %}<img src="{% thumbnail src "100" %}">', src=LANDSCAPE)
+    url = out.removeprefix('<img src="').removesuffix('">')
+    assert url.startswith("/img/")
+    assert fetch(url)[0] == "image/jpeg"
+
+
+def test_without_as_and_no_source_nothing_is_printed(sources: Path) -> None:
+    assert render('{% load oximg %}[{% thumbnail src "100" %}]', src="") == "[]"
+
+
+def test_thumbnail_url(sources: Path) -> None:
+    out = render(
+        '{% load oximg %}{% thumbnail_url src "80x80" crop="center" format="png" %}',
+        src=LANDSCAPE,
+    )
+    content_type, body = fetch(out)
+    assert content_type == "image/png"
+    image = pyvips.Image.new_from_buffer(body, "")
+    assert (image.width, image.height) == (80, 80)
+    assert render('{% load oximg %}[{% thumbnail_url src "80" %}]', src=None) == "[]"
+
+
+def test_the_three_forms_agree(sources: Path) -> None:
+    out = render(
+        "{% load oximg %}"
+        '{% thumbnail src "90" format="webp" as t %}{{ t.url }}{% endthumbnail %} '
+        '{% thumbnail src "90" format="webp" %} '
+        '{% thumbnail_url src "90" format="webp" %}',
+        src=LANDSCAPE,
+    )
+    first, second, third = out.split()
+    assert first == second == third
+
+
+@pytest.fixture
+def odd_prefix(sources: Path, settings: Any) -> str:
+    """A legal but HTML-special URL prefix, with the views not in the URLconf."""
+    settings.ROOT_URLCONF = "tests.urls_empty"
+    settings.OXIMG = {**settings.OXIMG, "URL_PREFIX": "/a&b'c/"}
+    return "/a&b'c/"
+
+
+def test_output_is_html_escaped_in_every_form(odd_prefix: str) -> None:
+    escaped = "/a&amp;b&#x27;c/"
+    block = render(
+        '{% load oximg %}{% thumbnail src "50" as t %}{{ t.url }}{% endthumbnail %}',
+        src=LANDSCAPE,
+    )
+    plain = render('{% load oximg %}{% thumbnail src "50" %}', src=LANDSCAPE)
+    url_tag = render('{% load oximg %}{% thumbnail_url src "50" %}', src=LANDSCAPE)
+    for out in (block, plain, url_tag):
+        assert out.startswith(escaped), out
+        assert "'" not in out
+    assert block == plain == url_tag
+
+
+def test_autoescape_off_is_respected(odd_prefix: str) -> None:
+    out = render(
+        '{% load oximg %}{% autoescape off %}{% thumbnail src "50" %} '
+        '{% thumbnail_url src "50" %}{% endautoescape %}',
+        src=LANDSCAPE,
+    )
+    first, second = out.split()
+    assert first == second
+    assert first.startswith(odd_prefix)
+
+
+# -- errors ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "geometry", "error"),
+    [
+        (LANDSCAPE, "big", ThumbnailError),
+        ("photos/missing.jpg", "100", SourceNotFound),
+    ],
+)
+def test_errors_raise_when_debug(
+    sources: Path, settings: Any, source: str, geometry: str, error: type[Exception]
+) -> None:
+    settings.DEBUG = True
+    for text in (
+        BLOCK,
+        "{% load oximg %}{% thumbnail source geometry %}",
+        "{% load oximg %}{% thumbnail_url source geometry %}",
+    ):
+        with pytest.raises(error):
+            render(text, source=source, geometry=geometry, crop=None, format=None)
+
+
+@pytest.mark.parametrize(
+    ("source", "geometry", "logged"),
+    [
+        (LANDSCAPE, "big", "ThumbnailError"),
+        ("photos/missing.jpg", "100", "SourceNotFound"),
+        (LANDSCAPE, "100", "InvalidOptions"),  # crop given as an unknown preset below
+    ],
+)
+def test_errors_render_empty_and_are_logged_without_debug(
+    sources: Path,
+    settings: Any,
+    caplog: pytest.LogCaptureFixture,
+    source: str,
+    geometry: str,
+    logged: str,
+) -> None:
+    settings.DEBUG = False
+    preset = "no-such-preset" if logged == "InvalidOptions" else ""
+    block = (
+        "{% load oximg %}{% thumbnail source geometry preset=preset as t %}{{ t.url }}"
+        "{% empty %}EMPTY{% endthumbnail %}"
+    )
+    with caplog.at_level(logging.ERROR, logger="django_oximg"):
+        out = render(block, source=source, geometry=geometry, preset=preset)
+        plain = render(
+            "{% load oximg %}[{% thumbnail source geometry preset=preset %}]"
+            "[{% thumbnail_url source geometry preset=preset %}]",
+            source=source,
+            geometry=geometry,
+            preset=preset,
+        )
+    assert out == "EMPTY"
+    assert plain == "[][]"
+    failures = [r for r in caplog.records if r.name == "django_oximg"]
+    assert len(failures) == 3
+    assert all(r.levelno == logging.ERROR and r.exc_info for r in failures)
+    assert all(logged == type(r.exc_info[1]).__name__ for r in failures if r.exc_info)
+    assert "thumbnail failed" in failures[0].getMessage()
+
+
+def test_a_storage_that_is_no_source_is_explained(
+    sources: Path, settings: Any, tmp_path: Path
+) -> None:
+    settings.DEBUG = True
+    elsewhere = FileSystemStorage(location=str(tmp_path / "elsewhere"))
+    image = FieldFile(instance=None, field=FileField(storage=elsewhere), name=LANDSCAPE)
+    with pytest.raises(ThumbnailError, match=r"not an OXIMG source.*SOURCES"):
+        render(BLOCK, source=image, geometry="100", crop=None, format=None)
+
+
+def test_unexpected_errors_are_never_swallowed(
+    sources: Path, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.DEBUG = False
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(oximg_tags, "get_thumbnail", broken)
+    with pytest.raises(RuntimeError, match="a bug"):
+        render(BLOCK, source=LANDSCAPE, geometry="100", crop=None, format=None)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{% thumbnail %}",
+        "{% thumbnail src %}",
+        "{% thumbnail src as t %}{% endthumbnail %}",
+        '{% thumbnail src "100" crop %}',
+        '{% thumbnail src "100" crop="top" crop="left" %}',
+        '{% thumbnail src "100" 2x="y" %}',
+        '{% thumbnail src "100" as %}',
+        '{% thumbnail src "100" as 9t %}{% endthumbnail %}',
+        '{% thumbnail src "100" as t %}no end',
+        '{% thumbnail src "100" as t %}{% empty %}no end',
+        "{% thumbnail_url %}",
+    ],
+)
+def test_bad_syntax(text: str) -> None:
+    with pytest.raises(TemplateSyntaxError):
+        Template("{% load oximg %}" + text)
+
+
+# -- cost per render ------------------------------------------------------------
+
+
+def test_a_second_render_reads_no_source(sources: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = runtime.get_thumbnailer().sources[""]
+    read = store.read
+    reads: list[str] = []
+
+    def counting_read(name: str, max_bytes: int) -> bytes:
+        reads.append(name)
+        return read(name, max_bytes)
+
+    monkeypatch.setattr(store, "read", counting_read)
+    page = Template(
+        "{% load oximg %}{% for s in names %}"
+        '{% thumbnail s "100x100" crop="center" as t %}{{ t.url }} {% endthumbnail %}'
+        '{% thumbnail_url s "50" %} {% endfor %}'
+    )
+    names = [LANDSCAPE, ALPHA, ANIMATION, TURNED]
+    first = page.render(Context({"names": names}))
+    assert sorted(reads) == sorted(names)
+    second = page.render(Context({"names": names}))
+    assert second == first
+    assert len(reads) == len(names)

@@ -1,0 +1,715 @@
+"""Tests for django_oximg.core.thumbnailer: one request, start to finish.
+
+The core alone, as a plain-WSGI user would wire it: disk stores under
+``tmp_path``, a real :class:`Executor`, a signer made from hex keys. No Django.
+Counting wrappers around the stores prove what was (not) read or written.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pyvips
+
+from django_oximg.core import pipeline
+from django_oximg.core.executor import Executor
+from django_oximg.core.responders import Reply
+from django_oximg.core.signing import URLSigner, pairs_from_hex
+from django_oximg.core.stores import (
+    TEMP_PREFIX,
+    CachedResult,
+    FileSystemCacheStore,
+    FileSystemSourceStore,
+)
+from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig, negotiate
+from tests import images
+
+KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
+SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
+SIGNER = URLSigner(pairs_from_hex([KEY], [SALT]))
+
+#: A request the thumbnailer must serve: 640x480 JPEG fitted into 200x200.
+CONTROL = "/rs:fit:200:200/plain/photos/landscape.jpg@jpeg"
+
+#: Generous bound for threads that must finish; never reached when the code works.
+JOIN_TIMEOUT = 60.0
+
+MIB = 1024 * 1024
+
+
+class CountingSourceStore:
+    """A source store that counts reads, to prove a rejected request read nothing."""
+
+    def __init__(self, root: Path) -> None:
+        self.inner = FileSystemSourceStore(root)
+        self.reads = 0
+        self._lock = threading.Lock()
+
+    def read(self, name: str, max_bytes: int) -> bytes:
+        with self._lock:
+            self.reads += 1
+        return self.inner.read(name, max_bytes)
+
+    def version(self, name: str) -> str:
+        return self.inner.version(name)
+
+
+class CountingCacheStore:
+    """A disk cache store that counts writes and can hook into ``get``."""
+
+    def __init__(self, root: Path) -> None:
+        self.inner = FileSystemCacheStore(root)
+        self.puts = 0
+        self.after_get: Callable[[CachedResult | None], None] = lambda found: None
+
+    def get(self, key: str) -> CachedResult | None:
+        found = self.inner.get(key)
+        self.after_get(found)
+        return found
+
+    def put(self, key: str, data: bytes) -> None:
+        self.puts += 1
+        self.inner.put(key, data)
+
+
+@pytest.fixture
+def source_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "sources"
+    (root / "photos").mkdir(parents=True)
+    (root / "photos" / "landscape.jpg").write_bytes(images.jpeg(640, 480))
+    (root / "photos" / "alpha.png").write_bytes(images.png_with_alpha())
+    return root
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path) -> Path:
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def sources(source_dir: Path) -> CountingSourceStore:
+    return CountingSourceStore(source_dir)
+
+
+@pytest.fixture
+def cache(cache_dir: Path) -> CountingCacheStore:
+    return CountingCacheStore(cache_dir)
+
+
+@pytest.fixture
+def executors() -> Iterator[list[Executor]]:
+    """Executors made by a test, shut down (and their threads joined) after it."""
+    made: list[Executor] = []
+    yield made
+    for executor in made:
+        executor.shutdown(wait=True)
+
+
+@pytest.fixture
+def make(
+    sources: CountingSourceStore, cache: CountingCacheStore, executors: list[Executor]
+) -> Callable[..., Thumbnailer]:
+    """Build a thumbnailer over the counting stores; keywords tune config and executor."""
+
+    def build(
+        workers: int = 2,
+        queue_size: int = 16,
+        queue_timeout: float = 5.0,
+        clock: Callable[[], float] | None = None,
+        **config: Any,
+    ) -> Thumbnailer:
+        executor = Executor(workers, queue_size, queue_timeout, 512 * MIB)
+        executors.append(executor)
+        extra = {"clock": clock} if clock is not None else {}
+        return Thumbnailer(
+            ThumbnailerConfig(**config), SIGNER, {"": sources}, cache, executor, **extra
+        )
+
+    return build
+
+
+@pytest.fixture
+def thumbnailer(make: Callable[..., Thumbnailer]) -> Thumbnailer:
+    return make()
+
+
+def get_raw(thumbnailer: Thumbnailer, path: str, method: str = "GET", **headers: str) -> Reply:
+    """Ask for ``path`` (unsigned; signed here); the caller must close ``reply.file``."""
+    return thumbnailer.reply(SIGNER.signed_path(path), method, headers)
+
+
+def get(thumbnailer: Thumbnailer, path: str, method: str = "GET", **headers: str) -> Reply:
+    """Ask for ``path`` and return the reply with any file read into ``body`` and closed."""
+    reply = get_raw(thumbnailer, path, method, **headers)
+    return Reply(reply.status, reply.headers, body_of(reply))
+
+
+def body_of(reply: Reply) -> bytes:
+    """The reply's content, reading and closing its file if it has one."""
+    if reply.file is None:
+        return reply.body
+    with reply.file as handle:
+        return handle.read()
+
+
+def header(reply: Reply, name: str) -> str | None:
+    found = [value for key, value in reply.headers if key.lower() == name.lower()]
+    assert len(found) <= 1, f"{name} sent {len(found)} times"
+    return found[0] if found else None
+
+
+def cached_files(cache_dir: Path) -> list[Path]:
+    return sorted(p for p in cache_dir.rglob("*") if p.is_file()) if cache_dir.exists() else []
+
+
+def decode(data: bytes) -> pyvips.Image:
+    return pyvips.Image.new_from_buffer(data, "")
+
+
+# -- the control request -------------------------------------------------------------
+
+
+def test_valid_request_renders_caches_once_and_then_serves_the_file(
+    thumbnailer: Thumbnailer, cache_dir: Path
+) -> None:
+    first = get(thumbnailer, CONTROL)
+    assert first.status == 200
+    assert first.file is None  # a miss is answered from memory
+    image = decode(first.body)
+    assert (image.width, image.height) == (200, 150)
+    assert image.get("vips-loader").startswith("jpegload")
+    assert header(first, "Content-Type") == "image/jpeg"
+    assert header(first, "Content-Length") == str(len(first.body))
+    assert header(first, "Cache-Control") == "public, max-age=31536000, immutable"
+    [stored] = cached_files(cache_dir)
+    assert stored.read_bytes() == first.body
+
+    second = get_raw(thumbnailer, CONTROL)
+    assert second.status == 200
+    assert second.file is not None  # a hit is a file the server may sendfile
+    assert body_of(second) == first.body
+    assert thumbnailer.renders == 1
+    assert cached_files(cache_dir) == [stored]
+
+
+def test_etag_is_strong_and_the_same_for_miss_and_hit(thumbnailer: Thumbnailer) -> None:
+    miss = get(thumbnailer, CONTROL)
+    hit = get(thumbnailer, CONTROL)
+    body_of(hit)
+    etag = header(miss, "ETag")
+    assert etag is not None and etag.startswith('"') and etag.endswith('"')
+    assert not etag.startswith("W/")
+    assert header(hit, "ETag") == etag
+
+
+def test_configured_cache_control_is_sent_on_miss_and_hit(make: Callable[..., Thumbnailer]) -> None:
+    thumbnailer = make(cache_control="public, max-age=60")
+    miss = get(thumbnailer, CONTROL)
+    hit = get(thumbnailer, CONTROL)
+    body_of(hit)
+    assert header(miss, "Cache-Control") == "public, max-age=60"
+    assert header(hit, "Cache-Control") == "public, max-age=60"
+
+
+def test_if_none_match_gives_304_on_a_miss_and_on_a_hit(
+    thumbnailer: Thumbnailer, cache_dir: Path
+) -> None:
+    etag = thumbnailer.job_for(SIGNER.signed_path(CONTROL), "").etag
+    on_miss = get(thumbnailer, CONTROL, HTTP_IF_NONE_MATCH=etag)
+    assert on_miss.status == 304
+    assert on_miss.body == b"" and on_miss.file is None
+    assert header(on_miss, "ETag") == etag
+    assert cached_files(cache_dir)  # the result was still made and kept
+
+    on_hit = get_raw(thumbnailer, CONTROL, HTTP_IF_NONE_MATCH=etag)
+    assert on_hit.status == 304
+    assert on_hit.file is None and on_hit.body == b""
+    other = get(thumbnailer, CONTROL, HTTP_IF_NONE_MATCH='"something-else"')
+    assert other.status == 200
+    body_of(other)
+
+
+def test_head_sends_headers_without_a_body_on_miss_and_hit(thumbnailer: Thumbnailer) -> None:
+    full = get(thumbnailer, CONTROL)  # a miss: the result is now cached
+    head_hit = get_raw(thumbnailer, CONTROL, method="HEAD")
+    assert head_hit.status == 200
+    assert head_hit.file is None and head_hit.body == b""
+    assert header(head_hit, "Content-Length") == str(len(full.body))
+    assert header(head_hit, "Content-Type") == "image/jpeg"
+
+
+def test_head_on_a_miss_sends_the_length_without_the_body(make: Callable[..., Thumbnailer]) -> None:
+    thumbnailer = make()
+    head = get_raw(thumbnailer, "/rs:fit:120:120/plain/photos/landscape.jpg@jpeg", method="HEAD")
+    assert head.status == 200
+    assert head.body == b"" and head.file is None
+    length = header(head, "Content-Length")
+    assert length is not None and int(length) > 0
+
+
+def test_range_on_a_hit_gives_206_with_that_slice(thumbnailer: Thumbnailer) -> None:
+    full = get(thumbnailer, CONTROL).body
+    partial = get(thumbnailer, CONTROL, HTTP_RANGE="bytes=0-99")
+    assert partial.status == 206
+    assert header(partial, "Content-Range") == f"bytes 0-99/{len(full)}"
+    assert body_of(partial) == full[:100]
+
+
+# -- negotiation ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("accept", "expected"),
+    [
+        ("image/avif,image/webp,*/*", "avif"),
+        ("image/webp,*/*;q=0.8", "webp"),
+        ("image/avif;q=0,image/webp", "webp"),
+        ("*/*", "jpeg"),
+        ("", "jpeg"),
+        ("image/*", "jpeg"),
+    ],
+)
+def test_negotiate_prefers_avif_then_webp_and_ignores_wildcards(accept: str, expected: str) -> None:
+    assert negotiate(accept, "jpeg") == expected
+
+
+def test_negotiated_formats_are_separate_cache_objects_with_vary(
+    thumbnailer: Thumbnailer, cache_dir: Path
+) -> None:
+    """BAD_INPUTS row 49: Accept: image/webp then */* never share an object."""
+    path = "/rs:fit:200:200/plain/photos/landscape.jpg"
+    webp = get(thumbnailer, path, HTTP_ACCEPT="image/webp,*/*")
+    anything = get(thumbnailer, path, HTTP_ACCEPT="*/*")
+    assert webp.body[:4] == b"RIFF" and webp.body[8:12] == b"WEBP"
+    assert anything.body[:3] == b"\xff\xd8\xff"
+    assert header(webp, "Vary") == "Accept"
+    assert header(anything, "Vary") == "Accept"
+    assert header(webp, "ETag") != header(anything, "ETag")
+    assert len(cached_files(cache_dir)) == 2
+    again = get(thumbnailer, path, HTTP_ACCEPT="*/*")
+    assert body_of(again) == anything.body
+    assert header(again, "Vary") == "Accept"
+
+
+def test_an_explicit_format_sends_no_vary(thumbnailer: Thumbnailer) -> None:
+    reply = get(thumbnailer, CONTROL, HTTP_ACCEPT="image/avif,image/webp")
+    assert reply.body[:3] == b"\xff\xd8\xff"
+    assert header(reply, "Vary") is None
+
+
+def test_without_auto_format_the_source_format_is_used_and_no_vary(
+    make: Callable[..., Thumbnailer],
+) -> None:
+    thumbnailer = make(auto_format=False)
+    reply = get(thumbnailer, "/rs:fit:100:100/plain/photos/alpha.png", HTTP_ACCEPT="image/webp")
+    assert reply.body[:8] == b"\x89PNG\r\n\x1a\n"
+    assert header(reply, "Vary") is None
+
+
+# -- rejections: nothing read, nothing cached ----------------------------------------
+
+
+def assert_rejected(reply: Reply, status: int, cache_dir: Path) -> None:
+    assert reply.status == status, reply.body
+    assert header(reply, "Cache-Control") == "no-store"
+    assert header(reply, "Content-Type") == "text/plain; charset=utf-8"
+    assert reply.file is None
+    assert 0 < len(reply.body) < 100
+    assert header(reply, "Content-Length") == str(len(reply.body))
+    assert cached_files(cache_dir) == []
+
+
+def flip_one_bit(signature: str) -> str:
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+    first = alphabet.index(signature[0])
+    return alphabet[first ^ 1] + signature[1:]
+
+
+def forbidden_variants() -> list[tuple[str, str]]:
+    signature = SIGNER.sign(CONTROL)
+    missing_source = "/rs:fit:200:200/plain/photos/does-not-exist.jpg@jpeg"
+    return [
+        ("missing signature", CONTROL),
+        ("flipped bit", f"/{flip_one_bit(signature)}{CONTROL}"),
+        ("truncated", f"/{signature[:-1]}{CONTROL}"),
+        ("padded", f"/{signature}={CONTROL}"),
+        ("placeholder", f"/insecure{CONTROL}"),
+        ("other path", f"/{signature}/rs:fit:201:200/plain/photos/landscape.jpg@jpeg"),
+        ("signature pasted again", f"/{signature}/{signature}{CONTROL}"),
+        ("empty", "/"),
+        ("nonexistent source", f"/{flip_one_bit(SIGNER.sign(missing_source))}{missing_source}"),
+    ]
+
+
+@pytest.mark.parametrize(("why", "path"), forbidden_variants())
+def test_bad_signatures_get_403_before_any_source_read(
+    thumbnailer: Thumbnailer,
+    sources: CountingSourceStore,
+    cache: CountingCacheStore,
+    cache_dir: Path,
+    why: str,
+    path: str,
+) -> None:
+    reply = thumbnailer.reply(path, "GET", {})
+    assert_rejected(reply, 403, cache_dir)
+    assert reply.body == b"Forbidden\n"
+    assert sources.reads == 0, why
+    assert cache.puts == 0
+
+
+def test_unsigned_placeholder_works_only_when_allowed(
+    make: Callable[..., Thumbnailer], cache_dir: Path
+) -> None:
+    allowed = make(allow_unsigned=True)
+    for placeholder, status in (("insecure", 200), ("unsafe", 200), ("whatever", 403)):
+        reply = allowed.reply(f"/{placeholder}{CONTROL}", "GET", {})
+        body_of(reply)
+        assert reply.status == status, placeholder
+
+
+@pytest.mark.parametrize(
+    ("path", "named"),
+    [
+        ("/rs:fit:200:200/bogus:1/plain/photos/landscape.jpg@jpeg", b"bogus"),
+        ("/w:abc/plain/photos/landscape.jpg@jpeg", b"width"),
+        ("/rs:sideways:10:10/plain/photos/landscape.jpg@jpeg", b"resizing_type"),
+        ("/q:1000/plain/photos/landscape.jpg@jpeg", b"quality"),
+        ("/w:100/plain/photos/landscape.jpg@tiff", b"format"),
+    ],
+)
+def test_bad_options_get_400_naming_the_option(
+    thumbnailer: Thumbnailer,
+    sources: CountingSourceStore,
+    cache_dir: Path,
+    path: str,
+    named: bytes,
+) -> None:
+    reply = get(thumbnailer, path)
+    assert_rejected(reply, 400, cache_dir)
+    assert named in reply.body.lower()
+    assert sources.reads == 0
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "photos/missing.jpg",
+        "../../etc/passwd",
+        "%2e%2e/%2e%2e/etc/passwd",
+        "%252e%252e/%252e%252e/etc/passwd",
+        "../sources-secret/secret.jpg",
+        "photos/escape.jpg",
+        "/etc/passwd",
+        "%2Fetc%2Fpasswd",
+        "photos/..%5C..%5Csecret.jpg",
+        "photos",
+    ],
+)
+def test_sources_outside_the_root_or_missing_get_404(
+    thumbnailer: Thumbnailer, source_dir: Path, cache_dir: Path, source: str
+) -> None:
+    secret = source_dir.parent / "sources-secret"
+    secret.mkdir()
+    (secret / "secret.jpg").write_bytes(images.jpeg(64, 48))
+    (source_dir / "photos" / "escape.jpg").symlink_to(secret / "secret.jpg")
+    reply = get(thumbnailer, f"/rs:fit:50:50/plain/{source}@jpeg")
+    assert_rejected(reply, 404, cache_dir)
+    assert reply.body == b"Not found\n"
+
+
+def test_nul_in_the_source_name_is_400(thumbnailer: Thumbnailer, cache_dir: Path) -> None:
+    reply = get(thumbnailer, "/rs:fit:50:50/plain/photos/landscape.jpg%00.png@jpeg")
+    assert_rejected(reply, 400, cache_dir)
+
+
+def test_expired_url_gets_404_and_a_future_one_is_served(
+    make: Callable[..., Thumbnailer], cache_dir: Path
+) -> None:
+    thumbnailer = make(clock=lambda: 2_000_000_000.0)
+    expired = get(thumbnailer, "/exp:1999999999/rs:fit:50:50/plain/photos/landscape.jpg@jpeg")
+    assert_rejected(expired, 404, cache_dir)
+    assert expired.body == b"Expired URL\n"
+    valid = get(thumbnailer, "/exp:2000000001/rs:fit:50:50/plain/photos/landscape.jpg@jpeg")
+    assert valid.status == 200
+
+
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "OPTIONS"])
+def test_other_methods_get_405(
+    thumbnailer: Thumbnailer, sources: CountingSourceStore, cache_dir: Path, method: str
+) -> None:
+    reply = get(thumbnailer, CONTROL, method=method)
+    assert reply.status == 405
+    assert header(reply, "Allow") == "GET, HEAD"
+    assert header(reply, "Cache-Control") == "no-store"
+    assert sources.reads == 0
+    assert cached_files(cache_dir) == []
+
+
+# -- bad source bytes ----------------------------------------------------------------
+
+SVG = (
+    b'<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg" width="64" height="64">'
+    b'<rect width="64" height="64" fill="red"/></svg>'
+)
+PPM = b"P6\n4 4\n255\n" + bytes(range(48))
+RANDOM = bytes((index * 197 + 89) % 256 for index in range(1024))
+HTML = b"<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1></body></html>"
+
+
+def truncated_jpeg() -> bytes:
+    data = images.jpeg(640, 480)
+    return data[: len(data) // 2]
+
+
+#: A format we recognise but block is UnsupportedFormat (415); bytes that are
+#: no image at all, or a known format that fails to decode, are InvalidImage
+#: (422), as BAD_INPUTS rows 35 and 34 ask.
+BAD_SOURCES = [
+    ("svg", SVG, 415),
+    ("ppm", PPM, 415),
+    ("random", RANDOM, 422),
+    ("empty", b"", 422),
+    ("html", HTML, 422),
+    ("truncated-jpeg", truncated_jpeg(), 422),
+]
+
+
+@pytest.mark.parametrize(("name", "data", "status"), BAD_SOURCES)
+def test_bad_source_bytes_are_refused_and_nothing_is_cached(
+    thumbnailer: Thumbnailer, source_dir: Path, cache_dir: Path, name: str, data: bytes, status: int
+) -> None:
+    (source_dir / f"{name}.jpg").write_bytes(data)
+    reply = get(thumbnailer, f"/rs:fit:100:100/plain/{name}.jpg@jpeg")
+    assert_rejected(reply, status, cache_dir)
+    assert not list(cache_dir.rglob(TEMP_PREFIX + "*")) if cache_dir.exists() else True
+    # The worker survives: the next request is served.
+    assert get(thumbnailer, CONTROL).status == 200
+
+
+@pytest.mark.parametrize(("name", "data"), [("random", RANDOM), ("empty", b"")])
+def test_undecodable_bytes_get_422_as_bad_inputs_asks(
+    thumbnailer: Thumbnailer, source_dir: Path, name: str, data: bytes
+) -> None:
+    (source_dir / f"{name}.jpg").write_bytes(data)
+    assert get(thumbnailer, f"/rs:fit:100:100/plain/{name}.jpg@jpeg").status == 422
+
+
+def test_source_over_the_byte_limit_gets_422_without_rendering(
+    make: Callable[..., Thumbnailer], cache_dir: Path
+) -> None:
+    thumbnailer = make(max_src_file_size=1000)
+    reply = get(thumbnailer, CONTROL)
+    assert_rejected(reply, 422, cache_dir)
+    assert thumbnailer.renders == 0
+
+
+def test_source_over_the_pixel_limit_gets_422_without_rendering(
+    make: Callable[..., Thumbnailer], cache_dir: Path
+) -> None:
+    thumbnailer = make(max_src_resolution=640 * 480 - 1)
+    reply = get(thumbnailer, CONTROL)
+    assert_rejected(reply, 422, cache_dir)
+    assert thumbnailer.renders == 0
+
+
+# -- overload ------------------------------------------------------------------------
+
+
+class BlockedRender:
+    """Replace ``pipeline.render`` with one that waits for :attr:`release`."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.started = threading.Event()
+        self.release = threading.Event()
+        real = pipeline.render
+
+        def render(*args: Any, **kwargs: Any) -> pipeline.Rendered:
+            self.started.set()
+            assert self.release.wait(JOIN_TIMEOUT), "the test never released the render"
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(pipeline, "render", render)
+
+
+def in_thread(fn: Callable[[], Reply]) -> tuple[threading.Thread, list[Reply]]:
+    replies: list[Reply] = []
+    thread = threading.Thread(target=lambda: replies.append(fn()))
+    thread.start()
+    return thread, replies
+
+
+def test_a_full_queue_gets_429_with_retry_after(
+    make: Callable[..., Thumbnailer], monkeypatch: pytest.MonkeyPatch, cache_dir: Path
+) -> None:
+    blocked = BlockedRender(monkeypatch)
+    thumbnailer = make(workers=1, queue_size=0)
+    thread, replies = in_thread(lambda: get(thumbnailer, CONTROL))
+    try:
+        assert blocked.started.wait(JOIN_TIMEOUT)
+        other = get(thumbnailer, "/rs:fit:100:100/plain/photos/landscape.jpg@jpeg")
+        assert other.status == 429
+        assert header(other, "Retry-After") == "1"
+        assert header(other, "Cache-Control") == "no-store"
+    finally:
+        blocked.release.set()
+        thread.join(JOIN_TIMEOUT)
+    assert [reply.status for reply in replies] == [200]
+    assert len(cached_files(cache_dir)) == 1  # only the admitted job's result
+
+
+def test_a_job_waiting_past_the_queue_timeout_gets_503_with_retry_after(
+    make: Callable[..., Thumbnailer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocked = BlockedRender(monkeypatch)
+    thumbnailer = make(workers=1, queue_size=1, queue_timeout=0.05)
+    thread, replies = in_thread(lambda: get(thumbnailer, CONTROL))
+    try:
+        assert blocked.started.wait(JOIN_TIMEOUT)
+        waited = get(thumbnailer, "/rs:fit:100:100/plain/photos/landscape.jpg@jpeg")
+        assert waited.status == 503
+        assert header(waited, "Retry-After") == "2"
+        assert header(waited, "Cache-Control") == "no-store"
+    finally:
+        blocked.release.set()
+        thread.join(JOIN_TIMEOUT)
+    assert [reply.status for reply in replies] == [200]
+
+
+# -- concurrency and cache faults ----------------------------------------------------
+
+
+def test_twenty_concurrent_identical_requests_render_and_read_once(
+    thumbnailer: Thumbnailer, sources: CountingSourceStore, cache_dir: Path
+) -> None:
+    """BAD_INPUTS row 46."""
+    barrier = threading.Barrier(20)
+    replies: list[Reply] = []
+    lock = threading.Lock()
+
+    def request() -> None:
+        barrier.wait(JOIN_TIMEOUT)
+        reply = get(thumbnailer, CONTROL)
+        data = body_of(reply)
+        with lock:
+            replies.append(Reply(reply.status, reply.headers, data))
+
+    threads = [threading.Thread(target=request) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(JOIN_TIMEOUT)
+    assert [reply.status for reply in replies] == [200] * 20
+    assert len({reply.body for reply in replies}) == 1
+    assert thumbnailer.renders == 1
+    assert sources.reads == 1
+    assert len(cached_files(cache_dir)) == 1
+
+
+def test_a_request_that_missed_just_before_a_flight_ended_does_not_render_again(
+    thumbnailer: Thumbnailer, cache: CountingCacheStore, sources: CountingSourceStore
+) -> None:
+    """A miss seen before the leader stored its result must not start a second render.
+
+    The late request's cache lookup is held (after it found nothing) until the
+    first request has finished, so it reaches single-flight after the flight is
+    over; it must then find the stored result instead of rendering again.
+    """
+    first_done = threading.Event()
+
+    def hold_late_miss(found: CachedResult | None) -> None:
+        if threading.current_thread().name == "late" and found is None and not first_done.is_set():
+            assert first_done.wait(JOIN_TIMEOUT)
+
+    cache.after_get = hold_late_miss
+    late_replies: list[Reply] = []
+    late = threading.Thread(
+        target=lambda: late_replies.append(get(thumbnailer, CONTROL)), name="late"
+    )
+    late.start()
+    try:
+        first = get(thumbnailer, CONTROL)
+    finally:
+        first_done.set()
+        late.join(JOIN_TIMEOUT)
+    assert first.status == 200
+    [late_reply] = late_replies
+    assert body_of(late_reply) == first.body
+    assert thumbnailer.renders == 1
+    assert sources.reads == 1
+
+
+def test_a_failing_cache_write_still_serves_from_memory(
+    thumbnailer: Thumbnailer, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BAD_INPUTS row 48: a read-only or full cache disk costs caching, not the answer."""
+    import errno
+    import tempfile
+
+    def read_only(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
+    first = get(thumbnailer, CONTROL)
+    second = get(thumbnailer, CONTROL)
+    assert first.status == second.status == 200
+    assert first.body == second.body
+    assert decode(first.body).width == 200
+    assert cached_files(cache_dir) == []
+    assert thumbnailer.renders == 2
+
+
+def test_a_cache_root_that_is_a_file_still_serves_from_memory(
+    sources: CountingSourceStore, tmp_path: Path, executors: list[Executor]
+) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_bytes(b"")
+    executor = Executor(1, 4, 5.0, 512 * MIB)
+    executors.append(executor)
+    thumbnailer = Thumbnailer(
+        ThumbnailerConfig(), SIGNER, {"": sources}, FileSystemCacheStore(blocker), executor
+    )
+    reply = get(thumbnailer, CONTROL)
+    assert reply.status == 200
+    assert decode(reply.body).width == 200
+    assert blocker.read_bytes() == b""
+
+
+# -- encoding variants (BAD_INPUTS row 7) --------------------------------------------
+
+VARIANTS = [
+    "/rs:fit:200:200/plain/photos/landscape.jpg@jpeg",
+    "/rs:fit:200:200/plain/photos%2Flandscape.jpg@jpeg",
+    "/rs:fit:200:200/plain/photos%2flandscape.jpg@jpeg",
+    "/rs:fit:200:200/plain/photos/landscap%65.jpg@jpeg",
+    "/rs:fit:200:200//plain/photos/landscape.jpg@jpeg",
+    "/rs:fit:200:200/plain/photos//landscape.jpg@jpeg",
+    "/rs:fit:200:200/plain/photos/landscape.jpg@jpeg/",
+    "/rs:fit:200:200/plain/photos/landscape.jpg@jpg",
+    "/w:200/h:200/plain/photos/landscape.jpg@jpeg",
+    "/h:200/w:200/plain/photos/landscape.jpg@jpeg",
+    "/rs:fit:200:200/f:jpeg/plain/photos/landscape.jpg",
+    "/rs%3Afit%3A200%3A200/plain/photos/landscape.jpg@jpeg",
+    "/s:200:200/rt:fit/plain/photos/landscape.jpg@jpeg",
+]
+
+
+def test_signed_encoding_variants_share_one_cache_object(
+    thumbnailer: Thumbnailer, cache_dir: Path
+) -> None:
+    statuses = {path: get(thumbnailer, path).status for path in VARIANTS}
+    assert set(statuses.values()) <= {200, 400, 404}, statuses
+    assert statuses[VARIANTS[0]] == 200
+    assert len(cached_files(cache_dir)) == 1
+
+
+def test_variants_under_the_original_signature_are_forbidden(
+    thumbnailer: Thumbnailer, cache_dir: Path
+) -> None:
+    signature = SIGNER.sign(VARIANTS[0])
+    for path in VARIANTS[1:]:
+        assert thumbnailer.reply(f"/{signature}{path}", "GET", {}).status == 403, path
+    assert cached_files(cache_dir) == []

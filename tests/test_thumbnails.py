@@ -1,0 +1,535 @@
+"""get_thumbnail: tag arguments -> a signed URL and the exact output size.
+
+The URL is checked by parsing it back the way the server does, and sizes by
+fetching the URL through Django's test client and decoding what it serves.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pyvips
+from django.core.cache import cache
+from django.core.files.storage import FileSystemStorage, default_storage
+from django.db.models import FileField
+from django.db.models.fields.files import FieldFile
+from django.test import Client
+
+from django_oximg import conf, runtime
+from django_oximg.core import pipeline
+from django_oximg.core.errors import InvalidOptions, OximgError, SourceNotFound
+from django_oximg.core.options import Gravity, Options, ParsedPath, parse_path
+from django_oximg.core.signing import split_signed_path
+from django_oximg.thumbnails import Thumbnail, ThumbnailError, get_thumbnail
+from tests import images
+
+LANDSCAPE = "photos/landscape.jpg"  # 640x480, drawn by the media fixture
+ALPHA = "photos/alpha.png"  # 320x240
+ANIMATION = "photos/anim.gif"  # 120x90, 6 frames
+
+
+@pytest.fixture(autouse=True)
+def empty_cache() -> Iterator[None]:
+    """Start from an empty Django cache: source metadata must not leak between tests."""
+    cache.clear()
+    yield
+    cache.clear()
+
+
+def parsed(url: str, prefix: str = "/img/") -> ParsedPath:
+    """Parse ``url`` as the server will: strip the mount point and the signature."""
+    assert url.startswith(prefix), url
+    signature, rest = split_signed_path("/" + url[len(prefix) :])
+    runtime.get_signer().verify(signature, rest)
+    return parse_path(rest, conf.get_settings().PRESETS)
+
+
+def options_of(thumbnail: Thumbnail) -> Options:
+    return parsed(thumbnail.url).options
+
+
+def served(url: str, accept: str = "") -> tuple[str, pyvips.Image]:
+    """Fetch ``url`` through Django and decode it: (content type, image)."""
+    response = Client().get(url, HTTP_ACCEPT=accept)
+    try:
+        assert response.status_code == 200, (url, response.status_code)
+        body = b"".join(response.streaming_content) if response.streaming else response.content
+    finally:
+        response.close()
+    return response.headers["Content-Type"], pyvips.Image.new_from_buffer(body, "")
+
+
+def served_size(thumbnail: Thumbnail) -> tuple[int, int]:
+    _, image = served(thumbnail.url)
+    return image.width, image.height
+
+
+# -- geometry -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("geometry", "box", "size"),
+    [
+        ("200x100", (200, 100), (133, 100)),
+        ("200", (200, 0), (200, 150)),
+        ("x120", (0, 120), (160, 120)),
+        (" 64x64 ", (64, 64), (64, 48)),
+        ("0x120", (0, 120), (160, 120)),
+    ],
+)
+def test_geometry_forms(
+    media: Path, geometry: str, box: tuple[int, int], size: tuple[int, int]
+) -> None:
+    thumbnail = get_thumbnail(LANDSCAPE, geometry)
+    options = options_of(thumbnail)
+    assert (options.width, options.height) == box
+    assert options.resizing_type == "fit"
+    assert (thumbnail.width, thumbnail.height) == size
+    assert served_size(thumbnail) == size
+
+
+@pytest.mark.parametrize(
+    "geometry",
+    [
+        "",
+        "x",
+        "0",
+        "0x0",
+        "abc",
+        "100x",
+        "100X100",
+        "-100",
+        "1.5x2",
+        "100x100x100",
+        "1234567",
+        "\u0661\u0660\u0660",
+    ],
+)
+def test_bad_geometry_is_a_thumbnail_error(media: Path, geometry: str) -> None:
+    with pytest.raises(ThumbnailError, match="geometry"):
+        get_thumbnail(LANDSCAPE, geometry)
+
+
+def test_no_upscale_by_default(media: Path) -> None:
+    """fit without enlarge: a box larger than the source gives the source's size."""
+    thumbnail = get_thumbnail(LANDSCAPE, "2000")
+    assert options_of(thumbnail).enlarge is False
+    assert (thumbnail.width, thumbnail.height) == (640, 480)
+    assert served_size(thumbnail) == (640, 480)
+
+
+@pytest.mark.parametrize("upscale", [True, "true", "1"])
+def test_upscale_enlarges(media: Path, upscale: Any) -> None:
+    thumbnail = get_thumbnail(LANDSCAPE, "1000", upscale=upscale)
+    assert options_of(thumbnail).enlarge is True
+    assert (thumbnail.width, thumbnail.height) == (1000, 750)
+    assert served_size(thumbnail) == (1000, 750)
+
+
+@pytest.mark.parametrize("upscale", [False, "false", "False", "0", "no", None])
+def test_upscale_false_spellings(media: Path, upscale: Any) -> None:
+    thumbnail = get_thumbnail(LANDSCAPE, "1000", upscale=upscale)
+    assert options_of(thumbnail).enlarge is False
+    assert (thumbnail.width, thumbnail.height) == (640, 480)
+
+
+def test_bad_upscale_is_a_thumbnail_error(media: Path) -> None:
+    with pytest.raises(ThumbnailError, match="upscale"):
+        get_thumbnail(LANDSCAPE, "100", upscale="maybe")
+
+
+def test_crop_without_upscale_keeps_within_the_source(media: Path) -> None:
+    thumbnail = get_thumbnail(ANIMATION, "200x200", crop="center")
+    assert (thumbnail.width, thumbnail.height) == (120, 90)
+    assert served_size(thumbnail) == (120, 90)
+
+
+# -- crop -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("crop", "gravity"),
+    [
+        ("center", Gravity("ce")),
+        ("top", Gravity("no")),
+        ("bottom", Gravity("so")),
+        ("left", Gravity("we")),
+        ("right", Gravity("ea")),
+        ("top left", Gravity("nowe")),
+        ("left top", Gravity("nowe")),
+        ("top right", Gravity("noea")),
+        ("bottom left", Gravity("sowe")),
+        ("Bottom  Right", Gravity("soea")),
+        ("smart", Gravity("sm")),
+        ("30% 70%", Gravity("fp", 0.3, 0.7)),
+        ("0% 100%", Gravity("fp", 0.0, 1.0)),
+    ],
+)
+def test_crop_maps_to_imgproxy_gravity(media: Path, crop: str, gravity: Gravity) -> None:
+    thumbnail = get_thumbnail(LANDSCAPE, "100x100", crop=crop)
+    options = options_of(thumbnail)
+    assert options.resizing_type == "fill"
+    assert options.gravity == gravity
+    assert (thumbnail.width, thumbnail.height) == (100, 100)
+
+
+@pytest.mark.parametrize("crop", ["middle", "30%", "101% 0%", "30% 70% 10%", "top bottom"])
+def test_bad_crop_is_a_thumbnail_error(media: Path, crop: str) -> None:
+    with pytest.raises(ThumbnailError, match="crop"):
+        get_thumbnail(LANDSCAPE, "100x100", crop=crop)
+
+
+def band_mean(image: pyvips.Image, band: int) -> float:
+    return float(image[band].avg())
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "geometry", "band"),
+    [
+        ("top", "bottom", "100x20", 1),  # band 1 of the photo grows downwards
+        ("left", "right", "20x100", 0),  # band 0 grows to the right
+        ("0% 50%", "100% 50%", "20x100", 0),
+    ],
+)
+def test_crop_gravity_is_what_gets_rendered(
+    media: Path, first: str, second: str, geometry: str, band: int
+) -> None:
+    _, a = served(get_thumbnail(LANDSCAPE, geometry, crop=first).url)
+    _, b = served(get_thumbnail(LANDSCAPE, geometry, crop=second).url)
+    assert band_mean(a, band) + 100 < band_mean(b, band)
+
+
+# -- format ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [
+        ("jpeg", "jpeg"),
+        ("jpg", "jpeg"),
+        ("JPEG", "jpeg"),
+        ("png", "png"),
+        ("webp", "webp"),
+        ("avif", "avif"),
+        ("gif", "gif"),
+    ],
+)
+def test_explicit_format(media: Path, name: str, fmt: str) -> None:
+    if not pipeline.saver_available(fmt):
+        pytest.skip(f"this libvips cannot save {fmt}")
+    thumbnail = get_thumbnail(LANDSCAPE, "100", format=name)
+    assert thumbnail.format == fmt
+    assert thumbnail.url.endswith(f"@{fmt}")
+    assert options_of(thumbnail).format == fmt
+    content_type, image = served(thumbnail.url)
+    assert content_type == pipeline.CONTENT_TYPES[fmt]
+    assert (image.width, image.height) == (thumbnail.width, thumbnail.height)
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [(LANDSCAPE, "jpeg"), (ALPHA, "png"), (ANIMATION, "gif"), ("photos/still.webp", "webp")],
+)
+def test_default_format_is_the_sources(media: Path, name: str, fmt: str) -> None:
+    (media / "photos" / "still.webp").write_bytes(bytes(images.photo(80, 60).webpsave_buffer()))
+    thumbnail = get_thumbnail(name, "50")
+    assert thumbnail.format == fmt
+    assert options_of(thumbnail).format == fmt
+    content_type, _ = served(thumbnail.url, accept="image/avif,image/webp,*/*")
+    assert content_type == pipeline.CONTENT_TYPES[fmt]
+
+
+def test_auto_format_is_negotiated(media: Path) -> None:
+    thumbnail = get_thumbnail(LANDSCAPE, "100", format="auto")
+    assert thumbnail.format == "auto"
+    assert "@" not in thumbnail.url.rsplit("/", 1)[-1]
+    assert options_of(thumbnail).format == ""
+    response = Client().get(thumbnail.url, HTTP_ACCEPT="image/webp,*/*")
+    response.close()
+    assert response.headers["Content-Type"] == "image/webp"
+    assert "Accept" in response.headers["Vary"]
+    content_type, image = served(thumbnail.url, accept="image/jpeg")
+    assert content_type == "image/jpeg"
+    assert (image.width, image.height) == (thumbnail.width, thumbnail.height)
+
+
+def test_unknown_format_is_a_thumbnail_error(media: Path) -> None:
+    with pytest.raises(ThumbnailError, match="format"):
+        get_thumbnail(LANDSCAPE, "100", format="bmp")
+
+
+# -- other keywords -------------------------------------------------------------
+
+
+def test_quality_goes_into_the_url_and_the_bytes(media: Path) -> None:
+    low = get_thumbnail(LANDSCAPE, "300", quality=20)
+    high = get_thumbnail(LANDSCAPE, "300", quality=95)
+    assert options_of(low).quality == 20
+    assert low.url != high.url
+    sizes = []
+    for thumbnail in (low, high):
+        response = Client().get(thumbnail.url)
+        sizes.append(int(response.headers["Content-Length"]))
+        response.close()
+    assert sizes[0] < sizes[1]
+
+
+def test_bad_quality(media: Path) -> None:
+    with pytest.raises(ThumbnailError, match="quality"):
+        get_thumbnail(LANDSCAPE, "100", quality="high")
+    with pytest.raises(InvalidOptions, match="quality"):
+        get_thumbnail(LANDSCAPE, "100", quality=101)
+
+
+def test_effects_and_dpr(media: Path) -> None:
+    thumbnail = get_thumbnail(
+        LANDSCAPE, "200", blur=1.5, sharpen="0.5", dpr=2, background="#FF8000"
+    )
+    options = options_of(thumbnail)
+    assert (options.blur, options.sharpen, options.dpr) == (1.5, 0.5, 2.0)
+    assert options.background == (255, 128, 0)
+    assert (thumbnail.width, thumbnail.height) == (400, 300)
+    assert served_size(thumbnail) == (400, 300)
+
+
+def test_bad_background(media: Path) -> None:
+    with pytest.raises(ThumbnailError, match="background"):
+        get_thumbnail(LANDSCAPE, "100", background="red")
+
+
+def test_unknown_keyword(media: Path) -> None:
+    with pytest.raises(ThumbnailError, match="colour, padding"):
+        get_thumbnail(LANDSCAPE, "100", padding=3, colour="red")
+
+
+def test_preset(media: Path, settings: Any) -> None:
+    settings.OXIMG = {
+        **settings.OXIMG,
+        "PRESETS": {"card": "rs:fill:300:200/q:70", "webpcard": "pr:card/f:webp"},
+    }
+    thumbnail = get_thumbnail(LANDSCAPE, "90x90", preset="card")
+    assert "/pr:card/" in thumbnail.url
+    options = options_of(thumbnail)
+    assert (options.resizing_type, options.width, options.height) == ("fill", 90, 90)
+    assert options.quality == 70
+    assert (thumbnail.width, thumbnail.height) == (90, 90)
+    assert served_size(thumbnail) == (90, 90)
+
+
+def test_a_presets_format_is_kept_when_the_tag_names_none(media: Path, settings: Any) -> None:
+    settings.OXIMG = {**settings.OXIMG, "PRESETS": {"webpcard": "rs:fill/f:webp"}}
+    thumbnail = get_thumbnail(LANDSCAPE, "90x60", preset="webpcard")
+    assert thumbnail.format == "webp"
+    content_type, image = served(thumbnail.url)
+    assert content_type == "image/webp"
+    assert (image.width, image.height) == (90, 60)
+    assert get_thumbnail(LANDSCAPE, "90x60", preset="webpcard", format="png").format == "png"
+
+
+def test_unknown_preset(media: Path) -> None:
+    with pytest.raises(InvalidOptions, match="preset"):
+        get_thumbnail(LANDSCAPE, "100", preset="nope")
+
+
+@pytest.mark.parametrize(
+    ("raw", "size"),
+    [("rot:90", (150, 200)), ("/rot:270/", (150, 200)), ("rot:90/fl:1:0", (150, 200))],
+)
+def test_raw_options_pass_through(media: Path, raw: str, size: tuple[int, int]) -> None:
+    thumbnail = get_thumbnail(LANDSCAPE, "200x200", options=raw)
+    assert options_of(thumbnail).rotate in (90, 270)
+    assert (thumbnail.width, thumbnail.height) == size
+    assert served_size(thumbnail) == size
+
+
+def test_the_tags_keywords_win_over_raw_options(media: Path) -> None:
+    thumbnail = get_thumbnail(LANDSCAPE, "100", options="w:300/q:10", quality=50)
+    options = options_of(thumbnail)
+    assert (options.width, options.quality) == (100, 50)
+
+
+def test_bad_raw_options(media: Path) -> None:
+    with pytest.raises(InvalidOptions, match="nonsense"):
+        get_thumbnail(LANDSCAPE, "100", options="nonsense:1")
+
+
+# -- sources --------------------------------------------------------------------
+
+
+def test_thumbnail_str_is_its_url(media: Path) -> None:
+    thumbnail = get_thumbnail(LANDSCAPE, "100")
+    assert str(thumbnail) == thumbnail.url
+    assert parsed(thumbnail.url).source == LANDSCAPE
+
+
+def test_exif_orientation_is_applied_to_the_size(media: Path) -> None:
+    stored = images.photo(640, 480).copy()
+    stored.set_type(pyvips.GValue.gint_type, "orientation", 6)
+    (media / "photos" / "turned.jpg").write_bytes(bytes(stored.jpegsave_buffer()))
+    thumbnail = get_thumbnail("photos/turned.jpg", "300x300")
+    assert (thumbnail.width, thumbnail.height) == (225, 300)
+    assert served_size(thumbnail) == (225, 300)
+
+
+@pytest.mark.parametrize("name", ["photos/my photo.jpg", "photos/été.jpg", "photos/a&b'<x>.jpg"])
+def test_names_that_are_not_url_safe_are_base64_encoded(media: Path, name: str) -> None:
+    (media / name).write_bytes(images.jpeg(64, 48))
+    thumbnail = get_thumbnail(name, "32")
+    assert "/plain/" not in thumbnail.url
+    assert parsed(thumbnail.url).source == name
+    assert served_size(thumbnail) == (32, 24)
+
+
+def test_missing_source(media: Path) -> None:
+    with pytest.raises(SourceNotFound):
+        get_thumbnail("photos/nothing.jpg", "100")
+
+
+@pytest.mark.parametrize("name", ["../secret.jpg", "/etc/passwd", "photos/../../x.jpg"])
+def test_names_outside_the_storage_are_not_found(media: Path, name: str) -> None:
+    with pytest.raises(SourceNotFound):
+        get_thumbnail(name, "100")
+
+
+def test_a_source_that_is_not_an_image(media: Path) -> None:
+    (media / "photos" / "notes.jpg").write_bytes(b"<html>not an image</html>")
+    with pytest.raises(OximgError):
+        get_thumbnail("photos/notes.jpg", "100")
+
+
+def test_no_source(media: Path) -> None:
+    with pytest.raises(ThumbnailError, match="no source"):
+        get_thumbnail("", "100")
+
+
+def replace_source(path: Path, data: bytes, bump_seconds: int) -> None:
+    """Rewrite ``path`` and move its mtime forward, as a re-upload would."""
+    before = path.stat()
+    path.write_bytes(data)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + bump_seconds * 10**9))
+
+
+def test_replacing_the_source_changes_the_url_and_size(media: Path) -> None:
+    first = get_thumbnail(LANDSCAPE, "100")
+    assert get_thumbnail(LANDSCAPE, "100") == first
+    replace_source(media / LANDSCAPE, images.jpeg(400, 400), bump_seconds=5)
+    second = get_thumbnail(LANDSCAPE, "100")
+    assert second.url != first.url
+    assert (second.width, second.height) == (100, 100)
+    assert served_size(second) == (100, 100)
+
+
+def test_touching_the_source_changes_the_url(media: Path) -> None:
+    """Same bytes, newer mtime: a new version (a CDN may hold the old bytes)."""
+    first = get_thumbnail(LANDSCAPE, "100")
+    path = media / LANDSCAPE
+    replace_source(path, path.read_bytes(), bump_seconds=5)
+    assert get_thumbnail(LANDSCAPE, "100").url != first.url
+
+
+def test_the_version_token_is_a_cachebuster(media: Path) -> None:
+    options = options_of(get_thumbnail(LANDSCAPE, "100"))
+    assert options.cachebuster
+    assert options.cachebuster == runtime.get_thumbnailer().sources[""].version(LANDSCAPE)
+
+
+@pytest.fixture
+def source_reads(media: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Names read from the default source store, in order."""
+    store = runtime.get_thumbnailer().sources[""]
+    read = store.read
+    names: list[str] = []
+
+    def counting_read(name: str, max_bytes: int) -> bytes:
+        names.append(name)
+        return read(name, max_bytes)
+
+    monkeypatch.setattr(store, "read", counting_read)
+    return names
+
+
+def test_the_header_is_read_once_then_cached(source_reads: list[str]) -> None:
+    first = get_thumbnail(LANDSCAPE, "100")
+    assert source_reads == [LANDSCAPE]
+    for geometry in ("100", "200x50", "x30"):
+        get_thumbnail(LANDSCAPE, geometry, crop="center")
+    assert source_reads == [LANDSCAPE]
+    cache.clear()  # the metadata lives in Django's cache, nowhere else
+    assert get_thumbnail(LANDSCAPE, "100") == first
+    assert source_reads == [LANDSCAPE, LANDSCAPE]
+
+
+def test_a_replaced_source_is_read_again(source_reads: list[str], media: Path) -> None:
+    get_thumbnail(LANDSCAPE, "100")
+    replace_source(media / LANDSCAPE, images.jpeg(300, 200), bump_seconds=2)
+    assert get_thumbnail(LANDSCAPE, "300").height == 200
+    assert source_reads == [LANDSCAPE, LANDSCAPE]
+
+
+# -- FieldFile ------------------------------------------------------------------
+
+
+def field_file(storage: Any, name: str | None) -> FieldFile:
+    return FieldFile(instance=None, field=FileField(storage=storage), name=name)
+
+
+def test_a_field_file_on_the_default_storage(media: Path) -> None:
+    thumbnail = get_thumbnail(field_file(default_storage, LANDSCAPE), "160")
+    assert parsed(thumbnail.url).source == LANDSCAPE
+    assert (thumbnail.width, thumbnail.height) == (160, 120)
+    assert served_size(thumbnail) == (160, 120)
+
+
+def test_a_field_file_on_another_oximg_source(media: Path, settings: Any, tmp_path: Path) -> None:
+    archive = tmp_path / "archive"
+    (archive / "old").mkdir(parents=True)
+    (archive / "old" / "scan.png").write_bytes(images.png_with_alpha(100, 50))
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "archive": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(archive)},
+        },
+    }
+    settings.OXIMG = {**settings.OXIMG, "SOURCES": {"old": "archive"}}
+    storage = FileSystemStorage(location=str(archive))  # an equal instance, not the same one
+    thumbnail = get_thumbnail(field_file(storage, "old/scan.png"), "50")
+    assert parsed(thumbnail.url).source == "old:old/scan.png"
+    assert thumbnail.format == "png"
+    assert served_size(thumbnail) == (50, 25)
+
+
+def test_a_field_file_on_a_storage_that_is_no_source(media: Path, tmp_path: Path) -> None:
+    elsewhere = FileSystemStorage(location=str(tmp_path / "elsewhere"))
+    with pytest.raises(ThumbnailError, match=r"not an OXIMG source.*OXIMG\['SOURCES'\]"):
+        get_thumbnail(field_file(elsewhere, "photos/landscape.jpg"), "100")
+
+
+def test_an_empty_field_file(media: Path) -> None:
+    with pytest.raises(ThumbnailError, match="empty"):
+        get_thumbnail(field_file(default_storage, None), "100")
+
+
+# -- where URLs point -----------------------------------------------------------
+
+
+def test_the_mounted_urlconf_prefix_wins(media: Path, settings: Any) -> None:
+    settings.OXIMG = {**settings.OXIMG, "URL_PREFIX": "/elsewhere/"}
+    assert get_thumbnail(LANDSCAPE, "100").url.startswith("/img/")
+
+
+def test_url_prefix_without_the_urlconf(media: Path, settings: Any) -> None:
+    settings.ROOT_URLCONF = "tests.urls_empty"
+    settings.OXIMG = {**settings.OXIMG, "URL_PREFIX": "/elsewhere/"}
+    thumbnail = get_thumbnail(LANDSCAPE, "100")
+    assert thumbnail.url.startswith("/elsewhere/")
+    assert parsed(thumbnail.url, prefix="/elsewhere/").source == LANDSCAPE
+
+
+def test_url_prefix_default_without_the_urlconf(media: Path, settings: Any) -> None:
+    settings.ROOT_URLCONF = "tests.urls_empty"
+    assert get_thumbnail(LANDSCAPE, "100").url.startswith("/img/")

@@ -1,0 +1,355 @@
+"""Tests for django_oximg.views: the thumbnailer behind a URLconf (tests/urls.py: /img/).
+
+Requests go through Django's test client. Most pass ``RAW_URI`` as gunicorn
+does, so a signature over a percent-encoded path verifies as it would in
+production; the result cache is ``MEDIA_ROOT/oximg`` (the ``media`` fixture).
+"""
+
+from __future__ import annotations
+
+import errno
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pyvips
+from django.test import Client
+
+from django_oximg import runtime
+from django_oximg.core import pipeline
+from django_oximg.thumbnails import get_thumbnail
+from tests import images
+
+CONTROL = "/rs:fit:200:200/plain/photos/landscape.jpg@jpeg"
+AUTO = "/rs:fit:200:200/plain/photos/landscape.jpg"
+
+
+@dataclass
+class Fetched:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+    #: Whether Django sent a FileResponse (a cache hit on disk).
+    streamed: bool
+
+
+def signed(path: str) -> str:
+    """The URL for ``path`` under the URLconf's mount point."""
+    return "/img" + runtime.get_signer().signed_path(path)
+
+
+def fetch(client: Client, url: str, method: str = "get", raw: bool = True, **extra: Any) -> Fetched:
+    """Request ``url`` and return its answer, closing the response.
+
+    With ``raw``, the URL is also given as RAW_URI (what gunicorn passes).
+    """
+    if raw:
+        extra["RAW_URI"] = url
+    response = getattr(client, method)(url, **extra)
+    try:
+        body = b"".join(response.streaming_content) if response.streaming else response.content
+    finally:
+        response.close()
+    return Fetched(
+        response.status_code,
+        {name.lower(): value for name, value in response.headers.items()},
+        body,
+        response.streaming,
+    )
+
+
+def cached_files(media: Path) -> list[Path]:
+    root = media / "oximg"
+    return sorted(p for p in root.rglob("*") if p.is_file()) if root.exists() else []
+
+
+def decode(data: bytes) -> pyvips.Image:
+    return pyvips.Image.new_from_buffer(data, "")
+
+
+@pytest.fixture
+def client() -> Client:
+    return Client()
+
+
+# -- success ---------------------------------------------------------------------------
+
+
+def test_a_tag_url_is_served_at_the_size_the_tag_promised(
+    media: Path, client: Client, no_fd_leak: None
+) -> None:
+    thumbnail = get_thumbnail("photos/landscape.jpg", "200x100", crop="center")
+    answer = fetch(client, thumbnail.url)
+    assert answer.status == 200
+    image = decode(answer.body)
+    assert (image.width, image.height) == (thumbnail.width, thumbnail.height) == (200, 100)
+
+
+def test_a_miss_is_rendered_and_cached_and_a_hit_is_a_file_with_the_same_etag(
+    media: Path, client: Client, no_fd_leak: None
+) -> None:
+    miss = fetch(client, signed(CONTROL))
+    assert miss.status == 200
+    assert not miss.streamed
+    assert miss.headers["content-type"] == "image/jpeg"
+    assert miss.headers["content-length"] == str(len(miss.body))
+    assert miss.headers["cache-control"] == "public, max-age=31536000, immutable"
+    etag = miss.headers["etag"]
+    assert etag.startswith('"') and not etag.startswith("W/")
+    assert "vary" not in miss.headers
+    [stored] = cached_files(media)
+    assert stored.read_bytes() == miss.body
+
+    hit = fetch(client, signed(CONTROL))
+    assert hit.status == 200
+    assert hit.streamed
+    assert hit.body == miss.body
+    assert hit.headers["etag"] == etag
+    assert hit.headers["content-length"] == str(len(miss.body))
+    assert hit.headers["content-type"] == "image/jpeg"
+    assert cached_files(media) == [stored]
+
+
+def test_if_none_match_gives_304_on_a_miss_and_on_a_hit(media: Path, client: Client) -> None:
+    first = fetch(client, signed(CONTROL))
+    etag = first.headers["etag"]
+    (cached,) = cached_files(media)
+    cached.unlink()  # the next request is a miss again
+    on_miss = fetch(client, signed(CONTROL), HTTP_IF_NONE_MATCH=etag)
+    assert on_miss.status == 304
+    assert on_miss.body == b""
+    assert on_miss.headers["etag"] == etag
+    on_hit = fetch(client, signed(CONTROL), HTTP_IF_NONE_MATCH=etag)
+    assert on_hit.status == 304
+    assert on_hit.body == b""
+    assert on_hit.headers["etag"] == etag
+
+
+def test_head_gets_headers_and_no_body_on_miss_and_hit(media: Path, client: Client) -> None:
+    head_miss = fetch(client, signed(CONTROL), method="head")
+    get = fetch(client, signed(CONTROL))
+    head_hit = fetch(client, signed(CONTROL), method="head")
+    for head in (head_miss, head_hit):
+        assert head.status == 200
+        assert head.body == b""
+        assert head.headers["content-length"] == str(len(get.body))
+        assert head.headers["etag"] == get.headers["etag"]
+
+
+def test_a_range_on_a_hit_gives_206(media: Path, client: Client, no_fd_leak: None) -> None:
+    full = fetch(client, signed(CONTROL)).body
+    partial = fetch(client, signed(CONTROL), HTTP_RANGE="bytes=100-199")
+    assert partial.status == 206
+    assert partial.headers["content-range"] == f"bytes 100-199/{len(full)}"
+    assert partial.body == full[100:200]
+
+
+def test_cache_control_follows_the_setting(media: Path, client: Client, settings: Any) -> None:
+    settings.OXIMG = {**settings.OXIMG, "CACHE_CONTROL": "public, max-age=600"}
+    miss = fetch(client, signed(CONTROL))
+    hit = fetch(client, signed(CONTROL))
+    assert miss.headers["cache-control"] == hit.headers["cache-control"] == "public, max-age=600"
+    error = fetch(client, signed("/rs:fit:200:200/plain/photos/missing.jpg@jpeg"))
+    assert error.headers["cache-control"] == "no-store"
+
+
+# -- negotiation -----------------------------------------------------------------------
+
+
+def test_accept_chooses_the_format_and_each_is_its_own_cache_object(
+    media: Path, client: Client
+) -> None:
+    """BAD_INPUTS row 49: no wrong-format hit, Vary: Accept on every negotiated answer."""
+    if not pipeline.saver_available("avif"):
+        pytest.skip("this libvips has no AVIF saver (heifsave)")
+    avif = fetch(client, signed(AUTO), HTTP_ACCEPT="image/avif,image/webp,*/*")
+    webp = fetch(client, signed(AUTO), HTTP_ACCEPT="image/webp,*/*")
+    anything = fetch(client, signed(AUTO), HTTP_ACCEPT="*/*")
+    assert avif.body[4:12] == b"ftypavif"
+    assert avif.headers["content-type"] == "image/avif"
+    assert webp.body[:4] == b"RIFF" and webp.body[8:12] == b"WEBP"
+    assert webp.headers["content-type"] == "image/webp"
+    assert anything.body[:3] == b"\xff\xd8\xff"
+    assert anything.headers["content-type"] == "image/jpeg"
+    for answer in (avif, webp, anything):
+        assert answer.headers["vary"] == "Accept"
+    assert len({avif.headers["etag"], webp.headers["etag"], anything.headers["etag"]}) == 3
+    assert len(cached_files(media)) == 3
+    # Hits keep their format and Vary.
+    again = fetch(client, signed(AUTO), HTTP_ACCEPT="*/*")
+    assert again.streamed and again.body == anything.body
+    assert again.headers["vary"] == "Accept"
+    assert fetch(client, signed(AUTO), HTTP_ACCEPT="image/webp").body == webp.body
+
+
+def test_a_png_source_falls_back_to_png(media: Path, client: Client) -> None:
+    answer = fetch(client, signed("/rs:fit:100:100/plain/photos/alpha.png"), HTTP_ACCEPT="*/*")
+    assert answer.body[:8] == b"\x89PNG\r\n\x1a\n"
+    assert decode(answer.body).hasalpha()
+
+
+def test_an_explicit_format_ignores_accept_and_sends_no_vary(media: Path, client: Client) -> None:
+    answer = fetch(client, signed(CONTROL), HTTP_ACCEPT="image/avif,image/webp")
+    assert answer.headers["content-type"] == "image/jpeg"
+    assert "vary" not in answer.headers
+
+
+# -- errors ----------------------------------------------------------------------------
+
+
+def bad_sources(media: Path) -> None:
+    """Broken and hostile files next to the good ones."""
+    jpeg = images.jpeg(640, 480)
+    photos = media / "photos"
+    (photos / "svg.jpg").write_bytes(
+        b'<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><rect/></svg>'
+    )
+    (photos / "ppm.jpg").write_bytes(b"P6\n2 2\n255\n" + bytes(12))
+    (photos / "random.jpg").write_bytes(bytes((i * 131 + 7) % 256 for i in range(1024)))
+    (photos / "empty.jpg").write_bytes(b"")
+    (photos / "truncated.jpg").write_bytes(jpeg[: len(jpeg) // 2])
+    secret = media.parent / "media-secret"
+    secret.mkdir()
+    (secret / "secret.jpg").write_bytes(images.jpeg(64, 48))
+    (photos / "escape.jpg").symlink_to(secret / "secret.jpg")
+
+
+def fit(source: str) -> str:
+    return f"/rs:fit:100:100/plain/{source}@jpeg"
+
+
+def flipped(url_path: str) -> str:
+    signature = runtime.get_signer().sign(url_path)
+    replacement = "B" if signature[0] == "A" else "A"
+    return f"/img/{replacement}{signature[1:]}{url_path}"
+
+
+ERROR_CASES: list[tuple[str, Callable[[], str], int]] = [
+    ("bad option", lambda: signed("/rs:fit:100:100/zoom:2/plain/photos/landscape.jpg@jpeg"), 400),
+    ("bad value", lambda: signed("/w:wide/plain/photos/landscape.jpg@jpeg"), 400),
+    ("missing signature", lambda: "/img" + CONTROL, 403),
+    ("flipped signature", lambda: flipped(CONTROL), 403),
+    ("bad signature, missing source", lambda: flipped(fit("photos/nope.jpg")), 403),
+    ("truncated signature", lambda: signed(CONTROL)[: -len(CONTROL) - 1] + CONTROL, 403),
+    ("missing source", lambda: signed(fit("photos/nope.jpg")), 404),
+    ("dot-dot", lambda: signed(fit("../../etc/passwd")), 404),
+    ("encoded dot-dot", lambda: signed(fit("%2e%2e/%2e%2e/etc/passwd")), 404),
+    ("double-encoded dot-dot", lambda: signed(fit("%252e%252e/%252e%252e/etc/passwd")), 404),
+    ("sibling prefix", lambda: signed(fit("../media-secret/secret.jpg")), 404),
+    ("symlink out", lambda: signed(fit("photos/escape.jpg")), 404),
+    ("absolute", lambda: signed(fit("/etc/passwd")), 404),
+    ("encoded absolute", lambda: signed(fit("%2Fetc%2Fpasswd")), 404),
+    ("backslashes", lambda: signed(fit("..%5C..%5Cetc%5Cpasswd")), 404),
+    ("NUL", lambda: signed(fit("photos/landscape.jpg%00.png")), 400),
+    ("expired", lambda: signed("/exp:1/rs:fit:100:100/plain/photos/landscape.jpg@jpeg"), 404),
+    ("svg named jpg", lambda: signed(fit("photos/svg.jpg")), 415),
+    ("ppm named jpg", lambda: signed(fit("photos/ppm.jpg")), 415),
+    ("random bytes", lambda: signed(fit("photos/random.jpg")), 422),
+    ("empty file", lambda: signed(fit("photos/empty.jpg")), 422),
+    ("truncated jpeg", lambda: signed(fit("photos/truncated.jpg")), 422),
+]
+
+
+@pytest.mark.parametrize(
+    ("why", "make_url", "status"), ERROR_CASES, ids=[case[0] for case in ERROR_CASES]
+)
+def test_errors_are_short_plain_text_never_stored_and_never_500(
+    media: Path, client: Client, why: str, make_url: Callable[[], str], status: int
+) -> None:
+    bad_sources(media)
+    answer = fetch(client, make_url())
+    assert answer.status == status, (why, answer.body)
+    assert answer.headers["cache-control"] == "no-store"
+    assert answer.headers["content-type"] == "text/plain; charset=utf-8"
+    assert 0 < len(answer.body) < 100
+    assert b"/" not in answer.body  # no path leaks
+    assert cached_files(media) == []
+
+
+def test_a_bad_option_is_named_in_the_body(media: Path, client: Client) -> None:
+    answer = fetch(client, signed("/rs:fit:100:100/zoom:2/plain/photos/landscape.jpg@jpeg"))
+    assert b"zoom" in answer.body
+    answer = fetch(client, signed("/q:500/plain/photos/landscape.jpg@jpeg"))
+    assert b"quality" in answer.body
+
+
+def test_a_future_expiry_is_served(media: Path, client: Client) -> None:
+    url = signed("/exp:4102444800/rs:fit:100:100/plain/photos/landscape.jpg@jpeg")
+    assert fetch(client, url).status == 200
+
+
+def test_post_gets_405_and_nothing_is_rendered(media: Path, client: Client) -> None:
+    answer = fetch(client, signed(CONTROL), method="post")
+    assert answer.status == 405
+    assert answer.headers["allow"] == "GET, HEAD"
+    assert answer.headers["cache-control"] == "no-store"
+    assert cached_files(media) == []
+
+
+def test_a_decoded_path_without_raw_uri_fails_closed(media: Path, client: Client) -> None:
+    """runserver gives no raw URI: a signed ``%2e%2e`` path is then a 403, not a read."""
+    answer = fetch(client, signed(fit("%2e%2e/%2e%2e/etc/passwd")), raw=False)
+    assert answer.status == 403
+    assert fetch(client, signed(CONTROL), raw=False).status == 200
+
+
+# -- encoding variants (BAD_INPUTS row 7) ----------------------------------------------
+
+VARIANTS = [
+    "/rs:fit:200:200/plain/photos/landscape.jpg@jpeg",
+    "/rs:fit:200:200/plain/photos%2Flandscape.jpg@jpeg",
+    "/rs:fit:200:200/plain/photos%2flandscape.jpg@jpeg",
+    "/rs:fit:200:200/plain/photos//landscape.jpg@jpeg",
+    "/rs:fit:200:200//plain/photos/landscape.jpg@jpeg",
+    "/rs:fit:200:200/plain/photos/landscape.jpg@jpeg/",
+    "/h:200/w:200/plain/photos/landscape.jpg@jpeg",
+    "/w:200/h:200/plain/photos/landscape.jpg@jpg",
+]
+
+
+@pytest.mark.parametrize("raw", [True, False], ids=["raw-uri", "rebuilt"])
+def test_encoding_variants_give_403_or_200_with_one_cache_object(
+    media: Path, client: Client, raw: bool
+) -> None:
+    signature = runtime.get_signer().sign(VARIANTS[0])
+    statuses = {}
+    for path in VARIANTS:
+        statuses[path] = fetch(client, signed(path), raw=raw).status
+        resigned = fetch(client, f"/img/{signature}{path}", raw=raw).status
+        assert resigned in (200, 403), path
+        assert resigned == 200 or path != VARIANTS[0]
+    assert statuses[VARIANTS[0]] == 200
+    assert set(statuses.values()) <= {200, 400, 403, 404}, statuses
+    assert len(cached_files(media)) == 1
+
+
+# -- cache faults (BAD_INPUTS row 48) --------------------------------------------------
+
+
+def test_a_read_only_cache_still_answers_200_from_memory(
+    media: Path, client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def read_only(*args: Any, **kwargs: Any) -> Any:
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
+    first = fetch(client, signed(CONTROL))
+    second = fetch(client, signed(CONTROL))
+    assert first.status == second.status == 200
+    assert first.body == second.body
+    assert not second.streamed
+    assert decode(first.body).width == 200
+    assert cached_files(media) == []
+
+
+def test_a_cache_directory_that_cannot_be_made_still_answers_200(
+    media: Path, client: Client
+) -> None:
+    (media / "oximg").write_bytes(b"")  # a file where the cache directory should be
+    answer = fetch(client, signed(CONTROL))
+    assert answer.status == 200
+    assert decode(answer.body).width == 200
+    assert (media / "oximg").read_bytes() == b""

@@ -1,0 +1,403 @@
+"""Tests for the WSGI middleware: django_oximg.core.wsgi and django_oximg.wsgi.
+
+Real WSGI calls: an environ dict and a start_response, as a server makes them.
+The core middleware is tested over a core thumbnailer (no Django); the Django
+wrapper ``OximgMiddleware`` over ``get_wsgi_application()`` and the test settings.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import quote, unquote_to_bytes
+from wsgiref.util import setup_testing_defaults
+
+import pytest
+import pyvips
+
+from django_oximg.core.executor import Executor
+from django_oximg.core.signing import URLSigner, pairs_from_hex
+from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
+from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.wsgi import (
+    ThumbnailMiddleware,
+    WSGIApp,
+    path_after_prefix,
+    raw_request_path,
+)
+from tests import images
+
+KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
+SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
+SIGNER = URLSigner(pairs_from_hex([KEY], [SALT]))
+CONTROL = "/rs:fit:200:200/plain/photos/landscape.jpg@jpeg"
+
+
+# -- a tiny WSGI client ----------------------------------------------------------------
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+def environ_for(
+    raw_path: str,
+    *,
+    raw_uri: bool = True,
+    method: str = "GET",
+    script_name: str = "",
+    file_wrapper: Any = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """The environ a server makes for ``raw_path`` (as sent, percent-encoded).
+
+    PATH_INFO is decoded and latin-1, as PEP 3333 says; gunicorn also passes the
+    raw target as RAW_URI, which ``raw_uri=False`` leaves out (wsgiref, runserver).
+    """
+    environ: dict[str, Any] = {}
+    setup_testing_defaults(environ)
+    decoded = unquote_to_bytes(raw_path).decode("latin-1")
+    environ.update(
+        REQUEST_METHOD=method,
+        SCRIPT_NAME=script_name,
+        PATH_INFO=decoded.removeprefix(script_name),
+    )
+    if raw_uri:
+        environ["RAW_URI"] = raw_path
+    if file_wrapper is not None:
+        environ["wsgi.file_wrapper"] = file_wrapper
+    environ.update(extra)
+    return environ
+
+
+def call(app: WSGIApp, environ: dict[str, Any]) -> Answer:
+    """Call ``app`` once and collect its answer, closing the iterable as servers must."""
+    started: list[tuple[str, list[tuple[str, str]]]] = []
+
+    def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        started.append((status, headers))
+        return lambda data: None
+
+    iterable = app(environ, start_response)
+    try:
+        body = b"".join(iterable)
+    finally:
+        close = getattr(iterable, "close", None)
+        if close is not None:
+            close()
+    [(status, headers)] = started
+    names = [name.lower() for name, _ in headers]
+    assert len(names) == len(set(names)), f"a header is sent twice: {headers}"
+    return Answer(int(status.split()[0]), {k.lower(): v for k, v in headers}, body)
+
+
+class SentinelFileWrapper:
+    """A server's ``wsgi.file_wrapper``: records what it was handed."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[IO[bytes], int]] = []
+
+    def __call__(self, file: IO[bytes], block_size: int = 8192) -> Iterable[bytes]:
+        self.calls.append((file, block_size))
+        return _Wrapped(file)
+
+
+class _Wrapped:
+    def __init__(self, file: IO[bytes]) -> None:
+        self.file = file
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield self.file.read()
+
+    def close(self) -> None:
+        self.file.close()
+
+
+# -- raw paths -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({"RAW_URI": "/img/a%2Fb/c?x=1", "PATH_INFO": "/img/a/b/c"}, "/img/a%2Fb/c"),
+        ({"REQUEST_URI": "/img/a%2fb", "PATH_INFO": "/img/a/b"}, "/img/a%2fb"),
+        ({"RAW_URI": "http://example.com/img/x?y", "PATH_INFO": "/img/x"}, "/img/x"),
+        ({"PATH_INFO": "/img/a b/c:d@e"}, "/img/a%20b/c:d@e"),
+        ({"SCRIPT_NAME": "/site", "PATH_INFO": "/img/x"}, "/site/img/x"),
+        ({"PATH_INFO": "/img/caf\xc3\xa9.jpg"}, "/img/caf%C3%A9.jpg"),
+    ],
+)
+def test_raw_request_path_prefers_the_raw_uri_and_rebuilds_it_otherwise(
+    environ: dict[str, Any], expected: str
+) -> None:
+    assert raw_request_path(environ) == expected
+
+
+@pytest.mark.parametrize(
+    ("raw", "prefix", "expected"),
+    [
+        ("/img/sig/rs:fit:1:1/plain/a%2Fb@jpeg", "/img/", "/sig/rs:fit:1:1/plain/a%2Fb@jpeg"),
+        ("/site/img/sig/x", "/site/img/", "/sig/x"),
+        ("/a/b/c/sig/x", "/a/b/c", "/sig/x"),
+    ],
+)
+def test_path_after_prefix_keeps_the_raw_rest(raw: str, prefix: str, expected: str) -> None:
+    assert path_after_prefix(raw, prefix) == expected
+
+
+# -- the core middleware ---------------------------------------------------------------
+
+
+class Downstream:
+    """The wrapped application: records what it was given."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[dict[str, Any], Any]] = []
+        self.answer = [b"from downstream"]
+
+    def __call__(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        self.calls.append((environ, start_response))
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return self.answer
+
+
+@pytest.fixture
+def thumbnailer(tmp_path: Path) -> Iterator[Thumbnailer]:
+    sources = tmp_path / "sources"
+    (sources / "photos").mkdir(parents=True)
+    (sources / "photos" / "landscape.jpg").write_bytes(images.jpeg(640, 480))
+    (sources / "photos" / "café.jpg").write_bytes(images.jpeg(320, 240))
+    executor = Executor(2, 16, 5.0, 256 * 1024 * 1024)
+    yield Thumbnailer(
+        ThumbnailerConfig(),
+        SIGNER,
+        {"": FileSystemSourceStore(sources)},
+        FileSystemCacheStore(tmp_path / "cache"),
+        executor,
+    )
+    executor.shutdown(wait=True)
+
+
+@dataclass
+class Stack:
+    app: ThumbnailMiddleware
+    downstream: Downstream
+    builds: list[int]
+
+
+@pytest.fixture
+def stack(thumbnailer: Thumbnailer) -> Stack:
+    downstream = Downstream()
+    builds: list[int] = []
+
+    def get_thumbnailer() -> Thumbnailer:
+        builds.append(1)
+        return thumbnailer
+
+    return Stack(
+        ThumbnailMiddleware(downstream, get_thumbnailer, lambda: "/img/"), downstream, builds
+    )
+
+
+def signed_url(path: str, prefix: str = "/img") -> str:
+    return prefix + SIGNER.signed_path(path)
+
+
+@pytest.mark.parametrize("path", ["/", "/static/app.css", "/img", "/imgs/x", "/media/img/x"])
+def test_paths_outside_the_prefix_go_to_the_wrapped_app_untouched(stack: Stack, path: str) -> None:
+    environ = environ_for(path)
+    copy = dict(environ)
+    captured: list[Any] = []
+
+    def start_response(status: str, headers: list[tuple[str, str]]) -> None:
+        captured.append(status)
+
+    result = stack.app(environ, start_response)
+    assert result is stack.downstream.answer
+    [(seen_environ, seen_start)] = stack.downstream.calls
+    assert seen_environ is environ and environ == copy
+    assert seen_start is start_response
+    assert stack.builds == []  # the thumbnailer is not even built
+
+
+def test_a_miss_is_answered_from_memory_and_a_hit_through_the_file_wrapper(
+    stack: Stack, no_fd_leak: None
+) -> None:
+    wrapper = SentinelFileWrapper()
+    miss = call(stack.app, environ_for(signed_url(CONTROL), file_wrapper=wrapper))
+    assert miss.status == 200
+    assert wrapper.calls == []
+    image = pyvips.Image.new_from_buffer(miss.body, "")
+    assert (image.width, image.height) == (200, 150)
+
+    hit = call(stack.app, environ_for(signed_url(CONTROL), file_wrapper=wrapper))
+    assert hit.status == 200
+    assert hit.body == miss.body
+    [(handed, block_size)] = wrapper.calls
+    assert handed.closed  # closed by the iterable's close()
+    assert block_size > 0
+    assert hit.headers["etag"] == miss.headers["etag"]
+    assert hit.headers["content-length"] == str(len(miss.body))
+    assert stack.downstream.calls == []
+
+
+def test_without_a_server_file_wrapper_the_hit_is_still_streamed(
+    stack: Stack, no_fd_leak: None
+) -> None:
+    miss = call(stack.app, environ_for(signed_url(CONTROL)))
+    hit = call(stack.app, environ_for(signed_url(CONTROL)))
+    assert hit.body == miss.body
+
+
+def test_raw_uri_and_rebuilt_path_info_both_verify(stack: Stack) -> None:
+    url = signed_url(CONTROL)
+    with_raw = call(stack.app, environ_for(url, raw_uri=True))
+    rebuilt = call(stack.app, environ_for(url, raw_uri=False))
+    assert with_raw.status == rebuilt.status == 200
+    assert with_raw.body == rebuilt.body
+
+
+def test_a_non_ascii_source_verifies_with_raw_uri_and_rebuilt_path(stack: Stack) -> None:
+    url = signed_url("/rs:fit:100:100/plain/photos/" + quote("café.jpg") + "@jpeg")
+    assert call(stack.app, environ_for(url, raw_uri=True)).status == 200
+    assert call(stack.app, environ_for(url, raw_uri=False)).status == 200
+
+
+def test_an_encoded_slash_verifies_only_where_the_raw_uri_is_known(stack: Stack) -> None:
+    """Without RAW_URI the server has decoded ``%2F``; the rebuilt path no longer
+    matches what was signed, so the answer is 403, never a second cache object."""
+    url = signed_url("/rs:fit:200:200/plain/photos%2Flandscape.jpg@jpeg")
+    assert call(stack.app, environ_for(url, raw_uri=True)).status == 200
+    assert call(stack.app, environ_for(url, raw_uri=False)).status == 403
+
+
+@pytest.mark.parametrize("raw_uri", [True, False])
+def test_script_name_is_honoured(stack: Stack, raw_uri: bool) -> None:
+    url = "/site" + signed_url(CONTROL)
+    answer = call(stack.app, environ_for(url, raw_uri=raw_uri, script_name="/site"))
+    assert answer.status == 200
+    assert stack.downstream.calls == []
+
+
+def test_the_prefix_is_matched_below_script_name(stack: Stack) -> None:
+    """Under SCRIPT_NAME "/site", "/site/other/img/..." is not ours."""
+    url = "/site/other" + signed_url(CONTROL)
+    environ = environ_for(url, script_name="/site")
+    call(stack.app, environ)
+    assert len(stack.downstream.calls) == 1
+
+
+def test_head_gets_headers_and_no_body(stack: Stack) -> None:
+    get = call(stack.app, environ_for(signed_url(CONTROL)))
+    head = call(stack.app, environ_for(signed_url(CONTROL), method="HEAD"))
+    assert head.status == 200
+    assert head.body == b""
+    assert head.headers["content-length"] == str(len(get.body))
+
+
+def test_post_gets_405(stack: Stack) -> None:
+    answer = call(stack.app, environ_for(signed_url(CONTROL), method="POST"))
+    assert answer.status == 405
+    assert answer.headers["allow"] == "GET, HEAD"
+    assert stack.downstream.calls == []
+
+
+@pytest.mark.parametrize(
+    ("url", "status"),
+    [
+        ("/img/" + "A" * 43 + CONTROL, 403),
+        ("/img" + CONTROL, 403),
+        ("/img/", 403),
+        (signed_url("/rs:fit:200:200/nope:1/plain/photos/landscape.jpg@jpeg"), 400),
+        (signed_url("/rs:fit:200:200/plain/photos/missing.jpg@jpeg"), 404),
+        (signed_url("/rs:fit:200:200/plain/../../etc/passwd@jpeg"), 404),
+        (signed_url("/rs:fit:200:200/plain/%2e%2e/%2e%2e/etc/passwd@jpeg"), 404),
+        (signed_url("/rs:fit:200:200/plain/photos/x%00.jpg@jpeg"), 400),
+    ],
+)
+def test_errors_are_short_plain_text_and_not_stored(
+    stack: Stack, tmp_path: Path, url: str, status: int
+) -> None:
+    answer = call(stack.app, environ_for(url))
+    assert answer.status == status
+    assert answer.headers["cache-control"] == "no-store"
+    assert answer.headers["content-type"] == "text/plain; charset=utf-8"
+    assert 0 < len(answer.body) < 100
+    assert not (tmp_path / "cache").exists()
+
+
+# -- OximgMiddleware over Django -------------------------------------------------------
+
+
+@pytest.fixture
+def django_app(media: Path) -> WSGIApp:
+    from django.core.wsgi import get_wsgi_application
+
+    from django_oximg.wsgi import OximgMiddleware
+
+    return OximgMiddleware(get_wsgi_application())
+
+
+def django_signed_url(path: str) -> str:
+    from django_oximg import runtime
+
+    return "/img" + runtime.get_signer().signed_path(path)
+
+
+def test_oximg_middleware_and_the_view_serve_the_same_bytes(
+    django_app: WSGIApp, media: Path, client: Any, no_fd_leak: None
+) -> None:
+    url = django_signed_url("/rs:fill:160:90/g:ce/plain/photos/landscape.jpg@webp")
+    by_middleware = call(django_app, environ_for(url))
+    assert by_middleware.status == 200
+    shutil.rmtree(media / "oximg")  # the view renders afresh
+    response = client.get(url)
+    try:
+        by_view = (
+            b"".join(response) if not response.streaming else b"".join(response.streaming_content)
+        )
+    finally:
+        response.close()
+    assert response.status_code == 200
+    assert by_view == by_middleware.body
+    for name in ("Content-Type", "ETag", "Cache-Control", "Content-Length"):
+        assert response.headers[name] == by_middleware.headers[name.lower()], name
+    image = pyvips.Image.new_from_buffer(by_view, "")
+    assert (image.width, image.height) == (160, 90)
+
+
+def test_oximg_middleware_passes_other_paths_to_django(django_app: WSGIApp) -> None:
+    answer = call(django_app, environ_for("/not-ours/"))
+    assert answer.status == 404
+    assert answer.headers["content-type"].startswith("text/html")
+
+
+def test_oximg_middleware_serves_a_hit_through_the_file_wrapper(
+    django_app: WSGIApp, media: Path, no_fd_leak: None
+) -> None:
+    url = django_signed_url(CONTROL)
+    wrapper = SentinelFileWrapper()
+    first = call(django_app, environ_for(url, file_wrapper=wrapper))
+    second = call(django_app, environ_for(url, file_wrapper=wrapper))
+    assert first.status == second.status == 200
+    assert first.body == second.body
+    assert len(wrapper.calls) == 1
+    assert len([p for p in (media / "oximg").rglob("*") if p.is_file()]) == 1
+
+
+def test_oximg_middleware_follows_the_url_prefix_setting(media: Path, settings: Any) -> None:
+    from django.core.wsgi import get_wsgi_application
+
+    from django_oximg import runtime
+    from django_oximg.wsgi import OximgMiddleware
+
+    settings.OXIMG = {**settings.OXIMG, "URL_PREFIX": "/thumbs/"}
+    app = OximgMiddleware(get_wsgi_application())
+    url = "/thumbs" + runtime.get_signer().signed_path(CONTROL)
+    assert call(app, environ_for(url)).status == 200
