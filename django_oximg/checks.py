@@ -4,6 +4,7 @@
 * ``oximg.E002`` OXIMG has unknown keys (a typo would silently do nothing).
 * ``oximg.E003`` a storage alias named in OXIMG does not exist in STORAGES.
 * ``oximg.E004`` libvips is older than the minimum we support.
+* ``oximg.E005`` ``COORDINATION_CACHE`` names an alias that is not in CACHES.
 * ``oximg.W001`` unsigned URLs are allowed (anyone can make the server render).
 * ``oximg.W002`` no KEY is set: a key derived from SECRET_KEY is used, so URLs
   change when SECRET_KEY does and cannot be shared with other imgproxy tools.
@@ -57,6 +58,16 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
                     id="oximg.E003",
                 )
             )
+    if settings.COORDINATION_CACHE and settings.COORDINATION_CACHE not in getattr(
+        django_settings, "CACHES", {}
+    ):
+        messages.append(
+            checks.Error(
+                f"OXIMG['COORDINATION_CACHE'] is {settings.COORDINATION_CACHE!r}, "
+                "which is not in CACHES.",
+                id="oximg.E005",
+            )
+        )
     if settings.ALLOW_UNSIGNED:
         messages.append(
             checks.Warning(

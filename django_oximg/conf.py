@@ -122,6 +122,11 @@ class OximgSettings:
     """libvips threads per render. 1 with ``WORKERS`` = CPUs keeps every core
     busy on separate requests without oversubscription; see docs/operations.md."""
 
+    COORDINATION_CACHE: str = ""
+    """Alias in ``CACHES`` (Redis or Memcached) through which processes that
+    share a result cache agree who renders a hot key, so it is rendered once
+    across all of them. Empty: each process coordinates only its own threads."""
+
     METADATA_CACHE_TIMEOUT: int = 60 * 60 * 24 * 30
     """Seconds the template tag keeps a source's size and version in Django's
     cache. Local files are stat'ed on every render and their modification

@@ -12,10 +12,13 @@ import os
 import threading
 
 from django.conf import settings as django_settings
+from django.core.cache import caches
 from django.core.files.storage import FileSystemStorage, Storage, storages
 
 from django_oximg import conf, storage
+from django_oximg.coordination import CacheCoordinator
 from django_oximg.core import pipeline
+from django_oximg.core.coordination import Coordinator
 from django_oximg.core.executor import Executor, default_memory_budget, usable_cpus
 from django_oximg.core.signing import URLSigner, pairs_from_hex
 from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
@@ -71,6 +74,7 @@ def thumbnailer_config(settings: conf.OximgSettings) -> ThumbnailerConfig:
         max_src_resolution=settings.MAX_SRC_RESOLUTION,
         max_src_file_size=settings.MAX_SRC_FILE_SIZE,
         render_timeout=settings.RENDER_TIMEOUT,
+        peer_wait=settings.QUEUE_TIMEOUT + settings.RENDER_TIMEOUT,
         cache_control=settings.CACHE_CONTROL,
     )
 
@@ -109,6 +113,7 @@ def build_thumbnailer() -> Thumbnailer:
         {alias: storage.source_store(s) for alias, s in source_storages(settings).items()},
         storage.cache_store(cache_storage(settings)),
         executor(settings),
+        coordinator=coordinator(settings),
     )
 
 
@@ -121,6 +126,13 @@ def reset() -> None:
         old.executor.shutdown(wait=False)
     get_signer.cache_clear()
     conf.reset()
+
+
+def coordinator(settings: conf.OximgSettings) -> Coordinator | None:
+    """Cross-process leases on the configured Django cache, if any."""
+    if not settings.COORDINATION_CACHE:
+        return None
+    return CacheCoordinator(caches[settings.COORDINATION_CACHE])
 
 
 @functools.cache

@@ -1,15 +1,19 @@
-"""Settings for the gunicorn end-to-end test: tests.settings with a media root from the env.
+"""Settings for the gunicorn end-to-end tests: tests.settings with a media root from the env.
 
 The test process writes sources under a temporary directory and passes it as
 ``OXIMG_E2E_MEDIA_ROOT``; everything the server writes (the result cache under
-``MEDIA_ROOT/oximg``) stays there.
+``MEDIA_ROOT/oximg``) stays there. ``OXIMG_E2E_OVERRIDES`` (JSON, optional)
+replaces OXIMG keys, so one test project serves tests with different limits
+(tests/servers.py sets it).
 """
 
 from __future__ import annotations
 
+import json
 import os
 
 from tests.settings import *  # noqa: F403
+from tests.settings import OXIMG as BASE_OXIMG
 
 MEDIA_ROOT = os.environ["OXIMG_E2E_MEDIA_ROOT"]
 STORAGES = {
@@ -19,3 +23,4 @@ STORAGES = {
     },
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+OXIMG = {**BASE_OXIMG, **json.loads(os.environ.get("OXIMG_E2E_OVERRIDES") or "{}")}

@@ -96,6 +96,15 @@ def test_e003_not_raised_for_configured_aliases(settings: Any) -> None:
     assert oximg_messages() == []
 
 
+def test_e005_coordination_cache_alias_missing(settings: Any) -> None:
+    settings.OXIMG = {"KEY": KEY, "SALT": SALT, "COORDINATION_CACHE": "redis"}
+    messages = oximg_messages()
+    assert ids(messages) == ["oximg.E005"]
+    assert "'redis'" in messages[0].msg
+    settings.CACHES = {**settings.CACHES, "redis": settings.CACHES["default"]}
+    assert oximg_messages() == []
+
+
 def test_e004_libvips_too_old(monkeypatch: pytest.MonkeyPatch) -> None:
     """The real comparison runs against a libvips that reports 8.17.9."""
     old_version = (8, 17, 9)

@@ -1,160 +1,42 @@
 """End to end over real HTTP: gunicorn (gthread, 2 workers) on 127.0.0.1.
 
 Serves tests/e2e_app.py (Django wrapped in ``OximgMiddleware``) from a media
-root made here, and fetches thumbnails with urllib. URLs are signed by an
-independent imgproxy-style signer written below (plain ``hmac`` + ``base64``),
-so the server is checked against the published scheme, not against itself.
+root made here, and fetches thumbnails with urllib. URLs are signed by the
+independent imgproxy-style signer in tests/servers.py, so the server is
+checked against the published scheme, not against itself.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
-import os
-import socket
-import subprocess
-import sys
 import threading
-import time
-import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from urllib.error import HTTPError, URLError
 
 import pytest
 import pyvips
 
 from tests import images
-from tests import settings as test_settings
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-
-#: Bound on waiting for gunicorn to answer at all; a cold start takes ~1-2 s.
-STARTUP_TIMEOUT = 30.0
-
-#: Per request: generous, a render of these sizes takes milliseconds.
-HTTP_TIMEOUT = 60.0
-
-KEY = bytes.fromhex(str(test_settings.OXIMG["KEY"]))
-SALT = bytes.fromhex(str(test_settings.OXIMG["SALT"]))
-
-
-def imgproxy_signature(path: str) -> str:
-    """imgproxy's scheme: base64url, unpadded, of HMAC-SHA256(key, salt + path)."""
-    digest = hmac.new(KEY, SALT + path.encode(), hashlib.sha256).digest()
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
-
-
-def imgproxy_url(base: str, path: str) -> str:
-    return f"{base}/img/{imgproxy_signature(path)}{path}"
-
-
-@dataclass
-class Fetched:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-
-def fetch(url: str, method: str = "GET", **headers: str) -> Fetched:
-    """One request with urllib; error statuses are answers too, not exceptions."""
-    request = urllib.request.Request(url, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT) as response:
-            return Fetched(response.status, lower_keys(response.headers), response.read())
-    except HTTPError as error:
-        with error:
-            return Fetched(error.code, lower_keys(error.headers), error.read())
-
-
-def lower_keys(headers: object) -> dict[str, str]:
-    return {str(k).lower(): str(v) for k, v in headers.items()}  # type: ignore[attr-defined]
-
-
-def without_control_socket() -> list[str]:
-    """Gunicorn 25+ opens a control socket at a fixed path in $HOME; not needed here."""
-    from gunicorn.config import Config
-
-    return ["--no-control-socket"] if "control_socket_disable" in Config().settings else []
-
-
-def wait_until_answering(base: str) -> None:
-    """Poll until gunicorn answers any request, for at most STARTUP_TIMEOUT seconds."""
-    deadline = time.monotonic() + STARTUP_TIMEOUT
-    while True:
-        try:
-            fetch(base + "/ready")
-            return
-        except (URLError, ConnectionError, TimeoutError):
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
-
-
-@dataclass
-class Server:
-    base: str
-    media: Path
+from tests.servers import (
+    HTTP_TIMEOUT,
+    Fetched,
+    Server,
+    fetch,
+    gunicorn,
+    imgproxy_signature,
+    imgproxy_url,
+)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """gunicorn serving tests.e2e_app on a loopback socket made here.
-
-    The socket is bound before gunicorn starts and handed over as ``fd://``, so
-    no other process can take the port in between.
-    """
+    """gunicorn (2 processes x 4 threads) serving tests.e2e_app from a media root made here."""
     media = tmp_path_factory.mktemp("e2e") / "media"
     (media / "photos").mkdir(parents=True)
     (media / "photos" / "landscape.jpg").write_bytes(images.jpeg(640, 480))
     (media / "photos" / "alpha.png").write_bytes(images.png_with_alpha())
-    env = dict(os.environ)
-    env.update(
-        DJANGO_SETTINGS_MODULE="tests.e2e_settings",
-        OXIMG_E2E_MEDIA_ROOT=str(media),
-        PYTHONPATH=str(REPO_ROOT),
-    )
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(64)
-    port = listener.getsockname()[1]
-    command = [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "--chdir",
-        str(REPO_ROOT),
-        "--bind",
-        f"fd://{listener.fileno()}",
-        "--worker-class",
-        "gthread",
-        "--threads",
-        "4",
-        "--workers",
-        "2",
-        *without_control_socket(),
-        "tests.e2e_app:application",
-    ]
-    log_path = media.parent / "gunicorn.log"
-    with log_path.open("wb") as log, listener:
-        process = subprocess.Popen(
-            command, env=env, stdout=log, stderr=subprocess.STDOUT, pass_fds=(listener.fileno(),)
-        )
-    try:
-        base = f"http://127.0.0.1:{port}"
-        wait_until_answering(base)
-        yield Server(base, media)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        if process.returncode not in (0, -15):
-            print(log_path.read_text(errors="replace"))
+    with gunicorn(media, workers=2, threads=4) as running:
+        yield running
 
 
 def decode(body: bytes) -> pyvips.Image:

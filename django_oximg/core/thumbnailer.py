@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from django_oximg.core import errors, pipeline, responders
 from django_oximg.core.budget import estimate_peak_bytes
+from django_oximg.core.coordination import Coordinator, LocalCoordinator
 from django_oximg.core.executor import Executor
 from django_oximg.core.options import Options, build_path, parse_path
 from django_oximg.core.signing import URLSigner, split_signed_path
@@ -36,6 +37,14 @@ ANIMATED_FORMATS = frozenset({"webp", "gif"})
 #: nor WebP, by the source name's extension; anything else becomes JPEG.
 FALLBACK_FORMATS = {".png": "png", ".gif": "gif", ".jpg": "jpeg", ".jpeg": "jpeg"}
 
+#: Polling a shared result cache for a peer's render: first pause and cap (s).
+PEER_POLL_FIRST = 0.02
+PEER_POLL_MAX = 0.25
+
+#: A lease outlives the longest wait by this much, so a holder that was killed
+#: blocks its peers for a bounded time only.
+LEASE_MARGIN = 5.0
+
 #: Seconds between two log lines about failing cache writes.
 CACHE_ERROR_LOG_INTERVAL = 60.0
 
@@ -51,6 +60,8 @@ class ThumbnailerConfig:
     max_src_resolution: int = 50_000_000
     max_src_file_size: int = 50 * 1024 * 1024
     render_timeout: float = 10.0
+    #: How long a request waits for a peer process's render of the same key.
+    peer_wait: float = 15.0
     cache_control: str = "public, max-age=31536000, immutable"
 
 
@@ -81,6 +92,7 @@ class Thumbnailer:
         cache: CacheStore,
         executor: Executor,
         clock: Callable[[], float] = time.time,
+        coordinator: Coordinator | None = None,
     ) -> None:
         if "" not in sources:
             raise ValueError("sources needs a default store under the alias ''")
@@ -90,8 +102,13 @@ class Thumbnailer:
         self.cache = cache
         self.executor = executor
         self.flights = SingleFlight()
+        #: Different sizes of one source in flight share one read and probe.
+        self.source_reads = SingleFlight()
+        self.coordinator: Coordinator = coordinator or LocalCoordinator()
         self.clock = clock
         self.renders = 0
+        self.source_loads = 0
+        self.peer_results = 0
         self._version = f"{PIPELINE_VERSION}:{pipeline.libvips_version()}"
         self._last_cache_error = 0.0
         self._lock = threading.Lock()
@@ -173,9 +190,36 @@ class Thumbnailer:
         not rendered twice.
         """
         content_type = pipeline.CONTENT_TYPES[job.format]
-        cached = self.cache.get(job.key)
-        if cached is not None:
-            return self._from_cache(job, cached, content_type)
+        lease_ttl = self.config.peer_wait + LEASE_MARGIN
+        give_up = time.monotonic() + self.config.peer_wait
+        pause = PEER_POLL_FIRST
+        waited = False
+        while True:
+            cached = self.cache.get(job.key)
+            if cached is not None:
+                if waited:
+                    with self._lock:
+                        self.peer_results += 1
+                return self._from_cache(job, cached, content_type)
+            if self.coordinator.acquire(job.key, lease_ttl):
+                try:
+                    return self._render_result(job, content_type, look_again=waited)
+                finally:
+                    self.coordinator.release(job.key)
+            # Another process holds the lease: its result will be in the cache.
+            if time.monotonic() >= give_up:
+                # The holder is stuck or was killed: render ourselves rather than fail.
+                logger.warning("no result from the lease holder of %s; rendering here", job.key)
+                return self._render_result(job, content_type, look_again=False)
+            time.sleep(pause)
+            pause = min(pause * 2, PEER_POLL_MAX)
+            waited = True
+
+    def _render_result(self, job: Job, content_type: str, look_again: bool) -> responders.Result:
+        if look_again:  # a peer may have finished between our last look and our lease
+            cached = self.cache.get(job.key)
+            if cached is not None:
+                return self._from_cache(job, cached, content_type)
         rendered = self.produce(job)
         return responders.Result(
             content_type, job.etag, job.negotiated, data=rendered.data, size=len(rendered.data)
@@ -193,9 +237,9 @@ class Thumbnailer:
 
     def produce(self, job: Job) -> pipeline.Rendered:
         """Read, check, render within budget and deadline, then cache the result."""
-        store = self.sources[job.source_alias]
-        data = store.read(job.source_name, self.config.max_src_file_size)
-        info = pipeline.probe(data)
+        data, info = self.source_reads.do(
+            f"{job.source_alias}:{job.source_name}", lambda: self.load_source(job)
+        )[0]
         frames = self.frames_to_render(info, job.format)
         self.check_resolution(info, frames)
         box = (job.options.width, job.options.height)
@@ -212,6 +256,15 @@ class Thumbnailer:
             self.renders += 1
         self.store_result(job.key, rendered.data)
         return rendered
+
+    def load_source(self, job: Job) -> tuple[bytes, pipeline.SourceInfo]:
+        """Read the source and its header (shared by concurrent jobs on one source)."""
+        store = self.sources[job.source_alias]
+        data = store.read(job.source_name, self.config.max_src_file_size)
+        info = pipeline.probe(data)
+        with self._lock:
+            self.source_loads += 1
+        return data, info
 
     def frames_to_render(self, info: pipeline.SourceInfo, fmt: str) -> int:
         if fmt in ANIMATED_FORMATS and 1 < info.frames <= self.config.render.max_animation_frames:
