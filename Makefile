@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=25.1"
-	$(PY) -m pip install --quiet -e ".[s3,redis]" --group test
+	$(PY) -m pip install --quiet -e ".[s3,redis,metrics]" --group test
 	touch $(STAMP)
 
 demo: $(STAMP)

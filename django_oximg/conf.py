@@ -127,6 +127,14 @@ class OximgSettings:
     share a result cache agree who renders a hot key, so it is rendered once
     across all of them. Empty: each process coordinates only its own threads."""
 
+    METRICS: bool = True
+    """Answer ``<prefix>metrics`` with Prometheus metrics (requests by status,
+    cache hits, renders and their duration, queue and memory, process RSS).
+    Needs the ``django-oximg[metrics]`` extra (prometheus-client); without
+    it, or with this off, that path is a 404. ``<prefix>health`` always
+    answers. See docs/operations.md; restrict ``/metrics`` at the proxy if it
+    must not be public."""
+
     METADATA_CACHE_TIMEOUT: int = 60 * 60 * 24 * 30
     """Seconds the template tag keeps a source's size and version in Django's
     cache. Local files are stat'ed on every render and their modification

@@ -76,6 +76,7 @@ def thumbnailer_config(settings: conf.OximgSettings) -> ThumbnailerConfig:
         render_timeout=settings.RENDER_TIMEOUT,
         peer_wait=settings.QUEUE_TIMEOUT + settings.RENDER_TIMEOUT,
         cache_control=settings.CACHE_CONTROL,
+        metrics=settings.METRICS,
     )
 
 

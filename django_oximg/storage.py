@@ -9,6 +9,9 @@ adapters here.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 from django.core.exceptions import SuspiciousFileOperation
 from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage, Storage
@@ -72,16 +75,30 @@ class StorageSourceStore:
         return f"{int(modified.timestamp() * 1e6):x}{size:x}"
 
 
+#: Seconds a failed ``put`` keeps :meth:`StorageCacheStore.writable` False,
+#: unless a later ``put`` succeeds first: long enough for a few health probes
+#: to see it, short enough that a store that recovered while every request
+#: was a hit is not reported broken for long.
+PUT_FAILURE_MEMORY = 60.0
+
+
 class StorageCacheStore:
     """Results kept in any Django storage.
 
     Remote object stores (S3) make an upload visible only once complete, so a
     plain save is atomic there. When ``save`` picked another name because the
     key already existed (another process won the race), the copy is removed.
+
+    ``writable`` is passive: it reports a recent failed ``put`` rather than
+    probing with a write, because a probe per health check (every few seconds,
+    from every process) would be a paid request to S3 and would leave objects
+    behind.
     """
 
-    def __init__(self, storage: Storage) -> None:
+    def __init__(self, storage: Storage, clock: Callable[[], float] = time.monotonic) -> None:
         self.storage = storage
+        self.clock = clock
+        self._last_put_failure: float | None = None
 
     def get(self, key: str) -> CachedResult | None:
         try:
@@ -93,6 +110,16 @@ class StorageCacheStore:
 
     def put(self, key: str, data: bytes) -> None:
         key = jail_name(key)
-        saved = self.storage.save(key, ContentFile(data))
-        if saved != key:
-            self.storage.delete(saved)
+        try:
+            saved = self.storage.save(key, ContentFile(data))
+            if saved != key:
+                self.storage.delete(saved)
+        except Exception:  # not swallowed: remembered for writable(), then re-raised
+            self._last_put_failure = self.clock()
+            raise
+        self._last_put_failure = None
+
+    def writable(self) -> bool:
+        """True unless a ``put`` failed within :data:`PUT_FAILURE_MEMORY` seconds."""
+        failed = self._last_put_failure
+        return failed is None or self.clock() - failed >= PUT_FAILURE_MEMORY

@@ -194,6 +194,11 @@ class Executor:
                 completed=self._completed,
             )
 
+    def is_alive(self) -> bool:
+        """Whether jobs are still admitted: not shut down, and no started worker has died."""
+        with self._lock:
+            return not self._shutting_down and all(t.is_alive() for t in self._threads)
+
     def shutdown(self, wait: bool = True) -> None:
         """Stop admitting jobs; with ``wait``, block until the workers have exited.
 

@@ -68,6 +68,15 @@ class CacheStore(Protocol):
         """Store ``data`` under ``key`` atomically (all or nothing)."""
         ...
 
+    def writable(self) -> bool:
+        """Whether a ``put`` can be expected to succeed now (the health check asks).
+
+        Must be cheap and free of side effects: load balancers call it every
+        few seconds. A store that cannot tell without writing should answer
+        from what it has seen (e.g. a recent failed ``put``).
+        """
+        ...
+
 
 def jail_name(name: str) -> str:
     """Return ``name`` as a safe relative storage name, or raise SourceNotFound.
@@ -156,6 +165,23 @@ class FileSystemCacheStore:
 
     def put(self, key: str, data: bytes) -> None:
         write_atomically(self._path(key), data)
+
+    def writable(self) -> bool:
+        return directory_is_writable(self.root)
+
+
+def directory_is_writable(root: Path) -> bool:
+    """Whether ``root`` is, or could be created as, a directory this process can write.
+
+    When ``root`` does not exist yet (the first write creates it), its nearest
+    existing ancestor is checked instead; nothing is created here.
+    """
+    path = root
+    while not path.exists():
+        if path.parent == path:
+            return False
+        path = path.parent
+    return path.is_dir() and os.access(path, os.W_OK | os.X_OK)
 
 
 def write_atomically(path: Path, data: bytes) -> None:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from django_oximg.core import errors, pipeline, responders
+from django_oximg.core import errors, metrics, pipeline, responders
 from django_oximg.core.budget import estimate_peak_bytes
 from django_oximg.core.coordination import Coordinator, LocalCoordinator
 from django_oximg.core.executor import Executor
@@ -63,6 +63,8 @@ class ThumbnailerConfig:
     #: How long a request waits for a peer process's render of the same key.
     peer_wait: float = 15.0
     cache_control: str = "public, max-age=31536000, immutable"
+    #: Whether ``/metrics`` answers (it also needs prometheus-client installed).
+    metrics: bool = True
 
 
 @dataclass(frozen=True)
@@ -112,11 +114,44 @@ class Thumbnailer:
         self._version = f"{PIPELINE_VERSION}:{pipeline.libvips_version()}"
         self._last_cache_error = 0.0
         self._lock = threading.Lock()
+        self.metrics = metrics.recorder_for(config.metrics, self.counts, executor)
 
     # -- the public entry point --------------------------------------------------
 
     def reply(self, path: str, method: str, request_headers: Mapping[str, str]) -> responders.Reply:
-        """Answer one request for ``path`` (raw, still percent-encoded, from the signature on)."""
+        """Answer one request for ``path`` (raw, still percent-encoded, from the signature on).
+
+        ``/health`` and ``/metrics`` exactly are the operational endpoints; a
+        thumbnail path always has more segments, so the two never clash.
+        """
+        if path in metrics.ENDPOINTS:
+            return metrics.endpoint_reply(
+                path,
+                method,
+                request_headers.get("HTTP_ACCEPT", ""),
+                self.metrics,
+                lambda: metrics.health_problems(self.executor, self.cache),
+            )
+        try:
+            answer = self.thumbnail_reply(path, method, request_headers)
+        except Exception:  # not swallowed: the server turns it into a 500, counted here
+            self.metrics.count_request(500)
+            raise
+        self.metrics.count_request(answer.status)
+        return answer
+
+    def counts(self) -> metrics.Counts:
+        """This thumbnailer's counters as one snapshot (read when metrics are scraped)."""
+        coalesced = self.flights.stats().coalesced
+        with self._lock:
+            return metrics.Counts(self.renders, self.source_loads, coalesced, self.peer_results)
+
+    # -- steps ------------------------------------------------------------------
+
+    def thumbnail_reply(
+        self, path: str, method: str, request_headers: Mapping[str, str]
+    ) -> responders.Reply:
+        """Answer a thumbnail request: the result, or the error that stopped it."""
         if method not in responders.METHODS:
             return responders.method_not_allowed()
         try:
@@ -129,8 +164,6 @@ class Thumbnailer:
             level = logging.WARNING if responders.status_for(error) >= 500 else logging.INFO
             logger.log(level, "%s %s: %s", type(error).__name__, path[:200], error.detail)
             return responders.error_reply(error, method)
-
-    # -- steps ------------------------------------------------------------------
 
     def job_for(self, path: str, accept: str) -> Job:
         """Verify and parse ``path`` into a :class:`Job`; no storage is touched."""
@@ -177,6 +210,7 @@ class Thumbnailer:
         """The cached result, or a fresh render shared by concurrent identical requests."""
         content_type = pipeline.CONTENT_TYPES[job.format]
         cached = self.cache.get(job.key)
+        self.metrics.count_cache_lookup(hit=cached is not None)
         if cached is not None:
             return self._from_cache(job, cached, content_type)
         result, _shared = self.flights.do(job.key, lambda: self._cached_or_rendered(job))
@@ -246,10 +280,14 @@ class Thumbnailer:
         cost = estimate_peak_bytes(info, frames, box)
 
         def render() -> pipeline.Rendered:
-            deadline = time.monotonic() + self.config.render_timeout
-            return pipeline.render(
-                data, job.options, job.format, self.config.render, deadline=deadline
-            )
+            started = time.monotonic()
+            deadline = started + self.config.render_timeout
+            try:
+                return pipeline.render(
+                    data, job.options, job.format, self.config.render, deadline=deadline
+                )
+            finally:  # failed and killed renders took their time too
+                self.metrics.observe_render(time.monotonic() - started)
 
         rendered = self.executor.run(render, cost=cost)
         with self._lock:

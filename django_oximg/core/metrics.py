@@ -1,0 +1,292 @@
+"""Operational endpoints: Prometheus metrics and a health check, one set per thumbnailer.
+
+``/health`` and ``/metrics`` (exactly those paths after the mount prefix) are
+answered by :meth:`Thumbnailer.reply <django_oximg.core.thumbnailer.Thumbnailer.reply>`,
+so the Django view and the WSGI middleware both serve them. Neither path can be
+a thumbnail request: those need at least a signature, options and a source.
+
+Metrics come from the optional ``prometheus-client`` library (the
+``django-oximg[metrics]`` extra), which is imported here and nowhere else. Each
+thumbnailer has its own :class:`~prometheus_client.CollectorRegistry`, never the
+global one: the runtime rebuilds the thumbnailer when settings change, and a
+rebuilt one must not collide with (or keep alive) the old one's series.
+
+Two kinds of series:
+
+* counted as requests happen: requests by status, cache hits and misses,
+  render seconds (a histogram of the time inside the executor job);
+* read when scraped, from counters the thumbnailer and executor keep anyway:
+  renders, source loads, coalesced requests, queue depth, jobs running,
+  memory reserved / peak / budget, workers, rejections; plus the process
+  collector (RSS, open fds, CPU seconds).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Protocol
+
+from django_oximg.core import pipeline
+from django_oximg.core.executor import Executor
+from django_oximg.core.responders import METHODS, NO_STORE, Reply, method_not_allowed
+from django_oximg.core.stores import CacheStore
+
+try:
+    from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector
+    from prometheus_client.exposition import choose_encoder
+    from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+except ImportError:  # the optional extra is not installed: /metrics answers 404
+    PROMETHEUS_INSTALLED = False
+else:
+    PROMETHEUS_INSTALLED = True
+
+logger = logging.getLogger("django_oximg")
+
+HEALTH_PATH = "/health"
+METRICS_PATH = "/metrics"
+
+#: Paths answered here rather than as thumbnails.
+ENDPOINTS = frozenset({HEALTH_PATH, METRICS_PATH})
+
+#: The 404 body when the library is missing, saying how to get it.
+NOT_INSTALLED = "Metrics need prometheus-client (pip install django-oximg[metrics])"
+
+#: The 404 body when ``OXIMG["METRICS"]`` is False: the same as any unknown path.
+DISABLED = "Not found"
+
+#: Render time buckets in seconds: a thumbnail takes milliseconds, a large or
+#: AVIF source up to seconds, and the render timeout defaults to 10 s.
+RENDER_SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+TEXT_PLAIN = "text/plain; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class Counts:
+    """The thumbnailer's own counters, read at scrape time."""
+
+    renders: int
+    source_loads: int
+    #: Requests that shared another thread's render in this process.
+    coalesced: int
+    #: Requests answered by another process's render (through the shared cache).
+    peer_results: int
+
+
+class Recorder(Protocol):
+    """What the thumbnailer reports to, whether or not metrics are on."""
+
+    def count_request(self, status: int) -> None:
+        """Count one answered thumbnail request with its HTTP status."""
+        ...
+
+    def count_cache_lookup(self, hit: bool) -> None:
+        """Count a request's first result-cache lookup as a hit or a miss."""
+        ...
+
+    def observe_render(self, seconds: float) -> None:
+        """Record the time one render job spent inside the executor."""
+        ...
+
+    def reply(self, method: str, accept: str) -> Reply:
+        """The answer to a GET or HEAD of ``/metrics``."""
+        ...
+
+
+class NoMetrics:
+    """Metrics switched off or not installed: counting costs nothing, ``/metrics`` is 404."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def count_request(self, status: int) -> None:
+        pass
+
+    def count_cache_lookup(self, hit: bool) -> None:
+        pass
+
+    def observe_render(self, seconds: float) -> None:
+        pass
+
+    def reply(self, method: str, accept: str) -> Reply:
+        return text_reply(404, self.reason, method)
+
+
+class PrometheusMetrics:
+    """Live instruments plus scrape-time collectors in a registry of their own."""
+
+    def __init__(self, counts: Callable[[], Counts], executor: Executor) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "oximg_requests",
+            "Thumbnail requests answered, by HTTP status (health and metrics not counted).",
+            ["status"],
+            registry=self.registry,
+        )
+        self.cache_hits = Counter(
+            "oximg_cache_hits",
+            "Requests found in the result cache at their first lookup.",
+            registry=self.registry,
+        )
+        self.cache_misses = Counter(
+            "oximg_cache_misses",
+            "Requests not in the result cache at their first lookup (rendered or shared).",
+            registry=self.registry,
+        )
+        self.render_seconds = Histogram(
+            "oximg_render_seconds",
+            "Time of each render job inside the executor (decode, resize, encode).",
+            buckets=RENDER_SECONDS_BUCKETS,
+            registry=self.registry,
+        )
+        ProcessCollector(registry=self.registry)
+        self.registry.register(ThumbnailerCollector(counts, executor))
+
+    def count_request(self, status: int) -> None:
+        self.requests.labels(status=str(status)).inc()
+
+    def count_cache_lookup(self, hit: bool) -> None:
+        (self.cache_hits if hit else self.cache_misses).inc()
+
+    def observe_render(self, seconds: float) -> None:
+        self.render_seconds.observe(seconds)
+
+    def reply(self, method: str, accept: str) -> Reply:
+        """The exposition in the format the scraper asked for (text by default)."""
+        encode, content_type = choose_encoder(accept)
+        body = encode(self.registry)
+        headers = [
+            ("Content-Type", content_type),
+            ("Content-Length", str(len(body))),
+            NO_STORE,
+        ]
+        return Reply(200, headers, body if method != "HEAD" else b"")
+
+
+class ThumbnailerCollector:
+    """Series read when scraped, so the hot path keeps only the counters it had."""
+
+    def __init__(self, counts: Callable[[], Counts], executor: Executor) -> None:
+        self.counts = counts
+        self.executor = executor
+
+    def collect(self) -> Iterator[Metric]:
+        counts = self.counts()
+        stats = self.executor.stats()
+        yield CounterMetricFamily(
+            "oximg_renders", "Renders completed and stored.", value=counts.renders
+        )
+        yield CounterMetricFamily(
+            "oximg_source_loads",
+            "Sources read and probed (concurrent sizes of one source share a load).",
+            value=counts.source_loads,
+        )
+        coalesced = CounterMetricFamily(
+            "oximg_coalesced_requests",
+            "Requests served by another request's render: in this process, or a peer's.",
+            labels=["scope"],
+        )
+        coalesced.add_metric(["process"], counts.coalesced)
+        coalesced.add_metric(["peers"], counts.peer_results)
+        yield coalesced
+        rejected = CounterMetricFamily(
+            "oximg_rejected",
+            "Render jobs refused: queue full (429) or not started by the queue timeout (503).",
+            labels=["reason"],
+        )
+        rejected.add_metric(["queue_full"], stats.rejected_full)
+        rejected.add_metric(["queue_timeout"], stats.rejected_timeout)
+        yield rejected
+        yield from (
+            GaugeMetricFamily(name, documentation, value=value)
+            for name, documentation, value in (
+                ("oximg_queue_depth", "Render jobs waiting for a worker.", stats.queued),
+                ("oximg_jobs_running", "Render jobs running now.", stats.running),
+                ("oximg_workers", "Render worker threads.", stats.workers),
+                (
+                    "oximg_memory_reserved_bytes",
+                    "Estimated peak memory reserved by running jobs.",
+                    stats.reserved_bytes,
+                ),
+                (
+                    "oximg_memory_peak_reserved_bytes",
+                    "Most memory ever reserved at once.",
+                    stats.peak_reserved_bytes,
+                ),
+                (
+                    "oximg_memory_budget_bytes",
+                    "Memory the executor may reserve.",
+                    self.executor.memory_budget,
+                ),
+            )
+        )
+
+
+def recorder_for(enabled: bool, counts: Callable[[], Counts], executor: Executor) -> Recorder:
+    """Prometheus metrics when enabled and installed; otherwise a no-op that answers 404."""
+    if not enabled:
+        return NoMetrics(DISABLED)
+    if not PROMETHEUS_INSTALLED:
+        return NoMetrics(NOT_INSTALLED)
+    return PrometheusMetrics(counts, executor)
+
+
+# -- health -------------------------------------------------------------------------
+
+
+def health_problems(executor: Executor, cache: CacheStore) -> list[str]:
+    """What keeps this process from serving thumbnails; empty when healthy."""
+    problems = []
+    if not libvips_loaded():
+        problems.append("libvips not loaded")
+    if not executor.is_alive():
+        problems.append("executor shut down")
+    if not cache_writable(cache):
+        problems.append("result cache not writable")
+    return problems
+
+
+def libvips_loaded() -> bool:
+    """Whether libvips answers a version query."""
+    try:
+        pipeline.libvips_version()
+    except Exception:  # a health check reports any failure (logged) instead of raising
+        logger.exception("libvips health check failed")
+        return False
+    return True
+
+
+def cache_writable(cache: CacheStore) -> bool:
+    """Whether the result cache says it can take writes.
+
+    A store written against the protocol before ``writable`` existed is
+    assumed writable rather than reported as broken.
+    """
+    writable: Callable[[], bool] | None = getattr(cache, "writable", None)
+    return True if writable is None else writable()
+
+
+def health_reply(problems: list[str], method: str) -> Reply:
+    """200 "ok", or 503 naming what failed; never cached."""
+    if problems:
+        return text_reply(503, "unhealthy: " + ", ".join(problems), method)
+    return text_reply(200, "ok", method)
+
+
+def endpoint_reply(
+    path: str, method: str, accept: str, recorder: Recorder, problems: Callable[[], list[str]]
+) -> Reply:
+    """Answer ``/health`` or ``/metrics`` (``path`` is one of :data:`ENDPOINTS`)."""
+    if method not in METHODS:
+        return method_not_allowed()
+    if path == HEALTH_PATH:
+        return health_reply(problems(), method)
+    return recorder.reply(method, accept)
+
+
+def text_reply(status: int, text: str, method: str) -> Reply:
+    body = text.encode() + b"\n"
+    headers = [("Content-Type", TEXT_PLAIN), ("Content-Length", str(len(body))), NO_STORE]
+    return Reply(status, headers, body if method != "HEAD" else b"")
