@@ -1,12 +1,14 @@
 """The WSGI application gunicorn serves in tests/test_e2e_gunicorn.py.
 
 Django (tests/urls.py) wrapped in ``OximgMiddleware``, as DESIGN.md's
-"fastest path" deployment does.
+"fastest path" deployment does, plus a header naming the worker process.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from django.core.wsgi import get_wsgi_application
 
@@ -14,4 +16,13 @@ from django_oximg.wsgi import OximgMiddleware
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.e2e_settings")
 
-application = OximgMiddleware(get_wsgi_application())
+thumbnails = OximgMiddleware(get_wsgi_application())
+
+
+def application(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    """Add ``X-Worker-Pid``, so tests can see which worker process answered."""
+
+    def with_pid(status: str, headers: list[tuple[str, str]], *args: Any) -> Any:
+        return start_response(status, [*headers, ("X-Worker-Pid", str(os.getpid()))], *args)
+
+    return thumbnails(environ, with_pid)

@@ -24,3 +24,23 @@ STORAGES = {
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
 OXIMG = {**BASE_OXIMG, **json.loads(os.environ.get("OXIMG_E2E_OVERRIDES") or "{}")}
+
+# Cross-process coordination tests: a Redis cache for leases, and a source
+# storage that logs every open (one line per read, from any worker process).
+if os.environ.get("OXIMG_E2E_REDIS_URL"):
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+        "coordination": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": os.environ["OXIMG_E2E_REDIS_URL"],
+        },
+    }
+if os.environ.get("OXIMG_E2E_READ_LOG"):
+    STORAGES["default"] = {
+        "BACKEND": "tests.e2e_storage.ReadLoggingStorage",
+        "OPTIONS": {  # type: ignore[dict-item]
+            "location": MEDIA_ROOT,
+            "log": os.environ["OXIMG_E2E_READ_LOG"],
+            "delay": float(os.environ.get("OXIMG_E2E_READ_DELAY", "0")),
+        },
+    }

@@ -127,7 +127,9 @@ def wait_until_answering(server: Server) -> None:
             time.sleep(0.1)
 
 
-def gunicorn_command(fd: int, workers: int, threads: int) -> list[str]:
+def gunicorn_command(
+    fd: int, workers: int, threads: int, worker_class: str = "gthread"
+) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -137,7 +139,7 @@ def gunicorn_command(fd: int, workers: int, threads: int) -> list[str]:
         "--bind",
         f"fd://{fd}",
         "--worker-class",
-        "gthread",
+        worker_class,
         "--threads",
         str(threads),
         "--workers",
@@ -155,16 +157,22 @@ def gunicorn(
     threads: int = 4,
     oximg: Mapping[str, Any] | None = None,
     backlog: int = 256,
+    env: Mapping[str, str] | None = None,
+    worker_class: str = "gthread",
+    log_name: str = "gunicorn.log",
 ) -> Iterator[Server]:
     """gunicorn (gthread) serving tests.e2e_app from ``media``, stopped on exit.
 
     ``oximg`` holds OXIMG keys that replace those of tests/settings.py (passed
     to tests/e2e_settings.py as JSON). The socket is bound here before gunicorn
     starts and handed over as ``fd://``, so no other process can take the port
-    in between. The log goes to ``gunicorn.log`` beside ``media`` and is
-    printed if the server did not stop cleanly.
+    in between. The log goes to ``log_name`` beside ``media`` and is
+    printed if the server did not stop cleanly. ``env`` adds environment
+    variables (tests/e2e_settings.py reads a few).
     """
+    extra_env = dict(env or {})
     env = dict(os.environ)
+    env.update(extra_env)
     env.update(
         DJANGO_SETTINGS_MODULE="tests.e2e_settings",
         OXIMG_E2E_MEDIA_ROOT=str(media),
@@ -175,10 +183,10 @@ def gunicorn(
     listener.bind(("127.0.0.1", 0))
     listener.listen(backlog)
     port = listener.getsockname()[1]
-    log_path = media.parent / "gunicorn.log"
+    log_path = media.parent / log_name
     with log_path.open("wb") as log, listener:
         process = subprocess.Popen(
-            gunicorn_command(listener.fileno(), workers, threads),
+            gunicorn_command(listener.fileno(), workers, threads, worker_class),
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
