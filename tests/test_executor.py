@@ -507,3 +507,24 @@ def test_no_cgroup_files_means_no_limits(tmp_path: Path) -> None:
     root, proc = tmp_path / "none", tmp_path / "none-either"
     assert cgroup_memory_limit(root, proc) is None
     assert default_memory_budget(root, proc) == DEFAULT_MEMORY_BUDGET_CAP
+
+
+def test_check_capacity_refuses_when_full_without_queueing() -> None:
+    gate = threading.Event()
+    executor = Executor(workers=1, queue_size=0, queue_timeout=30.0, memory_budget=1 << 20)
+    try:
+        executor.check_capacity()  # empty: fine
+        worker = threading.Thread(target=executor.run, args=(lambda: gate.wait(30),))
+        worker.start()
+        deadline = time.monotonic() + 30
+        while executor.stats().running == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with pytest.raises(Overloaded):
+            executor.check_capacity()
+        assert executor.stats().rejected_full == 1
+        gate.set()
+        worker.join(30)
+        executor.check_capacity()
+    finally:
+        gate.set()
+        executor.shutdown()

@@ -180,6 +180,22 @@ class Executor:
             raise error
         return cast(T, job.result)
 
+    def check_capacity(self) -> None:
+        """Raise :class:`Overloaded` now if a job arriving now would be refused.
+
+        Lets a caller shed load before it spends time reading a source; the
+        authoritative check is still made in :meth:`run`.
+        """
+        with self._lock:
+            if self._shutting_down:
+                raise Overloaded("the executor is shut down")
+            if self._running + len(self._waiting) >= self.workers + self.queue_size:
+                self._rejected_full += 1
+                raise Overloaded(
+                    f"{self._running} jobs running and {len(self._waiting)} waiting "
+                    f"(limit {self.workers} + {self.queue_size})"
+                )
+
     def stats(self) -> ExecutorStats:
         """Return the current counters as one consistent snapshot."""
         with self._lock:

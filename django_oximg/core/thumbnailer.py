@@ -271,6 +271,7 @@ class Thumbnailer:
 
     def produce(self, job: Job) -> pipeline.Rendered:
         """Read, check, render within budget and deadline, then cache the result."""
+        self.executor.check_capacity()  # shed load before reading the source
         data, info = self.source_reads.do(
             f"{job.source_alias}:{job.source_name}", lambda: self.load_source(job)
         )[0]
