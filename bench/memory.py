@@ -106,8 +106,7 @@ def drawers() -> dict[str, Callable[..., bytes]]:
     """Encoders for every source class; pyvips is imported only when drawing."""
     import pyvips
 
-    sys.path.insert(0, str(ROOT / "bench"))
-    import images
+    from bench import images
 
     def jpeg(w: int, h: int, progressive: bool, subsample: bool) -> bytes:
         mode = "on" if subsample else "off"
@@ -200,7 +199,9 @@ def weight_cases(paths: dict[str, Path]) -> list[Case]:
     # A large box: baseline JPEG with little or no shrink-on-load.
     for mp, box in ((36, 2000), (36, 3000)):
         path = paths[f"jpeg-baseline-420-{mp}mp"]
-        cases.append(Case(f"jpeg-baseline-420-{mp}mp@{box}", str(path), f"rs:fit:{box}:{box}", "jpeg"))
+        cases.append(
+            Case(f"jpeg-baseline-420-{mp}mp@{box}", str(path), f"rs:fit:{box}:{box}", "jpeg")
+        )
     return cases
 
 
@@ -280,7 +281,7 @@ def estimate_for(measured: Measured) -> int:
     )
     frames = measured.frames if measured.case.fmt in ANIMATED_FORMATS else 1
     options = parse_path(f"/{measured.case.request}/plain/x").options
-    return estimate_peak_bytes(info, frames, options)
+    return estimate_peak_bytes(info, frames, options, Path(measured.case.file).read_bytes())
 
 
 def print_weights(rows: list[Measured]) -> None:
@@ -411,11 +412,9 @@ def sample_rss(stop: threading.Event, interval: float) -> Iterator[int]:
 
 def run_served(args: argparse.Namespace) -> None:
     """Concurrent misses of one 30 MP progressive JPEG through the core thumbnailer."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    import images
-
     from django_oximg.core import pipeline
     from django_oximg.core.executor import Executor
+    from django_oximg.core.options import parse_path
     from django_oximg.core.signing import URLSigner, pairs_from_hex
     from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
     from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
@@ -423,10 +422,10 @@ def run_served(args: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix="oximg-served-"))
     source = args.images / f"served-30mp-{args.subsample}.jpg"
     if not source.exists():
+        # Drawn in a child so this process's base RSS is a server's, not a drawer's.
         args.images.mkdir(parents=True, exist_ok=True)
-        mode = "on" if args.subsample == "420" else "off"
-        photo = images.photo(6708, 4472)
-        source.write_bytes(bytes(photo.jpegsave_buffer(Q=85, interlace=True, subsample_mode=mode)))
+        command = [sys.executable, __file__, "draw-served", str(source), args.subsample]
+        subprocess.run(command, check=True)
     (work / "src").mkdir()
     (work / "src" / "big.jpg").write_bytes(source.read_bytes())
 
@@ -440,7 +439,8 @@ def run_served(args: argparse.Namespace) -> None:
         FileSystemCacheStore(work / "cache"),
         executor,
     )
-    pipeline.render(images_tiny_jpeg(), parse_path_options(FIT), "jpeg", pipeline.RenderSettings())
+    warm_up = parse_path(f"/{FIT}/plain/x").options
+    pipeline.render(tiny_source("jpeg"), warm_up, "jpeg", pipeline.RenderSettings())
     base = status_bytes("VmRSS")
     reset_peak()
     stop = threading.Event()
@@ -456,9 +456,7 @@ def run_served(args: argparse.Namespace) -> None:
 
     sampler.start()
     started = time.monotonic()
-    clients = [
-        threading.Thread(target=request, args=(500 - i,)) for i in range(args.requests)
-    ]
+    clients = [threading.Thread(target=request, args=(500 - i,)) for i in range(args.requests)]
     for client in clients:
         client.start()
     for client in clients:
@@ -472,22 +470,27 @@ def run_served(args: argparse.Namespace) -> None:
     print(f"source: 6708x4472 progressive JPEG {args.subsample}, {source.stat().st_size} bytes")
     print(f"requests: {args.requests} concurrent, distinct widths; statuses {sorted(statuses)}")
     print(f"executor: workers=2 queue=32 budget={args.budget_mib} MiB")
-    print(f"base RSS {base / MIB:.0f} MiB; peak RSS {peak / MIB:.0f} MiB (sampled max "
-          f"{max(samples) / MIB:.0f}, VmHWM {status_bytes('VmHWM') / MIB:.0f})")
-    print(f"peak - base {(peak - base) / MIB:.0f} MiB; target <= budget + 100 = "
-          f"{args.budget_mib + 100} MiB")
-    print(f"peak reserved {stats.peak_reserved_bytes / MIB:.0f} MiB; "
-          f"completed {stats.completed}; {elapsed:.1f} s; {len(samples)} samples")
+    print(
+        f"base RSS {base / MIB:.0f} MiB; peak RSS {peak / MIB:.0f} MiB (sampled max "
+        f"{max(samples) / MIB:.0f}, VmHWM {status_bytes('VmHWM') / MIB:.0f})"
+    )
+    print(
+        f"peak - base {(peak - base) / MIB:.0f} MiB; target <= budget + 100 = "
+        f"{args.budget_mib + 100} MiB"
+    )
+    print(
+        f"peak reserved {stats.peak_reserved_bytes / MIB:.0f} MiB; "
+        f"completed {stats.completed}; {elapsed:.1f} s; {len(samples)} samples"
+    )
 
 
-def images_tiny_jpeg() -> bytes:
-    return tiny_source("jpeg")
+def draw_served(path: Path, subsample: str) -> None:
+    """The served run's source: a 6708x4472 (30 MP) progressive JPEG."""
+    from bench import images
 
-
-def parse_path_options(request: str) -> Any:
-    from django_oximg.core.options import parse_path
-
-    return parse_path(f"/{request}/plain/x").options
+    mode = "on" if subsample == "420" else "off"
+    photo = images.photo(6708, 4472)
+    path.write_bytes(bytes(photo.jpegsave_buffer(Q=85, interlace=True, subsample_mode=mode)))
 
 
 # --- command line ------------------------------------------------------------------
@@ -520,6 +523,10 @@ def main() -> None:
     one.add_argument("--concurrency", type=int, default=1)
     one.add_argument("--no-warm-up", action="store_true")
 
+    draw = commands.add_parser("draw-served", help=argparse.SUPPRESS)
+    draw.add_argument("path", type=Path)
+    draw.add_argument("subsample")
+
     churn_parser = commands.add_parser("churn", help=argparse.SUPPRESS)
     churn_parser.add_argument("files")
     churn_parser.add_argument("--renders", type=int, default=200)
@@ -531,6 +538,8 @@ def main() -> None:
         print(json.dumps(asdict(measured)))
     elif args.command == "churn":
         print(json.dumps(churn(json.loads(args.files), args.renders, args.threads)))
+    elif args.command == "draw-served":
+        draw_served(args.path, args.subsample)
     elif args.command == "weights":
         run_weights(args)
     elif args.command == "malloc":

@@ -20,7 +20,9 @@ from django_oximg.coordination import CacheCoordinator
 from django_oximg.core import pipeline
 from django_oximg.core.coordination import Coordinator
 from django_oximg.core.executor import Executor, default_memory_budget, usable_cpus
+from django_oximg.core.http_source import URL_ALIAS, HttpSourceConfig, HttpSourceStore
 from django_oximg.core.signing import URLSigner, pairs_from_hex
+from django_oximg.core.stores import SourceStore
 from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 
 _lock = threading.Lock()
@@ -61,12 +63,28 @@ def source_storages(settings: conf.OximgSettings) -> dict[str, Storage]:
     return found
 
 
+def source_stores(settings: conf.OximgSettings) -> dict[str, SourceStore]:
+    """Source stores by alias, plus the HTTP store when ``HTTP_SOURCES`` lists prefixes."""
+    stores = {alias: storage.source_store(s) for alias, s in source_storages(settings).items()}
+    if settings.HTTP_SOURCES:
+        stores[URL_ALIAS] = HttpSourceStore(
+            HttpSourceConfig(
+                prefixes=settings.HTTP_SOURCES,
+                timeout=settings.HTTP_TIMEOUT,
+                max_redirects=settings.HTTP_MAX_REDIRECTS,
+                allow_private_networks=settings.HTTP_ALLOW_PRIVATE_NETWORKS,
+            )
+        )
+    return stores
+
+
 def thumbnailer_config(settings: conf.OximgSettings) -> ThumbnailerConfig:
     return ThumbnailerConfig(
         render=pipeline.RenderSettings(
             quality={**pipeline.RenderSettings().quality, **settings.QUALITY},
             max_result_dimension=settings.MAX_RESULT_DIMENSION,
             max_animation_frames=settings.MAX_ANIMATION_FRAMES,
+            jpeg_shrink_margin=settings.JPEG_SHRINK_MARGIN,
         ),
         presets=dict(settings.PRESETS),
         allow_unsigned=settings.ALLOW_UNSIGNED,
@@ -111,7 +129,7 @@ def build_thumbnailer() -> Thumbnailer:
     return Thumbnailer(
         thumbnailer_config(settings),
         signer(settings),
-        {alias: storage.source_store(s) for alias, s in source_storages(settings).items()},
+        source_stores(settings),
         storage.cache_store(cache_storage(settings)),
         executor(settings),
         coordinator=coordinator(settings),
@@ -144,4 +162,6 @@ def get_signer() -> URLSigner:
 
 def source_is_local(alias: str) -> bool:
     """Whether the source storage ``alias`` is on local disk (cheap to stat)."""
+    if alias == URL_ALIAS:
+        return False
     return isinstance(source_storages(conf.get_settings())[alias], FileSystemStorage)

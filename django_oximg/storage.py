@@ -3,22 +3,43 @@
 A ``FileSystemStorage`` is handed to the core's plain-disk stores, which add
 ``realpath`` containment and atomic writes (``Storage.save()`` writes in place
 and renames on collision, so it is never used for a final cache name on disk).
-Any other storage (S3 through django-storages, ...) goes through the generic
-adapters here.
+django-storages' ``S3Storage`` gets its own adapters (:class:`S3SourceStore`,
+:class:`S3CacheStore`), which speak to the bucket through boto3 directly: one
+GET per source read or cache hit, one PutObject per result, botocore errors
+mapped to the core's errors here and nowhere else. Any other storage goes
+through the generic adapters. botocore is imported only when an S3 storage is
+in use, so the package works without it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import logging
+import posixpath
+import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from django.core.exceptions import SuspiciousFileOperation
 from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage, Storage
 
-from django_oximg.core.errors import SourceNotFound, SourceTooLarge, SourceUnavailable
+from django_oximg import conf
+from django_oximg.core.errors import (
+    OximgError,
+    SourceNotFound,
+    SourceTimeout,
+    SourceTooLarge,
+    SourceUnavailable,
+)
+from django_oximg.core.pipeline import CONTENT_TYPES
 from django_oximg.core.stores import (
+    TEMP_PREFIX,
     CachedResult,
+    CacheEntry,
     CacheStore,
     FileSystemCacheStore,
     FileSystemSourceStore,
@@ -31,6 +52,8 @@ def source_store(storage: Storage) -> SourceStore:
     """The source store for ``storage``."""
     if isinstance(storage, FileSystemStorage):
         return FileSystemSourceStore(storage.location)
+    if is_s3(storage):
+        return S3SourceStore(storage)
     return StorageSourceStore(storage)
 
 
@@ -38,6 +61,11 @@ def cache_store(storage: Storage) -> CacheStore:
     """The result cache store for ``storage``."""
     if isinstance(storage, FileSystemStorage):
         return FileSystemCacheStore(storage.location)
+    if is_s3(storage):
+        settings = conf.get_settings()
+        return S3CacheStore(
+            storage, cache_control=settings.CACHE_CONTROL, redirect=settings.CACHE_REDIRECT
+        )
     return StorageCacheStore(storage)
 
 
@@ -123,3 +151,298 @@ class StorageCacheStore:
         """True unless a ``put`` failed within :data:`PUT_FAILURE_MEMORY` seconds."""
         failed = self._last_put_failure
         return failed is None or self.clock() - failed >= PUT_FAILURE_MEMORY
+
+    def delete(self, key: str) -> None:
+        self.storage.delete(jail_name(key))
+
+    def delete_prefix(self, prefix: str) -> int:
+        """Remove every result under the directory ``prefix`` (listed first, then deleted)."""
+        keys = list(self._keys_under(jail_name(prefix.rstrip("/"))))
+        for key in keys:
+            self.storage.delete(key)
+        return len(keys)
+
+    def iter_entries(self) -> Iterator[CacheEntry]:
+        """Every result, by ``listdir`` recursion, then ``size`` and ``get_modified_time``.
+
+        Generic, so it works on any storage that can list (S3 through
+        django-storages can), at the price of two metadata requests per
+        object on remote stores.
+        """
+        for key in self._keys_under(""):
+            try:
+                size = self.storage.size(key)
+                modified = self.storage.get_modified_time(key).timestamp()
+            except FileNotFoundError:  # removed since it was listed
+                continue
+            yield CacheEntry(key, size, modified)
+
+    def _keys_under(self, directory: str) -> Iterator[str]:
+        """Keys of the files under ``directory`` ("" for all), depth first."""
+        try:
+            dirnames, filenames = self.storage.listdir(directory)
+        except FileNotFoundError:
+            return
+        for filename in filenames:
+            if not filename.startswith(TEMP_PREFIX):
+                yield posixpath.join(directory, filename)
+        for dirname in dirnames:
+            yield from self._keys_under(posixpath.join(directory, dirname))
+
+
+# -- S3 through django-storages ----------------------------------------------------------
+#
+# django-storages' S3Storage keeps one boto3 resource per thread
+# (``S3Storage.connection`` is stored in a ``threading.local``), so
+# ``storage.connection.meta.client`` is this thread's own client: pool threads
+# never share one. ``storage.bucket`` is cached once for all threads and is a
+# boto3 *resource*, which boto3 does not promise to be thread-safe, so it is
+# not used here.
+
+logger = logging.getLogger("django_oximg")
+
+#: S3 error codes meaning "no such object": GET answers NoSuchKey; HEAD has no
+#: body, so its code is the bare status. NoSuchBucket is a configuration
+#: error, not a missing source: it stays a 502 and is logged.
+NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
+
+#: Seconds for which a thread's cache miss answers that thread's next lookup
+#: of the same key without a request (the thumbnailer looks twice in a row on
+#: a miss; see :meth:`S3CacheStore.get`).
+MISS_MEMORY = 1.0
+
+#: Seconds between two log lines about failing cache lookups.
+LOOKUP_ERROR_LOG_INTERVAL = 60.0
+
+
+def is_s3(storage: Storage) -> bool:
+    """Whether ``storage`` is django-storages' S3Storage (or a subclass).
+
+    Looked up in ``sys.modules``: an S3Storage instance exists only if its
+    module was imported, so nothing is imported here and the check is free
+    for everyone else.
+    """
+    module = sys.modules.get("storages.backends.s3")
+    return module is not None and isinstance(storage, module.S3Storage)
+
+
+def botocore_errors() -> Any:
+    """``botocore.exceptions``, imported on first use by an S3 store."""
+    import botocore.exceptions
+
+    return botocore.exceptions
+
+
+def s3_client(storage: Any) -> Any:
+    """This thread's boto3 S3 client (django-storages keeps one per thread)."""
+    return storage.connection.meta.client
+
+
+def s3_key(storage: Any, name: str) -> str:
+    """The object key of a jailed ``name``, under the storage's ``location``.
+
+    The storage's own normalisation, so keys match what ``storage.url()``
+    and ``storage.open()`` use.
+    """
+    return str(storage._normalize_name(jail_name(name)))
+
+
+def download_params(storage: Any, key: str) -> dict[str, Any]:
+    """The storage's object parameters that apply to reads (SSE-C keys, RequestPayer)."""
+    from s3transfer.constants import ALLOWED_DOWNLOAD_ARGS
+
+    params = storage.get_object_parameters(key)
+    return {name: value for name, value in params.items() if name in ALLOWED_DOWNLOAD_ARGS}
+
+
+def error_code(error: Any) -> str:
+    """The S3 error code of a botocore ClientError ("NoSuchKey", "404", ...)."""
+    return str(error.response.get("Error", {}).get("Code", ""))
+
+
+def source_error(error: Exception, name: str) -> OximgError:
+    """The core error for a botocore exception raised while reading ``name``."""
+    exceptions = botocore_errors()
+    if isinstance(error, exceptions.ClientError):
+        code = error_code(error)
+        if code in NOT_FOUND_CODES:
+            return SourceNotFound(f"{name!r}: S3 {code}")
+        return SourceUnavailable(f"{name!r}: S3 {code}: {error}")
+    if isinstance(error, exceptions.ConnectTimeoutError | exceptions.ReadTimeoutError):
+        return SourceTimeout(f"{name!r}: {error}")
+    return SourceUnavailable(f"{name!r}: {error}")
+
+
+class S3SourceStore:
+    """Sources in an S3 bucket, read with one GetObject each.
+
+    The size limit is checked on the response's Content-Length before any of
+    the body is read (the body is then dropped unread), so an oversized
+    source costs one request and no transfer, and the read itself is bounded.
+    """
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage: Any = storage
+
+    def read(self, name: str, max_bytes: int) -> bytes:
+        key = s3_key(self.storage, name)
+        exceptions = botocore_errors()
+        try:
+            response = s3_client(self.storage).get_object(
+                Bucket=self.storage.bucket_name, Key=key, **download_params(self.storage, key)
+            )
+            with contextlib.closing(response["Body"]) as body:
+                size = int(response.get("ContentLength", -1))
+                if size > max_bytes:
+                    raise SourceTooLarge(f"{name!r} has {size} bytes, limit {max_bytes}")
+                data: bytes = body.read(max_bytes + 1)
+        except (exceptions.ClientError, exceptions.BotoCoreError) as error:
+            raise source_error(error, name) from error
+        if len(data) > max_bytes:
+            raise SourceTooLarge(f"{name!r} grew past the limit of {max_bytes} bytes")
+        if 0 <= size != len(data):
+            raise SourceUnavailable(f"{name!r}: read {len(data)} of {size} bytes")
+        return data
+
+    def version(self, name: str) -> str:
+        """A hash of the object's ETag (one HEAD request).
+
+        The ETag changes with the content, even when a replacement has the
+        same size and lands within the same second (S3's LastModified has
+        one-second resolution, so modification time and size could repeat).
+        """
+        key = s3_key(self.storage, name)
+        exceptions = botocore_errors()
+        try:
+            head = s3_client(self.storage).head_object(
+                Bucket=self.storage.bucket_name, Key=key, **download_params(self.storage, key)
+            )
+        except (exceptions.ClientError, exceptions.BotoCoreError) as error:
+            raise source_error(error, name) from error
+        etag = str(head.get("ETag", "")).strip('"')
+        if not etag:  # S3-compatible servers without ETags
+            etag = f"{head.get('LastModified')}:{head.get('ContentLength')}"
+        return hashlib.sha256(etag.encode()).hexdigest()[:16]
+
+
+class S3CacheStore(StorageCacheStore):
+    """Results in an S3 bucket: one PutObject per result, one GET or HEAD per lookup.
+
+    * ``put`` is a single PutObject with the result's Content-Type and
+      ``cache_control``: S3 makes an object visible whole or not at all, so
+      it is atomic, and an existing key is overwritten in place (never
+      ``Storage.save``'s renaming). Failures become ``OSError``, which the
+      thumbnailer logs and survives (served from memory, nothing cached).
+    * ``get`` is one GetObject whose body is handed over unread as
+      ``CachedResult.stream`` (the reply streams it to the client), or with
+      ``redirect``, one HeadObject and the object's ``storage.url()``.
+    * Listing and purging come from :class:`StorageCacheStore`.
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        *,
+        cache_control: str = "",
+        redirect: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__(storage, clock)
+        self.s3: Any = storage
+        self.cache_control = cache_control
+        self.redirect = redirect
+        #: Successful puts by this process; a remembered miss is void once it moves.
+        self._puts = 0
+        self._puts_lock = threading.Lock()
+        self._misses = threading.local()
+        self._last_lookup_error = float("-inf")
+
+    def get(self, key: str) -> CachedResult | None:
+        """One request per lookup, except a repeat of this thread's fresh miss.
+
+        On a miss the thumbnailer looks again inside single-flight, to catch
+        a result stored by a flight of this process that ended in between.
+        That second look costs nothing here: if this process stored nothing
+        since this thread's miss (within :data:`MISS_MEMORY`), it is still a
+        miss. Later looks (polling for another process's render) always ask.
+        """
+        key = jail_name(key)
+        if self._repeats_fresh_miss(key):
+            return None
+        exceptions = botocore_errors()
+        try:
+            return self._head(key) if self.redirect else self._get(key)
+        except exceptions.ClientError as error:
+            if error_code(error) in NOT_FOUND_CODES:
+                self._remember_miss(key)
+            else:
+                self._log_lookup_error(key, error)
+        except exceptions.BotoCoreError as error:
+            self._log_lookup_error(key, error)
+        return None
+
+    def put(self, key: str, data: bytes) -> None:
+        key = jail_name(key)
+        object_key = s3_key(self.s3, key)
+        exceptions = botocore_errors()
+        try:
+            s3_client(self.s3).put_object(
+                Bucket=self.s3.bucket_name,
+                Key=object_key,
+                Body=data,
+                **self._write_params(object_key),
+            )
+        except (exceptions.ClientError, exceptions.BotoCoreError) as error:
+            self._last_put_failure = self.clock()
+            raise OSError(f"S3 PutObject {object_key}: {error}") from error
+        self._last_put_failure = None
+        with self._puts_lock:
+            self._puts += 1
+
+    def _get(self, key: str) -> CachedResult:
+        object_key = s3_key(self.s3, key)
+        response = s3_client(self.s3).get_object(
+            Bucket=self.s3.bucket_name, Key=object_key, **download_params(self.s3, object_key)
+        )
+        return CachedResult(size=int(response["ContentLength"]), stream=response["Body"])
+
+    def _head(self, key: str) -> CachedResult:
+        object_key = s3_key(self.s3, key)
+        head = s3_client(self.s3).head_object(
+            Bucket=self.s3.bucket_name, Key=object_key, **download_params(self.s3, object_key)
+        )
+        return CachedResult(size=int(head["ContentLength"]), url=str(self.s3.url(key)))
+
+    def _write_params(self, object_key: str) -> dict[str, Any]:
+        """The storage's object parameters (ACL, encryption, ...) with our type and caching."""
+        params: dict[str, Any] = self.s3.get_object_parameters(object_key)
+        extension = posixpath.splitext(object_key)[1][1:]
+        params["ContentType"] = CONTENT_TYPES.get(extension, "application/octet-stream")
+        if self.cache_control:
+            params.setdefault("CacheControl", self.cache_control)
+        if "ACL" not in params and getattr(self.s3, "default_acl", None):
+            params["ACL"] = self.s3.default_acl
+        return params
+
+    def _remember_miss(self, key: str) -> None:
+        self._misses.last = (key, self._puts, self.clock())
+
+    def _repeats_fresh_miss(self, key: str) -> bool:
+        """Whether this lookup repeats this thread's last miss, with nothing stored since.
+
+        The memory is used once: the lookup after it asks S3 again.
+        """
+        last = getattr(self._misses, "last", None)
+        self._misses.last = None
+        if last is None:
+            return False
+        seen_key, puts, seen_at = last
+        fresh: bool = self.clock() - seen_at < MISS_MEMORY
+        return seen_key == key and puts == self._puts and fresh
+
+    def _log_lookup_error(self, key: str, error: Exception) -> None:
+        """A failing lookup is a miss (the result is rendered); logged once a minute."""
+        now = time.monotonic()
+        if now - self._last_lookup_error >= LOOKUP_ERROR_LOG_INTERVAL:
+            self._last_lookup_error = now
+            logger.error("result cache lookup failed for %s: %s", key, error)

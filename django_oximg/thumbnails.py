@@ -100,21 +100,35 @@ class Thumbnail:
 def get_thumbnail(source: Any, geometry: str, **kwargs: Any) -> Thumbnail:
     """A :class:`Thumbnail` for ``source`` (a FieldFile or a storage name).
 
-    ``geometry`` is "WxH", "W" or "xH". Keywords: ``crop`` (center, top,
-    bottom, left, right, "top left", ..., smart, "x% y%"), ``format`` (jpeg,
-    png, webp, avif, gif, auto; default: the preset's format, else the
-    source's), ``quality``, ``upscale``, ``preset``, ``blur``, ``sharpen``,
-    ``dpr``, ``background`` ("RRGGBB"), ``options`` (raw imgproxy options,
-    e.g. "rot:90/fl:1:0"). The preset and ``options`` apply first, so the
-    tag's own keywords win over them, as later options do in a URL.
+    ``geometry`` is "WxH", "W" or "xH" ("" with a ``preset`` that gives the
+    size). Keywords: ``crop`` (center, top, bottom, left, right, "top left",
+    ..., smart, "x% y%"), ``format`` (jpeg, png, webp, avif, gif, auto;
+    default: the preset's format, else the source's), ``quality``,
+    ``upscale``, ``preset``, ``blur``, ``sharpen``, ``dpr``, ``background``
+    ("RRGGBB"), ``options`` (raw imgproxy options, e.g. "rot:90/fl:1:0"). The
+    preset and ``options`` apply first, so the tag's own keywords win over
+    them, as later options do in a URL.
 
     Raises :class:`ThumbnailError` for bad arguments and the core's
     ``OximgError`` subclasses for a source that is missing or not an image.
     """
+    return thumbnail_for(source_name(source), geometry, kwargs)
+
+
+def thumbnail_for(
+    source_string: str,
+    geometry: str,
+    kwargs: dict[str, Any],
+    metadata: SourceMetadata | None = None,
+) -> Thumbnail:
+    """:func:`get_thumbnail` for a source string, with its metadata if already read.
+
+    Responsive images make a dozen sizes of one source; passing the
+    metadata read once spares a cache read (and a stat) per size.
+    """
     settings = conf.get_settings()
-    source_string = source_name(source)
     options = tag_options(geometry, kwargs)
-    meta = source_metadata(source_string)
+    meta = metadata or source_metadata(source_string)
     options = replace(options, cachebuster=meta.version)
     prefix = option_prefix(kwargs)
     path, effective = signed_parts(prefix, options, source_string, settings.PRESETS)
@@ -207,7 +221,10 @@ def tag_options(geometry: str, kwargs: dict[str, Any]) -> Options:
     unknown -= TAG_ONLY
     if unknown:
         raise ThumbnailError(f"unknown thumbnail keyword(s): {', '.join(sorted(unknown))}")
-    width, height = parse_geometry(geometry)
+    if not str(geometry).strip() and kwargs.get("preset"):
+        width, height = 0, 0  # the preset gives the size
+    else:
+        width, height = parse_geometry(geometry)
     options = Options(width=width, height=height, enlarge=upscale(kwargs.get("upscale", False)))
     crop = kwargs.get("crop")
     if crop:
@@ -308,12 +325,11 @@ def source_metadata(source: str) -> SourceMetadata:
     alias, name = thumbnailer.split_source(source)
     store = thumbnailer.sources[alias]
     settings = conf.get_settings()
-    digest = hashlib.sha256(source.encode()).hexdigest()[:32]
     local = runtime.source_is_local(alias)
     version = store.version(name) if local else ""
-    key = f"oximg:meta:{digest}:{version}"
+    key = metadata_key(source)
     cached = cache.get(key)
-    if isinstance(cached, SourceMetadata):
+    if isinstance(cached, SourceMetadata) and (not local or cached.version == version):
         return cached
     if not local:
         version = store.version(name)
@@ -321,3 +337,18 @@ def source_metadata(source: str) -> SourceMetadata:
     meta = SourceMetadata(info.width, info.height, info.orientation, version)
     cache.set(key, meta, settings.METADATA_CACHE_TIMEOUT)
     return meta
+
+
+def metadata_key(source: str) -> str:
+    """Django cache key of ``source``'s metadata: one entry per source, from its name alone.
+
+    One entry (rather than one per version) so that a purge can find and
+    delete it without knowing the version; a local file's entry is replaced
+    when its version no longer matches.
+    """
+    return "oximg:meta:" + hashlib.sha256(source.encode()).hexdigest()[:32]
+
+
+def forget_source_metadata(source: str) -> bool:
+    """Drop ``source``'s cached metadata (a purge); whether there was an entry."""
+    return bool(cache.delete(metadata_key(source)))

@@ -44,3 +44,25 @@ if os.environ.get("OXIMG_E2E_READ_LOG"):
             "delay": float(os.environ.get("OXIMG_E2E_READ_DELAY", "0")),
         },
     }
+
+# Shared S3 result cache (tests/test_s3.py): django-storages' S3Storage on the
+# test's moto server, offered as the STORAGES alias "s3cache" (the test sets
+# OXIMG["CACHE_STORAGE"] through OXIMG_E2E_OVERRIDES). One attempt per request,
+# so a fault the test injects is not hidden by retries.
+if os.environ.get("OXIMG_E2E_S3_ENDPOINT"):
+    from botocore.config import Config
+
+    STORAGES["s3cache"] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {  # type: ignore[dict-item]
+            "bucket_name": os.environ["OXIMG_E2E_S3_BUCKET"],
+            "endpoint_url": os.environ["OXIMG_E2E_S3_ENDPOINT"],
+            "access_key": "testing",
+            "secret_key": "testing",
+            "region_name": "us-east-1",
+            "client_config": Config(
+                s3={"addressing_style": "path"},
+                retries={"total_max_attempts": 1, "mode": "standard"},
+            ),
+        },
+    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 
 SECRET_KEY = "tests-only-not-secret"
@@ -12,10 +13,26 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.auth",
     "django_oximg",
+    "tests.testapp",
+    "django.contrib.admin.apps.SimpleAdminConfig",  # no autodiscovery: tests/adminapp's own site
+    "tests.adminapp",
 ]
-DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": ":memory:"}}
+# The test database is a file (one per process), not ":memory:", so that a test
+# module can really close its connection when done (tests/test_signals.py):
+# an open connection would make pytest-django refuse the next non-db test's
+# request_finished -> close_old_connections.
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": ":memory:",
+        "TEST": {"NAME": f"{tempfile.gettempdir()}/oximg-tests-{os.getpid()}.sqlite3"},
+    }
+}
 ROOT_URLCONF = "tests.urls"
 MIDDLEWARE: list[str] = []
+# The admin of tests/adminapp gets its middleware and context processors from
+# tests/test_admin.py's own settings; nothing else here needs them.
+SILENCED_SYSTEM_CHECKS = [f"admin.E{n}" for n in (402, 404, 406, 408, 409, 410)]
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",

@@ -49,6 +49,7 @@ DEMO_IDS = {
     "alpha",
     "animated",
     "portrait",
+    "responsive",
 }
 
 #: What a current browser sends for <img> requests.
@@ -198,11 +199,13 @@ def test_manage_check_passes(tmp_path: Path) -> None:
 
 
 class GalleryPage(HTMLParser):
-    """The parts of the gallery page the test checks: images by figure, stylesheets."""
+    """The parts of the gallery page the test checks: images and <source>s by figure,
+    stylesheets."""
 
     def __init__(self) -> None:
         super().__init__()
         self.images: dict[str, dict[str, str]] = {}
+        self.sources: dict[str, list[dict[str, str]]] = {}
         self.stylesheets: list[str] = []
         self._figure = ""
 
@@ -213,6 +216,8 @@ class GalleryPage(HTMLParser):
         elif tag == "img":
             assert self._figure not in self.images, f"two images in figure {self._figure!r}"
             self.images[self._figure] = values
+        elif tag == "source":
+            self.sources.setdefault(self._figure, []).append(values)
         elif tag == "link" and values.get("rel") == "stylesheet":
             self.stylesheets.append(values["href"])
 
@@ -420,3 +425,57 @@ def test_stylesheet_is_served(server: str, page: GalleryPage) -> None:
         assert response.status == 200, href
         assert response.headers["content-type"].startswith("text/css")
         assert b".gallery" in response.body
+
+
+# --- {% picture %}: every candidate of every srcset ----------------------------
+
+
+def srcset_candidates(srcset: str) -> list[tuple[str, int]]:
+    """``url 300w, url 600w`` -> [(url, 300), ...]."""
+    candidates = []
+    for candidate in srcset.split(","):
+        url, descriptor = candidate.split()
+        assert descriptor.endswith("w"), candidate
+        candidates.append((url, int(descriptor[:-1])))
+    return candidates
+
+
+def test_picture_offers_avif_and_webp_sources_before_the_jpeg(
+    server: str, page: GalleryPage
+) -> None:
+    types = [source["type"] for source in page.sources["responsive"]]
+    assert types == ["image/avif", "image/webp"]
+    image = page.images["responsive"]
+    assert (image["width"], image["height"]) == ("600", "400")
+    assert image["sizes"] == page.sources["responsive"][0]["sizes"]
+    # The placeholder: a tiny image behind the <img> until it loads.
+    placeholder = re.fullmatch(r'background-image:url\("(/img/[^"]+)"\);.*', image["style"])
+    assert placeholder, image["style"]
+    response = fetch(server + placeholder[1], BROWSER_IMAGE_ACCEPT)
+    assert response.status == 200, explain(response)
+    assert response.headers["content-type"] == "image/webp"
+    assert decode(response.body).width == 16
+
+
+def test_every_srcset_candidate_is_served_in_its_type_and_width(
+    server: str, page: GalleryPage
+) -> None:
+    """Each <source srcset> URL answers 200 in the <source>'s type, as wide as its
+    descriptor, in the 3:2 shape of the geometry; likewise the <img srcset> in JPEG."""
+    checked = 0
+    for figure, image in page.images.items():
+        offers = [(source["srcset"], source["type"]) for source in page.sources.get(figure, [])]
+        if image.get("srcset"):
+            offers.append((image["srcset"], "image/jpeg"))
+        for srcset, content_type in offers:
+            widths = []
+            for url, width in srcset_candidates(srcset):
+                response = fetch(server + url, BROWSER_IMAGE_ACCEPT)
+                assert response.status == 200, (figure, url, explain(response))
+                assert response.headers["content-type"] == content_type, (figure, url)
+                decoded = decode(response.body)
+                assert (decoded.width, decoded.height) == (width, width * 2 // 3), url
+                widths.append(width)
+                checked += 1
+            assert widths == [300, 600, 900, 1200], (figure, content_type)
+    assert checked == 12

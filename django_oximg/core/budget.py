@@ -2,62 +2,330 @@
 
 The executor reserves this estimate against the per-process memory budget, so
 the figure must be cheap (header only) and on the safe side. Decoders differ a
-lot: a baseline JPEG streams through shrink-on-load, a progressive JPEG or an
-interlaced PNG must hold the whole decoded image, an animated GIF holds every
-frame. The weights below express that; see docs/operations.md for how they
-were measured and how to re-measure them.
+lot: a baseline JPEG streams through shrink-on-load, a progressive JPEG holds
+every DCT coefficient of the whole image, an interlaced PNG or a GIF frame is
+decoded whole, and libheif decodes an AVIF whole several times over.
+
+The model is the sum of four parts, each fitted to peak RSS measured in fresh
+processes by ``bench/memory.py weights`` (libvips 8.18.7, one libvips thread;
+table and ratios in docs/BENCHMARKS.md, method in docs/operations.md):
+
+* ``BASE_BYTES``, a fixed overhead;
+* the encoded source once more, because pyvips copies a buffer it passes to
+  libvips;
+* the decode, by format, in bytes per *decoded* pixel (after shrink-on-load);
+* the output, in bytes per output pixel (per frame for animations).
+
+The ``crop`` option loads the whole source at full size (no shrink-on-load)
+and keeps the decoded pixels in memory, so a request with it costs more.
+Every constant is rounded up from the worst measured case, so the estimate is
+at or above the measured peak everywhere: 1.07-1.35x for most jobs above
+50 MiB, up to 2.5x for small jobs (the fixed base dominates) and about 2x
+for ``crop`` of very large sources (libvips then decodes to a temporary file).
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+
+from django_oximg.core.geometry import plan_geometry
+from django_oximg.core.options import Options
 from django_oximg.core.pipeline import SourceInfo
 
 MIB = 1024 * 1024
 
-#: Fixed overhead of any job: libvips buffers, the encoded source and result.
-BASE_BYTES = 8 * MIB
+#: Fixed overhead of any job: libvips' per-image buffers and bookkeeping. The
+#: smallest measured jobs (1 MP) peak at 5-10 MiB over the idle process; the
+#: rest is margin for a second libvips thread (LIBVIPS_CONCURRENCY=2 measured
+#: 2-14 MiB above one thread).
+BASE_BYTES = 12 * MIB
 
-#: Bytes held per decoded source pixel, by (format, interlaced). Baseline
-#: JPEG/PNG/WebP decode in strips, so they hold far less than a whole image;
-#: interlaced ones and GIF frames are decoded whole, as 4-band uchar.
-BYTES_PER_PIXEL: dict[tuple[str, bool], float] = {
-    ("jpeg", False): 0.5,
-    ("jpeg", True): 4.0,
-    ("png", False): 1.0,
-    ("png", True): 4.0,
-    ("webp", False): 4.0,
-    ("gif", False): 4.0,
-    ("gif", True): 4.0,
-    ("heif", False): 4.0,
+#: Every still output pixel is held about once (encoder input, ``sm`` gravity
+#: and ``max_bytes`` keep the processed image in memory): 4 bands of uchar.
+OUTPUT_BYTES_PER_PIXEL = 4.0
+
+#: A progressive JPEG keeps all DCT coefficients (2 bytes each) of the whole
+#: image whatever the shrink: measured 1.03-1.13 x the coefficient bytes.
+PROGRESSIVE_COEFFICIENT_FACTOR = 1.15
+
+#: A baseline JPEG (or non-interlaced PNG, as it is not shrunk on load) decodes
+#: in strips, but the thumbnail pipeline still holds about this many bytes per
+#: decoded pixel: measured 0.8-1.15 for 3-band JPEG at shrink 1 (up to 1.3
+#: with two libvips threads).
+STREAMED_BYTES_PER_PIXEL = 1.4
+
+#: A non-interlaced PNG, in bytes per decoded byte (bands x bytes per sample):
+#: measured 0.36 x for 8-bit RGB at 36 MP.
+PNG_STREAMED_FACTOR = 0.5
+
+#: An interlaced PNG is decoded whole: measured 1.19-1.4 x its decoded bytes,
+#: plus about one byte per pixel of line buffers.
+PNG_INTERLACED_FACTOR = 1.25
+PNG_INTERLACED_EXTRA_PER_PIXEL = 1.0
+
+#: The ``crop`` path loads at full size with random access: libvips keeps the
+#: decoded image (bands x bytes per sample per pixel) in memory. Measured
+#: 1.1-1.3 x for JPEG and PNG.
+FULL_DECODE_FACTOR = 1.3
+
+#: GIF frames are decoded into a whole RGBA canvas (plus the previous frame
+#: for disposal): measured 5.5-7.4 bytes per frame pixel.
+GIF_BYTES_PER_PIXEL = 6.0
+
+#: WebP at or below this many pixels is decoded whole (measured: 8 MP whole,
+#: 10.7 MP scaled on load); above it libwebp decodes at the target scale.
+WEBP_WHOLE_DECODE_PIXELS = 10_700_000
+WEBP_WHOLE_BYTES_PER_PIXEL = 4.6
+#: Bytes per pixel of the *scaled* decode: measured 7.0-8.4.
+WEBP_SCALED_BYTES_PER_PIXEL = 9.0
+#: Full decode for ``crop``: measured 7.9 bytes per source pixel.
+WEBP_FULL_BYTES_PER_PIXEL = 8.5
+#: An animated WebP holds a canvas and frame buffers (measured 13-17 B/px for
+#: its first frame alone) and about 5 bytes per pixel of every frame it keeps.
+WEBP_ANIMATION_BYTES_PER_PIXEL = 11.0
+WEBP_ANIMATION_BYTES_PER_FRAME_PIXEL = 5.0
+
+#: Per kept frame of an animated GIF: part of the source frame and the output
+#: frame (animated WebP encoders hold every encoded frame and a canvas).
+#: Measured 0.40 MiB a frame for 0.3 MP frames, 0.71 MiB for 1 MP frames.
+ANIMATION_BYTES_PER_SOURCE_PIXEL = 0.75
+ANIMATION_BYTES_PER_OUTPUT_PIXEL = 2.0
+
+#: libheif decodes AV1/HEVC whole, in YUV planes and again as RGB: measured
+#: 15.3-16.2 bytes per pixel for 8-bit 4:2:0 AVIF.
+HEIF_BYTES_PER_PIXEL = 17.0
+
+#: Formats not measured (TIFF, JPEG XL, ...): assume a whole 16-bit RGBA decode.
+DEFAULT_BYTES_PER_PIXEL = 8.0
+
+#: JPEG start-of-frame markers (SOF0-SOF15 without DHT, JPG and DAC), and the
+#: progressive ones among them.
+JPEG_SOF_MARKERS = frozenset({*range(0xC0, 0xC4), *range(0xC5, 0xC8), *range(0xC9, 0xCC)}) | {
+    0xCD,
+    0xCE,
+    0xCF,
 }
+JPEG_PROGRESSIVE_MARKERS = frozenset({0xC2, 0xC6, 0xCA, 0xCE})
+#: Markers with no length field: TEM, RST0-7, SOI, EOI.
+JPEG_STANDALONE_MARKERS = frozenset({0x01, *range(0xD0, 0xDA)})
+JPEG_SOS = 0xDA
 
-#: Any format not in the table is assumed to be decoded whole.
-DEFAULT_BYTES_PER_PIXEL = 4.0
-
-
-def jpeg_shrink_factor(width: int, height: int, box_width: int, box_height: int) -> int:
-    """The libjpeg DCT scale (1, 2, 4 or 8) libvips can use for this target box."""
-    if box_width <= 0 and box_height <= 0:
-        return 1
-    ratios = []
-    if box_width > 0:
-        ratios.append(width / box_width)
-    if box_height > 0:
-        ratios.append(height / box_height)
-    ratio = min(ratios)
-    factor = 1
-    # libvips keeps a margin of 2x over the target before shrinking on load.
-    while factor < 8 and ratio / (factor * 2) >= 2:
-        factor *= 2
-    return factor
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+#: PNG colour types whose samples are grey (0: grey, 4: grey + alpha).
+PNG_GREY_TYPES = frozenset({0, 4})
 
 
-def estimate_peak_bytes(info: SourceInfo, frames: int, box: tuple[int, int]) -> int:
-    """Estimated peak bytes to render ``frames`` frames of ``info`` into ``box``."""
-    pixels = info.width * info.height * max(frames, 1)
-    weight = BYTES_PER_PIXEL.get((info.format, info.interlaced), DEFAULT_BYTES_PER_PIXEL)
-    if info.format == "jpeg" and not info.interlaced:
-        shrink = jpeg_shrink_factor(info.width, info.height, *box)
-        pixels //= shrink * shrink
-        weight = 4.0 if shrink > 1 else weight
-    return BASE_BYTES + int(pixels * weight)
+@dataclass(frozen=True)
+class JpegFrame:
+    """What a JPEG's start-of-frame says: components' sampling and progressiveness."""
+
+    width: int
+    height: int
+    #: (horizontal, vertical) sampling factor of each component.
+    sampling: tuple[tuple[int, int], ...]
+    progressive: bool
+
+    def coefficient_bytes(self) -> int:
+        """Bytes of the whole-image coefficient buffer libjpeg keeps for progressive decode."""
+        h_max = max(h for h, _ in self.sampling)
+        v_max = max(v for _, v in self.sampling)
+        total = 0
+        for h, v in self.sampling:
+            blocks_x = math.ceil(math.ceil(self.width * h / h_max) / 8)
+            blocks_y = math.ceil(math.ceil(self.height * v / v_max) / 8)
+            total += blocks_x * blocks_y * 64 * 2
+        return total
+
+
+#: When the SOF cannot be read: four full-resolution components (CMYK 4:4:4).
+WORST_SAMPLING = ((1, 1),) * 4
+
+
+def jpeg_frame(data: bytes) -> JpegFrame | None:
+    """Read the start-of-frame segment of a JPEG, or None if there is none before the scan."""
+    if not data.startswith(b"\xff\xd8"):
+        return None
+    position = 2
+    while position + 4 <= len(data):
+        if data[position] != 0xFF:
+            return None
+        marker = data[position + 1]
+        if marker == 0xFF:  # fill byte
+            position += 1
+            continue
+        if marker in JPEG_STANDALONE_MARKERS:
+            position += 2
+            continue
+        if marker == JPEG_SOS:
+            return None
+        length = int.from_bytes(data[position + 2 : position + 4], "big")
+        if marker in JPEG_SOF_MARKERS:
+            return _parse_sof(data[position + 4 : position + 2 + length], marker)
+        position += 2 + length
+    return None
+
+
+def _parse_sof(segment: bytes, marker: int) -> JpegFrame | None:
+    """Parse an SOF body: precision, height, width, then (id, sampling, table) per component."""
+    if len(segment) < 6:
+        return None
+    height = int.from_bytes(segment[1:3], "big")
+    width = int.from_bytes(segment[3:5], "big")
+    count = segment[5]
+    if count < 1 or len(segment) < 6 + 3 * count:
+        return None
+    sampling = []
+    for index in range(count):
+        factors = segment[7 + 3 * index]
+        h, v = factors >> 4, factors & 0x0F
+        if not (1 <= h <= 4 and 1 <= v <= 4):
+            return None
+        sampling.append((h, v))
+    return JpegFrame(width, height, tuple(sampling), marker in JPEG_PROGRESSIVE_MARKERS)
+
+
+def png_decoded_bytes_per_pixel(data: bytes, has_alpha: bool) -> int:
+    """Bytes per pixel of a PNG once decoded (palette expanded); 8 if the header is unreadable."""
+    if not data.startswith(PNG_SIGNATURE) or data[12:16] != b"IHDR" or len(data) < 26:
+        return 8
+    bit_depth, colour_type = data[24], data[25]
+    bands = (1 if colour_type in PNG_GREY_TYPES else 3) + (1 if has_alpha else 0)
+    return bands * (2 if bit_depth == 16 else 1)
+
+
+def jpeg_shrink_factor(shrink: float) -> int:
+    """The DCT scale (1, 2, 4 or 8) libvips' thumbnail loads a JPEG at for ``shrink``.
+
+    libvips leaves at least a factor of two for the final resize, so a shrink
+    of 4 to 8 loads at half size, 8 to 16 at a quarter, 16 or more at an eighth.
+    """
+    for factor in (8, 4, 2):
+        if shrink >= 2 * factor:
+            return factor
+    return 1
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the estimate needs to know about one request's sizes."""
+
+    #: Pixels of one source frame.
+    source_pixels: int
+    #: How many times smaller the scaled image is than the source (the smaller axis).
+    shrink: float
+    #: Pixels of one scaled frame and of one output frame.
+    scaled_pixels: int
+    output_pixels: int
+    #: The ``crop`` option: full-size load, no shrink-on-load.
+    full_decode: bool
+
+
+def plan_for(info: SourceInfo, options: Options, max_result_dimension: int) -> Plan:
+    """Sizes of the request, from the same geometry plan the pipeline executes."""
+    geometry = plan_geometry(
+        info.width,
+        info.height,
+        options,
+        orientation=info.orientation,
+        max_result_dimension=max_result_dimension,
+    )
+    scaled_w, scaled_h = max(geometry.scaled_width, 1), max(geometry.scaled_height, 1)
+    shrink = min(geometry.crop_width / scaled_w, geometry.crop_height / scaled_h)
+    return Plan(
+        source_pixels=info.width * info.height,
+        shrink=max(shrink, 1.0),
+        scaled_pixels=scaled_w * scaled_h,
+        output_pixels=max(geometry.width, 1) * max(geometry.height, 1),
+        full_decode=options.crop is not None,
+    )
+
+
+def jpeg_decode_bytes(plan: Plan, source: bytes) -> float:
+    """Progressive: the coefficient buffer; baseline: strips at the DCT-scaled size."""
+    frame = jpeg_frame(source)
+    sampling = frame.sampling if frame else WORST_SAMPLING
+    progressive = frame.progressive if frame else True
+    pixels = plan.source_pixels
+    if progressive:
+        width = frame.width if frame else pixels
+        height = frame.height if frame else 1
+        coefficients = JpegFrame(width, height, sampling, True).coefficient_bytes()
+        streamed = PROGRESSIVE_COEFFICIENT_FACTOR * coefficients
+    else:
+        streamed = 0.0
+    if plan.full_decode:
+        return streamed + FULL_DECODE_FACTOR * len(sampling) * pixels
+    factor = jpeg_shrink_factor(plan.shrink)
+    return streamed + STREAMED_BYTES_PER_PIXEL * pixels / (factor * factor)
+
+
+def png_decode_bytes(plan: Plan, info: SourceInfo, source: bytes) -> float:
+    decoded = png_decoded_bytes_per_pixel(source, info.has_alpha) * plan.source_pixels
+    if info.interlaced:
+        whole = PNG_INTERLACED_FACTOR * decoded
+        return whole + PNG_INTERLACED_EXTRA_PER_PIXEL * plan.source_pixels
+    if plan.full_decode:
+        return FULL_DECODE_FACTOR * decoded
+    return PNG_STREAMED_FACTOR * decoded
+
+
+def webp_decode_bytes(plan: Plan, info: SourceInfo, frames: int) -> float:
+    if info.frames > 1:
+        per_frame = WEBP_ANIMATION_BYTES_PER_FRAME_PIXEL * plan.source_pixels
+        return WEBP_ANIMATION_BYTES_PER_PIXEL * plan.source_pixels + per_frame * frames
+    if plan.full_decode:
+        return WEBP_FULL_BYTES_PER_PIXEL * plan.source_pixels
+    if plan.source_pixels <= WEBP_WHOLE_DECODE_PIXELS:
+        return WEBP_WHOLE_BYTES_PER_PIXEL * plan.source_pixels
+    return WEBP_SCALED_BYTES_PER_PIXEL * plan.scaled_pixels
+
+
+def decode_bytes(plan: Plan, info: SourceInfo, frames: int, source: bytes) -> float:
+    """Peak bytes of decoding (and holding) the source, by format."""
+    if info.format == "jpeg":
+        return jpeg_decode_bytes(plan, source)
+    if info.format == "png":
+        return png_decode_bytes(plan, info, source)
+    if info.format == "webp":
+        return webp_decode_bytes(plan, info, frames)
+    if info.format == "gif":
+        canvas = GIF_BYTES_PER_PIXEL * plan.source_pixels
+        return canvas + (FULL_DECODE_FACTOR * 4 * plan.source_pixels if plan.full_decode else 0)
+    if info.format == "heif":
+        return HEIF_BYTES_PER_PIXEL * plan.source_pixels
+    return DEFAULT_BYTES_PER_PIXEL * plan.source_pixels
+
+
+def output_bytes(plan: Plan, frames: int) -> float:
+    """Peak bytes of the processed output: per frame for an animation."""
+    if frames <= 1:
+        return OUTPUT_BYTES_PER_PIXEL * plan.output_pixels
+    per_frame = (
+        ANIMATION_BYTES_PER_SOURCE_PIXEL * plan.source_pixels
+        + ANIMATION_BYTES_PER_OUTPUT_PIXEL * plan.output_pixels
+    )
+    return per_frame * frames
+
+
+def estimate_peak_bytes(
+    info: SourceInfo,
+    frames: int,
+    options: Options,
+    source: bytes,
+    *,
+    max_result_dimension: int = 8192,
+) -> int:
+    """Estimated peak bytes to render ``frames`` frames of ``source`` with ``options``.
+
+    ``info`` is :func:`~django_oximg.core.pipeline.probe`'s reading of
+    ``source``; the encoded bytes themselves are read too, for their size and
+    for the JPEG/PNG header details libvips does not report (chroma
+    subsampling, bit depth). ``max_result_dimension`` should be the pipeline's
+    setting; the default (the largest one allowed by default) can only make
+    the estimate larger.
+    """
+    frames = max(frames, 1)
+    plan = plan_for(info, options, max_result_dimension)
+    decode = decode_bytes(plan, info, frames, source)
+    return BASE_BYTES + len(source) + math.ceil(decode + output_bytes(plan, frames))

@@ -75,6 +75,12 @@ class RenderSettings:
     max_animation_frames: int = 100
     #: libvips AVIF encoder effort (0 fastest .. 9 slowest); see docs/pipeline.md.
     avif_effort: int = 2
+    #: JPEG sources decode at the smallest DCT scale (1/2, 1/4, 1/8) that
+    #: still leaves this many times the target size for the final resize.
+    #: 2.0 is libvips' own rule; 1.5 decodes large downscales (6x and more)
+    #: one scale smaller for about 18 % less CPU and no measurable quality
+    #: loss; 1 is Pillow's draft mode. See docs/BENCHMARKS.md (JPEG decode scale).
+    jpeg_shrink_margin: float = 1.5
 
 
 @dataclass(frozen=True)
@@ -222,7 +228,10 @@ def saver_available(fmt: str) -> bool:
 #: (CSV, matrix) cannot be told from garbage and count as not an image.
 BLOCKED_SIGNATURES = (
     re.compile(
-        rb"\A\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*(?:<!DOCTYPE svg[^>]*>\s*)?<svg", re.S | re.I
+        # The doctype may hold an internal subset ("[<!ENTITY ...>]"), as XXE attacks do.
+        rb"\A\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*"
+        rb"(?:<!DOCTYPE\s+svg[^>\[]*(?:\[.*?\][^>]*)?>\s*)?<svg",
+        re.S | re.I,
     ),
     re.compile(rb"\A%PDF-"),
     re.compile(rb"\A(?:\x08\xf2\xa6\xb6|\xb6\xa6\xf2\x08)"),  # libvips native .v
@@ -284,6 +293,19 @@ def _int_field(image: Image, name: str, default: int) -> int:
     return int(image.get(name)) if image.get_typeof(name) else default
 
 
+#: The last byte of every complete GIF. libvips' GIF loader drops a cut-off last
+#: frame without an error, even with ``fail_on``, so a GIF truncated between
+#: or inside later frames would render as a shorter animation; without its
+#: trailer it is refused instead.
+GIF_TRAILER = b"\x3b"
+
+
+def check_complete(info: SourceInfo, data: bytes) -> None:
+    """Refuse a truncated file that libvips would decode without complaint (GIF)."""
+    if info.format == "gif" and not data.rstrip(b"\x00").endswith(GIF_TRAILER):
+        raise InvalidImage("GIF without its trailer: truncated")
+
+
 def probe(data: bytes) -> SourceInfo:
     """Read the header of ``data``; raise InvalidImage/UnsupportedFormat.
 
@@ -296,7 +318,7 @@ def probe(data: bytes) -> SourceInfo:
     try:
         image = pyvips.Image.new_from_buffer(data, "", access="sequential")
         orientation = _int_field(image, "orientation", 1)
-        return SourceInfo(
+        info = SourceInfo(
             width=int(image.width),
             height=int(image.height),
             format=_format_of(image),
@@ -307,6 +329,8 @@ def probe(data: bytes) -> SourceInfo:
         )
     except pyvips.Error as error:
         raise _wrap_error(error, data) from error
+    check_complete(info, data)
+    return info
 
 
 # --- deadline -----------------------------------------------------------------
@@ -366,7 +390,38 @@ def _loader_options(animated: bool) -> str:
     return "fail_on=truncated,n=-1" if animated else "fail_on=truncated"
 
 
-def load_thumbnail(data: bytes, geometry: Geometry, options: Options, animated: bool) -> Image:
+#: JPEG DCT scales libjpeg can decode at.
+JPEG_SHRINKS = (8, 4, 2)
+
+#: The margin libvips' thumbnail keeps itself: no explicit JPEG shrink needed.
+LIBVIPS_SHRINK_MARGIN = 2.0
+
+
+def jpeg_shrink(
+    source_width: int, source_height: int, width: int, height: int, margin: float
+) -> int:
+    """The largest DCT scale leaving at least ``margin`` x ``width`` x ``height``."""
+    for shrink in JPEG_SHRINKS:
+        if source_width / shrink >= width * margin and source_height / shrink >= height * margin:
+            return shrink
+    return 1
+
+
+def upright_size(info: SourceInfo, options: Options) -> tuple[int, int]:
+    """The source's size after EXIF auto-rotation (orientations 5-8 swap the axes)."""
+    if options.auto_rotate and info.orientation >= 5:
+        return info.height, info.width
+    return info.width, info.height
+
+
+def load_thumbnail(
+    data: bytes,
+    geometry: Geometry,
+    options: Options,
+    animated: bool,
+    info: SourceInfo | None = None,
+    settings: RenderSettings | None = None,
+) -> Image:
     """Load straight at the planned scaled size (shrink-on-load), upright.
 
     libvips picks the cheapest decode (JPEG DCT scaling, WebP/HEIF scaling,
@@ -374,10 +429,26 @@ def load_thumbnail(data: bytes, geometry: Geometry, options: Options, animated: 
     final orientation, so a ``rotate`` quarter turn (applied later) swaps it
     back. CMYK is converted to sRGB here; tagged RGB keeps its profile for
     :func:`to_srgb`.
+
+    libvips decodes a JPEG at a DCT scale that leaves a 2x margin for the
+    resize. With ``settings.jpeg_shrink_margin`` below 2, a JPEG is decoded
+    here at the smaller scale that margin allows, and ``thumbnail_image``
+    does the rest (rotation, CMYK import and the resize, exactly as above).
     """
     width, height = geometry.scaled_width, geometry.scaled_height
     if options.rotate % 180 == 90:
         width, height = height, width
+    margin = settings.jpeg_shrink_margin if settings else LIBVIPS_SHRINK_MARGIN
+    if info is not None and info.format == "jpeg" and margin < LIBVIPS_SHRINK_MARGIN:
+        upright_w, upright_h = upright_size(info, options)
+        shrink = jpeg_shrink(upright_w, upright_h, width, height, margin)
+        if shrink > jpeg_shrink(upright_w, upright_h, width, height, LIBVIPS_SHRINK_MARGIN):
+            decoded = pyvips.Image.jpegload_buffer(
+                data, shrink=shrink, access="sequential", fail_on="truncated"
+            )
+            return decoded.thumbnail_image(
+                width, height=height, size="force", no_rotate=not options.auto_rotate
+            )
     return pyvips.Image.thumbnail_buffer(
         data,
         width,
@@ -701,7 +772,7 @@ def render(
     watch = Deadline(deadline)
     try:
         if options.crop is None:
-            source = load_thumbnail(data, geometry, options, animated)
+            source = load_thumbnail(data, geometry, options, animated, info, settings)
         else:
             source = load_full(data, options, animated)
         if options.gravity.type == "sm" and not animated:
@@ -720,3 +791,39 @@ def render(
     except pyvips.Error as error:
         raise watch.failure(error) from error
     return Rendered(encoded, fmt, int(frames[0].width), int(frames[0].height), len(frames))
+
+
+# --- the benchmark's ceiling ----------------------------------------------------
+
+
+def bare_thumbnail(data: bytes, width: int, height: int, fmt: str, quality: int) -> bytes:
+    """libvips' thumbnail and saver alone, with the encoder options :func:`encode` uses.
+
+    No probe, plan, checks or steps: what a hand-written libvips program would
+    do for a plain fit. ``manage.py oximg_bench`` compares :func:`render` and
+    the served path against it (here because only this module imports pyvips).
+    """
+    _ensure_configured()
+    try:
+        image = pyvips.Image.thumbnail_buffer(data, width, height=height)
+        if fmt == "jpeg" and image.hasalpha():
+            image = image.flatten(background=list(WHITE))
+        return encode(image, fmt, quality, 0, RenderSettings())
+    except pyvips.Error as error:
+        raise _wrap_error(error, data) from error
+
+
+def sample_jpeg(width: int, height: int, quality: int = 90) -> bytes:
+    """A photo-like JPEG (gradients plus sensor-like noise) for benchmarks.
+
+    Flat synthetic images decode and compress unrealistically fast; the noise
+    keeps the entropy of a real photo (about 2 bits per pixel at q90).
+    """
+    xyz = pyvips.Image.xyz(width, height)
+    x, y = xyz[0], xyz[1]
+    red = x * (200.0 / width) + 30
+    green = y * (180.0 / height) + 40
+    blue = ((x * 0.013).sin() * (y * 0.011).cos() + 1) * 90 + 30
+    noise = pyvips.Image.gaussnoise(width, height, sigma=10, mean=0, seed=42)
+    image = (red.bandjoin([green, blue]) + noise).cast("uchar").copy(interpretation="srgb")
+    return bytes(image.jpegsave_buffer(Q=quality))

@@ -62,7 +62,8 @@ class Reply:
 
 @dataclass(frozen=True)
 class Result:
-    """A thumbnail ready to send: in memory, or as a file on local disk."""
+    """A thumbnail ready to send: in memory, as a file on local disk, as an
+    open stream from a remote cache, or as a URL to redirect to."""
 
     content_type: str
     etag: str
@@ -71,6 +72,10 @@ class Result:
     data: bytes | None = None
     path: str | None = None
     size: int = 0
+    #: A remote cache object's body, sent as it is read; closed by the server.
+    stream: BinaryIO | None = None
+    #: The cache object's own URL: answered with a redirect (``CACHE_REDIRECT``).
+    url: str | None = None
 
 
 def status_for(error: errors.OximgError) -> int:
@@ -133,10 +138,38 @@ def result_reply(
     if result.path is not None:
         return _file_reply(result.path, headers, method, request_headers)
     if etag_matches(request_headers.get("HTTP_IF_NONE_MATCH", ""), result.etag):
+        _discard(result.stream)
         return Reply(304, [h for h in headers if h[0] != "Content-Type"])
+    if result.url is not None:
+        _discard(result.stream)
+        return redirect_reply(result)
+    if result.stream is not None:
+        headers.append(("Content-Length", str(result.size)))
+        if method == "HEAD":
+            _discard(result.stream)
+            return Reply(200, headers)
+        return Reply(200, headers, file=result.stream)
     data = result.data or b""
     headers.append(("Content-Length", str(len(data))))
     return Reply(200, headers, data if method != "HEAD" else b"")
+
+
+def redirect_reply(result: Result) -> Reply:
+    """302 to the cache object's own URL (``CACHE_REDIRECT``).
+
+    Not stored by anyone: the URL may be presigned and expire, while the
+    object behind it carries its own long Cache-Control for whoever fetches it.
+    """
+    headers = [("Location", result.url or ""), ("Content-Length", "0"), NO_STORE]
+    if result.negotiated:
+        headers.append(("Vary", "Accept"))
+    return Reply(302, headers)
+
+
+def _discard(stream: BinaryIO | None) -> None:
+    """Close a stream that will not be sent (HEAD, 304, redirect)."""
+    if stream is not None:
+        stream.close()
 
 
 def _file_reply(

@@ -149,10 +149,14 @@ class URLSigner:
         if signature in UNSIGNED_SEGMENTS:
             raise InvalidSignature("unsigned placeholder while signing is enabled")
         claimed = self._decode_strictly(signature)
+        try:
+            message = path_bytes(path)
+        except UnicodeEncodeError as error:  # lone surrogates: no URL builder signed this
+            raise InvalidSignature("path is not encodable as UTF-8") from error
         matched = False
         for index in range(len(self._signers)):
             # No early exit: the time taken does not depend on which pair matched.
-            matched |= hmac.compare_digest(claimed, self._digest(index, path))
+            matched |= hmac.compare_digest(claimed, self._digest(index, message))
         if not matched:
             raise InvalidSignature("signature does not match the path")
 

@@ -13,16 +13,25 @@ Two rules hold for every store:
   crash at any point leaves either nothing or the whole file under the final
   name, never a partial one. Orphaned temporary files carry :data:`TEMP_PREFIX`
   so that they can be found and removed.
+
+Cache stores can also be listed and pruned (:meth:`CacheStore.iter_entries`,
+:meth:`CacheStore.delete_prefix`), which the operator commands and the purge
+hooks use: every variant of one source sits under one directory, so purging a
+source is one prefix delete.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 from django_oximg.core.errors import SourceNotFound, SourceTooLarge, SourceUnavailable
 
@@ -33,11 +42,41 @@ TEMP_PREFIX = "tmp-oximg-"
 
 @dataclass(frozen=True)
 class CachedResult:
-    """A result found in the cache: on local disk (``path``) or as bytes."""
+    """A result found in the cache: on local disk (``path``), as bytes, as an
+    open stream from a remote store (``stream``), or as a URL to redirect to.
+
+    A ``stream`` has one reader: whoever answers with it must close it.
+    """
 
     size: int
     path: str | None = None
     data: bytes | None = None
+    #: The object's body, read as the response is sent (remote stores, e.g. S3).
+    stream: BinaryIO | None = None
+    #: Where the client may fetch the object itself (``CACHE_REDIRECT``).
+    url: str | None = None
+
+    def in_memory(self) -> CachedResult:
+        """This result with its stream read into ``data`` (and closed).
+
+        For a result several replies share (single-flight followers): a
+        stream can be sent once only, bytes any number of times.
+        """
+        if self.stream is None:
+            return self
+        with contextlib.closing(self.stream) as stream:
+            data = stream.read()
+        return CachedResult(size=len(data), data=data, url=self.url)
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """One stored result as a listing sees it (for cleaning by age and size)."""
+
+    key: str
+    size: int
+    #: Last modification as a POSIX timestamp (a hit does not change it).
+    modified: float
 
 
 class SourceStore(Protocol):
@@ -75,6 +114,22 @@ class CacheStore(Protocol):
         few seconds. A store that cannot tell without writing should answer
         from what it has seen (e.g. a recent failed ``put``).
         """
+        ...
+
+    def delete(self, key: str) -> None:
+        """Remove the result under ``key``; a missing key is not an error."""
+        ...
+
+    def delete_prefix(self, prefix: str) -> int:
+        """Remove every result under the directory ``prefix``; return how many.
+
+        ``prefix`` names a directory of keys (``"ab/ab12..."``), not a string
+        prefix: ``"ab/ab1"`` does not touch ``"ab/ab12/x.webp"``.
+        """
+        ...
+
+    def iter_entries(self) -> Iterator[CacheEntry]:
+        """Every stored result, in no particular order (temporary files excluded)."""
         ...
 
 
@@ -168,6 +223,93 @@ class FileSystemCacheStore:
 
     def writable(self) -> bool:
         return directory_is_writable(self.root)
+
+    def delete(self, key: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self._path(key).unlink()
+
+    def delete_prefix(self, prefix: str) -> int:
+        """Remove the results under ``prefix``, then the directories left empty.
+
+        Temporary files are left alone: one may belong to a write in progress
+        (removing it would fail that write); :meth:`remove_orphans` takes them
+        once they are old. A directory that is not empty then stays.
+        """
+        directory = self._path(prefix.rstrip("/"))
+        removed = 0
+        for dirpath, _dirnames, filenames in os.walk(
+            directory, topdown=False, onerror=raise_unless_gone
+        ):
+            for filename in filenames:
+                if filename.startswith(TEMP_PREFIX):
+                    continue
+                with contextlib.suppress(FileNotFoundError):  # a concurrent purge won
+                    os.unlink(os.path.join(dirpath, filename))
+                    removed += 1
+            remove_empty_directory(dirpath)
+        return removed
+
+    def iter_entries(self) -> Iterator[CacheEntry]:
+        for path, info in self._regular_files():
+            if not path.name.startswith(TEMP_PREFIX):
+                yield self._entry(path, info)
+
+    def orphans(self, older_than: float) -> list[CacheEntry]:
+        """Temporary files last modified more than ``older_than`` seconds ago.
+
+        A write takes milliseconds, so a temporary file a minute old belongs
+        to a process that died between creating it and renaming it.
+        """
+        cutoff = time.time() - older_than
+        return [
+            self._entry(path, info)
+            for path, info in self._regular_files()
+            if path.name.startswith(TEMP_PREFIX) and info.st_mtime < cutoff
+        ]
+
+    def remove_orphans(self, older_than: float) -> int:
+        """Remove :meth:`orphans`; return how many were removed."""
+        removed = 0
+        for orphan in self.orphans(older_than):
+            with contextlib.suppress(FileNotFoundError):
+                (self.root / orphan.key).unlink()
+                removed += 1
+        return removed
+
+    def _entry(self, path: Path, info: os.stat_result) -> CacheEntry:
+        return CacheEntry(path.relative_to(self.root).as_posix(), info.st_size, info.st_mtime)
+
+    def _regular_files(self) -> Iterator[tuple[Path, os.stat_result]]:
+        """Regular files under the root with their ``lstat`` (symlinks are skipped).
+
+        Files and directories removed while the walk runs (a concurrent purge
+        or clean) are skipped; any other error is raised, so a clean never
+        reports success over a directory it could not read.
+        """
+        for dirpath, _dirnames, filenames in os.walk(self.root, onerror=raise_unless_gone):
+            for filename in filenames:
+                path = Path(dirpath, filename)
+                try:
+                    info = path.lstat()
+                except FileNotFoundError:
+                    continue
+                if stat.S_ISREG(info.st_mode):
+                    yield path, info
+
+
+def raise_unless_gone(error: OSError) -> None:
+    """``os.walk`` error handler: a directory that vanished is fine, others are not."""
+    if not isinstance(error, FileNotFoundError):
+        raise error
+
+
+def remove_empty_directory(path: str) -> None:
+    """``rmdir`` that ignores a directory already gone or not empty (a write raced us)."""
+    try:
+        os.rmdir(path)
+    except OSError as error:
+        if error.errno not in (errno.ENOENT, errno.ENOTEMPTY, errno.EEXIST):
+            raise
 
 
 def directory_is_writable(root: Path) -> bool:

@@ -19,6 +19,7 @@ from django_oximg.core import errors, metrics, pipeline, responders
 from django_oximg.core.budget import estimate_peak_bytes
 from django_oximg.core.coordination import Coordinator, LocalCoordinator
 from django_oximg.core.executor import Executor
+from django_oximg.core.http_source import URL_ALIAS, is_url
 from django_oximg.core.options import Options, build_path, parse_path
 from django_oximg.core.signing import URLSigner, split_signed_path
 from django_oximg.core.singleflight import SingleFlight
@@ -111,7 +112,7 @@ class Thumbnailer:
         self.renders = 0
         self.source_loads = 0
         self.peer_results = 0
-        self._version = f"{PIPELINE_VERSION}:{pipeline.libvips_version()}"
+        self._version = cache_version(config.render)
         self._last_cache_error = 0.0
         self._lock = threading.Lock()
         self.metrics = metrics.recorder_for(config.metrics, self.counts, executor)
@@ -183,9 +184,17 @@ class Thumbnailer:
         return Job(alias, name, options, fmt, negotiated, key)
 
     def split_source(self, source: str) -> tuple[str, str]:
-        """Split ``alias:name`` into a configured source alias and a name."""
+        """Split ``alias:name`` into a configured source alias and a name.
+
+        A URL (``scheme://...``) goes whole to the HTTP store, which checks it
+        against its allowlist; without one (``HTTP_SOURCES`` empty) it is a 404.
+        """
+        if is_url(source):
+            if URL_ALIAS in self.sources:
+                return URL_ALIAS, source
+            raise errors.SourceNotFound("URL sources are off (OXIMG['HTTP_SOURCES'] is empty)")
         alias, sep, name = source.partition(":")
-        if sep and alias and alias in self.sources:
+        if sep and alias and alias != URL_ALIAS and alias in self.sources:
             return alias, name
         return "", source
 
@@ -234,7 +243,7 @@ class Thumbnailer:
                 if waited:
                     with self._lock:
                         self.peer_results += 1
-                return self._from_cache(job, cached, content_type)
+                return self._from_cache(job, cached.in_memory(), content_type)
             if self.coordinator.acquire(job.key, lease_ttl):
                 try:
                     return self._render_result(job, content_type, look_again=waited)
@@ -253,13 +262,19 @@ class Thumbnailer:
         if look_again:  # a peer may have finished between our last look and our lease
             cached = self.cache.get(job.key)
             if cached is not None:
-                return self._from_cache(job, cached, content_type)
+                return self._from_cache(job, cached.in_memory(), content_type)
         rendered = self.produce(job)
         return responders.Result(
             content_type, job.etag, job.negotiated, data=rendered.data, size=len(rendered.data)
         )
 
     def _from_cache(self, job: Job, cached: CachedResult, content_type: str) -> responders.Result:
+        """A reply's result from a cache hit.
+
+        Hits found inside a flight are shared by its followers, so their
+        callers pass ``cached.in_memory()``: a remote store's stream can be
+        sent once only.
+        """
         return responders.Result(
             content_type,
             job.etag,
@@ -267,6 +282,8 @@ class Thumbnailer:
             data=cached.data,
             path=cached.path,
             size=cached.size,
+            stream=cached.stream,
+            url=cached.url,
         )
 
     def produce(self, job: Job) -> pipeline.Rendered:
@@ -277,8 +294,7 @@ class Thumbnailer:
         )[0]
         frames = self.frames_to_render(info, job.format)
         self.check_resolution(info, frames)
-        box = (job.options.width, job.options.height)
-        cost = estimate_peak_bytes(info, frames, box)
+        cost = estimate_peak_bytes(info, frames, job.options, data)
 
         def render() -> pipeline.Rendered:
             started = time.monotonic()
@@ -326,6 +342,19 @@ class Thumbnailer:
             if now - self._last_cache_error >= CACHE_ERROR_LOG_INTERVAL:
                 self._last_cache_error = now
                 logger.error("result cache write failed for %s: %s", key, exc)
+
+
+def cache_version(render: pipeline.RenderSettings) -> str:
+    """The part of every cache key that changes when output bytes would.
+
+    A JPEG decode margin other than libvips' own changes the bytes of JPEG
+    sources, so it is part of the key (keys made with the default stay as
+    they were).
+    """
+    version = f"{PIPELINE_VERSION}:{pipeline.libvips_version()}"
+    if render.jpeg_shrink_margin != pipeline.LIBVIPS_SHRINK_MARGIN:
+        version += f":m{render.jpeg_shrink_margin:g}"
+    return version
 
 
 def sha256_hex(*parts: str) -> str:

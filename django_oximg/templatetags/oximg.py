@@ -1,4 +1,4 @@
-"""``{% thumbnail %}`` in sorl-thumbnail's syntax.
+"""``{% thumbnail %}`` in sorl-thumbnail's syntax, and responsive images.
 
     {% load oximg %}
     {% thumbnail photo.image "400x300" crop="center" format="webp" as t %}
@@ -11,6 +11,10 @@
 
     <img src="{% thumbnail_url photo.image "200" format="webp" %}" alt="">
 
+    <img srcset="{% thumbnail_srcset photo.image "400x300" widths="320,640" %}" ...>
+
+    {% picture photo.image "800x600" widths="400,800,1200" crop="smart" alt="..." %}
+
 The tags compute a URL and a size; they never process an image. An error a
 bad argument or source can cause (``ThumbnailError``, ``OximgError``) raises
 when ``DEBUG`` is on, so it is seen; otherwise it is logged with its
@@ -22,14 +26,24 @@ unless autoescaping is off.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django import template
 from django.conf import settings
 from django.template.base import FilterExpression, NodeList, Parser, Token
 from django.utils.html import conditional_escape
+from django.utils.safestring import SafeString
 
 from django_oximg.core.errors import OximgError
+from django_oximg.responsive import (
+    IMG_ATTRIBUTES,
+    MODERN_FORMATS,
+    Srcset,
+    get_picture,
+    get_srcset,
+    picture_html,
+)
 from django_oximg.thumbnails import Thumbnail, ThumbnailError, get_thumbnail
 
 register = template.Library()
@@ -37,6 +51,8 @@ logger = logging.getLogger("django_oximg")
 
 #: What a failing thumbnail may raise; anything else is a bug and propagates.
 THUMBNAIL_ERRORS = (ThumbnailError, OximgError)
+
+Built = TypeVar("Built")
 
 
 class ThumbnailNode(template.Node):
@@ -109,15 +125,21 @@ def thumbnail_tag(parser: Parser, token: Token) -> ThumbnailNode:
 
 
 def thumbnail_or_none(source: Any, geometry: Any, kwargs: dict[str, Any]) -> Thumbnail | None:
-    """The thumbnail, or None for an empty source or (when not DEBUG) a failure.
+    """The thumbnail, or None for an empty source or (when not DEBUG) a failure."""
+    return tolerant(lambda: get_thumbnail(source, str(geometry), **kwargs), source)
+
+
+def tolerant(build: Callable[[], Built], source: Any) -> Built | None:
+    """``build()``, or None for an empty source or (when not DEBUG) a failure.
 
     A failure is logged with its traceback. Only the errors a bad argument or
     a bad source can cause are caught; anything else is a bug and propagates.
+    The Jinja2 functions share this policy.
     """
     if not source:
         return None
     try:
-        return get_thumbnail(source, str(geometry), **kwargs)
+        return build()
     except THUMBNAIL_ERRORS:
         if settings.DEBUG:
             raise
@@ -134,3 +156,44 @@ def thumbnail_url(source: Any, geometry: str, **kwargs: Any) -> str:
     """
     thumbnail = thumbnail_or_none(source, geometry, kwargs)
     return thumbnail.url if thumbnail else ""
+
+
+@register.simple_tag
+def thumbnail_srcset(source: Any, geometry: str, widths: Any = None, **kwargs: Any) -> Srcset | str:
+    """``{% thumbnail_srcset photo.image "400x300" widths="320,640" crop="center" %}``.
+
+    Prints the ``srcset`` attribute value (``url 320w, url 640w, ...``). With
+    ``as s``, ``s`` is the :class:`~django_oximg.responsive.Srcset`:
+    ``{{ s }}`` is the attribute, ``s.url``/``s.width``/``s.height`` the
+    default size for ``src`` and the intrinsic size. "" for an empty source
+    or, when not DEBUG, a failure.
+    """
+    built = tolerant(lambda: get_srcset(source, str(geometry), widths, **kwargs), source)
+    return built if built is not None else ""
+
+
+@register.simple_tag
+def picture(
+    source: Any,
+    geometry: str,
+    widths: Any = None,
+    sizes: str = "",
+    formats: Any = MODERN_FORMATS,
+    placeholder: Any = False,
+    **kwargs: Any,
+) -> SafeString:
+    """``{% picture photo.image "800x600" widths="400,800" crop="smart" alt="..." %}``.
+
+    A ``<picture>`` with AVIF and WebP ``<source>`` elements and a fallback
+    ``<img>`` (src, srcset, sizes, width, height, alt, loading, decoding and
+    any of class, id, title, fetchpriority, style given). Other keywords are
+    ``{% thumbnail %}``'s. Nothing for an empty source or, when not DEBUG, a
+    failure.
+    """
+    attrs = {name: kwargs.pop(name) for name in IMG_ATTRIBUTES if name in kwargs}
+
+    def build() -> SafeString:
+        built = get_picture(source, str(geometry), widths, formats, placeholder, **kwargs)
+        return picture_html(built, sizes, attrs)
+
+    return tolerant(build, source) or SafeString("")

@@ -1,4 +1,4 @@
-"""The gallery page: the sample images through {% thumbnail %} in several modes."""
+"""The gallery page: the sample images through {% thumbnail %} and {% picture %}."""
 
 from __future__ import annotations
 

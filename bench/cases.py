@@ -1,0 +1,85 @@
+"""The benchmark cases and their URLs for each server, in one table.
+
+Django-free and pyvips-free (the harness, the wrk script and the unit tests
+use it). A case is one source and one operation; each server spells the same
+operation in its own URL language: imgproxy's for django-oximg, thumbor's for
+thumbor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bench.driver import diverse_widths
+
+
+@dataclass(frozen=True)
+class Case:
+    """One operation on one source file of bench/images.py."""
+
+    name: str
+    source: str
+    #: "fit" (into width x height) or "fill" (crop to exactly width x height).
+    mode: str
+    #: The box; "diverse" URLs vary the width from width-15 to width.
+    width: int
+    height: int
+    format: str
+    quality: int
+
+    def widths(self, count: int, offset: int = 0) -> list[int]:
+        """Widths width-15..width (the reference 485-500 for a 500 box)."""
+        shift = self.width - 500
+        return [w + shift for w in diverse_widths(count, offset)]
+
+
+CASES = {
+    case.name: case
+    for case in (
+        Case("medium-jpeg", "medium.jpg", "fit", 500, 500, "jpeg", 80),
+        Case("large-jpeg", "large.jpg", "fit", 500, 500, "jpeg", 80),
+        Case("medium-webp", "medium.jpg", "fit", 500, 500, "webp", 75),
+        Case("medium-avif", "medium.jpg", "fit", 500, 500, "avif", 65),
+        Case("alpha-png-webp", "alpha.png", "fit", 400, 400, "webp", 75),
+        Case("anim-gif-webp", "anim.gif", "fit", 240, 240, "webp", 75),
+        Case("large-fill-1200", "large.jpg", "fill", 1200, 1200, "jpeg", 80),
+    )
+}
+
+#: The cases the brief puts first (and `--quick` runs).
+PRIORITY_CASES = ("medium-jpeg", "large-jpeg")
+
+
+def oximg_path(case: Case, width: int, tag: str) -> str:
+    """The unsigned imgproxy path (signature added by the caller)."""
+    resize = "fit" if case.mode == "fit" else "fill"
+    bust = f"/cb:{tag}" if tag else ""
+    return (
+        f"/rs:{resize}:{width}:{case.height}/q:{case.quality}{bust}"
+        f"/plain/{case.source}@{case.format}"
+    )
+
+
+def thumbor_path(case: Case, width: int, tag: str) -> str:
+    """thumbor's unsafe URL for the same operation (``?cb=`` only defeats caches)."""
+    fit = "fit-in/" if case.mode == "fit" else ""
+    filters = f"filters:quality({case.quality})"
+    if case.format != "jpeg":
+        filters = f"filters:format({case.format}):quality({case.quality})"
+    query = f"?cb={tag}" if tag else ""
+    return f"/unsafe/{fit}{width}x{case.height}/{filters}/{case.source}{query}"
+
+
+def url_list(
+    case: Case, count: int, kind: str, run_tag: str, build: Callable[[Case, int, str], str]
+) -> list[str]:
+    """``count`` paths: "diverse" (distinct width + cachebuster each) or "same" (one URL)."""
+    if kind == "same":
+        return [build(case, case.width, "")] * count
+    if kind != "diverse":
+        raise ValueError(f"unknown URL kind {kind!r}")
+    return [
+        build(case, width, f"{run_tag}{index}")
+        for index, width in enumerate(case.widths(count))
+    ]

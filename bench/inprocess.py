@@ -1,0 +1,241 @@
+"""In-process render throughput: bare pyvips (the ceiling) and our own layers, no HTTP.
+
+    .venv/bin/python bench/inprocess.py --contender pyvips --case medium-jpeg \
+        --images DIR [--threads 2] [--seconds 5] [--kind diverse]
+
+Prints one JSON line. Contenders, each doing the case's operation on the
+same bytes with ``--threads`` Python threads pulling from one counter
+(libvips releases the GIL, so 2 threads use 2 cores), one libvips thread
+per render (the server's default ``LIBVIPS_CONCURRENCY``):
+
+- ``pyvips``: ``Image.thumbnail_buffer`` + the saver with the pipeline's
+  encoder options: what a hand-written libvips program does;
+- ``pyvips-shrink``: ``new_from_buffer(shrink=N)`` (JPEG DCT scaling at the
+  largest N that stays >= the target) then ``resize``: decode without
+  libvips' 2x margin;
+- ``pipeline``: ``core.pipeline.render`` (probe, plan, load, steps, encode);
+- ``thumbnailer``: ``core.thumbnailer.Thumbnailer.reply`` on a raw signed path
+  with file stores and the executor, without Django or HTTP: the whole served
+  path minus the server.
+
+Run in a fresh process per measurement so that peak RSS is the contender's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import pyvips  # noqa: E402
+
+from bench.cases import CASES, Case, oximg_path  # noqa: E402
+
+#: Renders before timing starts (loads code, warms the allocator).
+WARM_UP = 4
+
+# imgproxy's documented example key/salt, as tests/settings.py.
+KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
+SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
+
+
+def save(image: pyvips.Image, case: Case) -> bytes:
+    """The pipeline's encoder settings (core/pipeline.py ``encode``)."""
+    if case.format == "jpeg":
+        return bytes(image.jpegsave_buffer(Q=case.quality, optimize_coding=True, keep=0))
+    if case.format == "webp":
+        return bytes(image.webpsave_buffer(Q=case.quality, effort=4, keep=0))
+    if case.format == "avif":
+        return bytes(
+            image.heifsave_buffer(Q=case.quality, compression="av1", effort=2, bitdepth=8, keep=0)
+        )
+    raise ValueError(case.format)
+
+
+def bare_pyvips(case: Case, data: bytes) -> Callable[[int], bytes]:
+    animated = case.source.endswith(".gif")
+
+    def run(width: int) -> bytes:
+        kwargs: dict[str, object] = {"height": case.height}
+        if case.mode == "fill":
+            kwargs["crop"] = "centre"
+        image = pyvips.Image.thumbnail_buffer(
+            data, width, option_string="n=-1" if animated else "", **kwargs
+        )
+        if case.format == "jpeg" and image.hasalpha():
+            image = image.flatten(background=[255, 255, 255])
+        return save(image, case)
+
+    return run
+
+
+def jpeg_shrink_for(src_w: int, src_h: int, width: int, height: int, margin: float) -> int:
+    """Largest JPEG DCT shrink (1, 2, 4, 8) leaving >= ``margin`` x the target on both axes."""
+    shrink = 1
+    for candidate in (2, 4, 8):
+        if src_w / candidate >= width * margin and src_h / candidate >= height * margin:
+            shrink = candidate
+    return shrink
+
+
+def shrink_pyvips(case: Case, data: bytes) -> Callable[[int], bytes]:
+    header = pyvips.Image.new_from_buffer(data, "")
+    src_w, src_h = header.width, header.height
+
+    def run(width: int) -> bytes:
+        scale = min(width / src_w, case.height / src_h)
+        target_w, target_h = max(1, round(src_w * scale)), max(1, round(src_h * scale))
+        shrink = jpeg_shrink_for(src_w, src_h, target_w, target_h, 1.0)
+        image = pyvips.Image.new_from_buffer(data, "", shrink=shrink, access="sequential")
+        image = image.resize(target_w / image.width, vscale=target_h / image.height)
+        return save(image, case)
+
+    return run
+
+
+def pipeline_render(case: Case, data: bytes, margin: float) -> Callable[[int], bytes]:
+    from django_oximg.core import pipeline
+    from django_oximg.core.options import parse_path
+
+    settings = pipeline.RenderSettings(jpeg_shrink_margin=margin)
+
+    def run(width: int) -> bytes:
+        options = parse_path(oximg_path(case, width, "")[1:]).options
+        return pipeline.render(data, options, case.format, settings).data
+
+    return run
+
+
+def thumbnailer_reply(
+    case: Case, images: Path, margin: float, fsync: bool
+) -> Callable[[int], bytes]:
+    from django_oximg.core import pipeline
+    from django_oximg.core.executor import Executor
+    from django_oximg.core.signing import URLSigner, pairs_from_hex
+    from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
+    from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+
+    if not fsync:
+        # Measurement only: what the atomic cache write costs without its fsync.
+        os.fsync = lambda fd: None
+    signer = URLSigner(pairs_from_hex((KEY,), (SALT,)))
+    cache = Path(tempfile.mkdtemp(prefix="oximg-inprocess-"))
+    thumbnailer = Thumbnailer(
+        ThumbnailerConfig(render=pipeline.RenderSettings(jpeg_shrink_margin=margin)),
+        signer,
+        {"": FileSystemSourceStore(images)},
+        FileSystemCacheStore(cache),
+        Executor(workers=2, queue_size=64, queue_timeout=30.0, memory_budget=512 * 1024**2),
+    )
+    counter = iter(range(10**9))
+    lock = threading.Lock()
+
+    def run(width: int) -> bytes:
+        with lock:
+            tag = f"t{next(counter)}"
+        path = signer.signed_path(oximg_path(case, width, tag))
+        reply = thumbnailer.reply(path, "GET", {})
+        if reply.status != 200:
+            raise RuntimeError(f"status {reply.status}")
+        return bytes(reply.body) if reply.body else b""
+
+    return run
+
+
+def measure(
+    run: Callable[[int], bytes], case: Case, threads: int, seconds: float, kind: str
+) -> dict[str, object]:
+    for index in range(WARM_UP):
+        run(case.widths(1, index)[0])
+    next_index = iter(range(10**9))
+    lock = threading.Lock()
+    durations: list[float] = []
+    sizes: list[int] = []
+    stop_at = time.perf_counter() + seconds
+
+    def worker() -> None:
+        while time.perf_counter() < stop_at:
+            with lock:
+                index = next(next_index)
+            width = case.width if kind == "same" else case.widths(1, index)[0]
+            start = time.perf_counter()
+            size = len(run(width))
+            with lock:
+                durations.append(time.perf_counter() - start)
+                sizes.append(size)
+
+    cpu = time.process_time()
+    wall = time.perf_counter()
+    pool = [threading.Thread(target=worker) for _ in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    wall = time.perf_counter() - wall
+    cpu = time.process_time() - cpu
+    durations.sort()
+    count = len(durations)
+    return {
+        "requests": count,
+        "seconds": wall,
+        "rps": count / wall,
+        "p50_ms": 1000 * durations[count // 2] if count else None,
+        "p95_ms": 1000 * durations[min(count - 1, int(count * 0.95))] if count else None,
+        "p99_ms": 1000 * durations[min(count - 1, int(count * 0.99))] if count else None,
+        "cpu_ms_per_request": 1000 * cpu / count if count else None,
+        "cores_used": cpu / wall,
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "bytes_per_response": statistics.fmean(sizes) if sizes else None,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--contender",
+        choices=("pyvips", "pyvips-shrink", "pipeline", "thumbnailer"),
+        required=True,
+    )
+    parser.add_argument("--case", choices=sorted(CASES), required=True)
+    parser.add_argument("--images", type=Path, required=True)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--kind", choices=("diverse", "same"), default="diverse")
+    parser.add_argument(
+        "--margin", type=float, default=None, help="JPEG_SHRINK_MARGIN (default: the setting's)"
+    )
+    parser.add_argument(
+        "--no-fsync", action="store_true", help="thumbnailer: cache writes without fsync"
+    )
+    args = parser.parse_args()
+
+    from django_oximg.core import pipeline
+
+    pipeline.configure(concurrency=1)
+    margin = pipeline.RenderSettings().jpeg_shrink_margin if args.margin is None else args.margin
+    case = CASES[args.case]
+    data = (args.images / case.source).read_bytes()
+    builders = {
+        "pyvips": lambda: bare_pyvips(case, data),
+        "pyvips-shrink": lambda: shrink_pyvips(case, data),
+        "pipeline": lambda: pipeline_render(case, data, margin),
+        "thumbnailer": lambda: thumbnailer_reply(case, args.images, margin, not args.no_fsync),
+    }
+    result = measure(builders[args.contender](), case, args.threads, args.seconds, args.kind)
+    result["pid"] = os.getpid()
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,441 @@
+"""Load benchmark: django-oximg served, bare pyvips, thumbor and the Django peers, in one run.
+
+    .venv/bin/python bench/load.py [--quick] [--cases medium-jpeg,large-jpeg]
+        [--concurrency 1,4,16] [--runs 3] [--seconds 5] [--json FILE]
+
+Contenders (each skipped with a note when not installed):
+
+- ``oximg-view`` / ``oximg-wsgi``: django-oximg under gunicorn (gthread, one
+  process, 64 threads > WORKERS + QUEUE_SIZE) through the Django view and
+  through ``OximgMiddleware``; keep-alive clients;
+- ``thumbor`` / ``thumbor-close``: thumbor 7.8 (bench/peers/setup_thumbor.sh),
+  2 processes, keep-alive and ``Connection: close`` clients;
+- ``pyvips``: bare pyvips in-process on 2 threads, the same operation and
+  encoder options (the ceiling); ``pipeline`` and ``thumbnailer``: our
+  render function and the whole served path without HTTP, in-process on 2
+  threads (bench/inprocess.py);
+- ``sorl`` / ``easy``: sorl-thumbnail and easy-thumbnails generating in-process
+  on 1 thread (bench/peers/django_peers.py; per-core figures).
+
+Method: every (run, case, concurrency, contender) point is measured once per
+run, contenders interleaved inside each point and runs repeated, so slow drift
+of a shared machine hits all contenders alike; the medians with min-max over
+runs are reported. "diverse" URLs (width 485-500 + a cachebuster, a distinct
+URL per request) always miss; "same" URLs hit the cache after the first.
+wrk drives HTTP when installed (one thread per connection, each with its own
+URL list), else bench/driver.py's asyncio client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import servers  # noqa: E402
+from bench.cases import CASES, PRIORITY_CASES, Case, oximg_path, thumbor_path, url_list  # noqa: E402
+from bench.concurrency import machine_busy_seconds  # noqa: E402
+from bench.driver import (  # noqa: E402
+    ProcessSample,
+    RunStats,
+    closed_loop,
+    per_connection,
+    spread,
+    wrk_available,
+)
+
+PEERS_PYTHON = ROOT / "bench" / "peers" / ".venv-django-peers" / "bin" / "python"
+
+#: Figures summarised per point (median, min, max over runs).
+FIGURES = ("rps", "p50_ms", "p95_ms", "p99_ms", "cpu_ms_per_request", "cores_used",
+           "peak_rss_mib", "bytes_per_response", "other_cpus")
+
+HTTP_CONTENDERS = ("oximg-view", "oximg-wsgi", "thumbor", "thumbor-close")
+INPROCESS_CONTENDERS = ("pyvips", "pipeline", "thumbnailer")
+PEER_CONTENDERS = ("sorl", "easy")
+
+
+@dataclass
+class Point:
+    contender: str
+    case: str
+    kind: str
+    concurrency: int
+    runs: list[dict[str, Any]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        figures = {}
+        for name in FIGURES:
+            values = [float(r.get(name) if r.get(name) is not None else math.nan) for r in self.runs]
+            figures[name] = spread(values).to_dict()
+        return {
+            "contender": self.contender,
+            "case": self.case,
+            "kind": self.kind,
+            "concurrency": self.concurrency,
+            "runs": self.runs,
+            **figures,
+        }
+
+
+def signed(path: str) -> str:
+    from tests.servers import imgproxy_signature
+
+    return f"/img/{imgproxy_signature(path)}{path}"
+
+
+def oximg_url(case: Case, width: int, tag: str) -> str:
+    return signed(oximg_path(case, width, tag))
+
+
+class Machine:
+    """CPU time of the whole machine, to report what others took meanwhile."""
+
+    def __init__(self) -> None:
+        self.busy = machine_busy_seconds()
+        self.wall = time.perf_counter()
+
+    def others(self, ours: float) -> float:
+        wall = time.perf_counter() - self.wall
+        return max(0.0, (machine_busy_seconds() - self.busy - ours) / wall) if wall else math.nan
+
+
+def own_cpu() -> float:
+    import resource
+
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    return total
+
+
+def measure_http(
+    server: servers.Running,
+    urls: list[str],
+    concurrency: int,
+    seconds: float,
+    close: bool,
+    use_wrk: bool,
+) -> dict[str, Any]:
+    lists = per_connection(urls, concurrency)
+    sample = ProcessSample(server.pid)
+    machine, mine = Machine(), own_cpu()
+    sample.start()
+    stats: RunStats = closed_loop(server.port, lists, seconds, close=close, use_wrk=use_wrk)
+    sample.stop(stats)
+    server_cpu = stats.cpu_ms_per_request * stats.ok / 1000 if stats.ok else 0.0
+    result = stats.to_dict()
+    result["other_cpus"] = machine.others(server_cpu + own_cpu() - mine)
+    return result
+
+
+def run_json(command: list[str], timeout: float) -> dict[str, Any]:
+    machine = Machine()
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command[:4])}... failed:\n{done.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    result["other_cpus"] = machine.others(result["cpu_ms_per_request"] * result["requests"] / 1000)
+    return result
+
+
+def measure_inprocess(
+    contender: str, case: Case, images: Path, seconds: float, extra: list[str] | None = None
+) -> dict[str, Any]:
+    command = [
+        sys.executable, str(ROOT / "bench" / "inprocess.py"), "--contender", contender,
+        "--case", case.name, "--images", str(images), "--seconds", str(seconds), "--threads", "2",
+        *(extra or []),
+    ]
+    return run_json(command, timeout=seconds * 10 + 60)
+
+
+def measure_peer(contender: str, case: Case, images: Path, seconds: float) -> dict[str, Any]:
+    command = [
+        str(PEERS_PYTHON), str(ROOT / "bench" / "peers" / "django_peers.py"),
+        "--contender", contender, "--case", case.name, "--images", str(images),
+        "--seconds", str(seconds), "--threads", "1",
+    ]
+    return run_json(command, timeout=seconds * 10 + 120)
+
+
+def url_count(seconds: float, concurrency: int) -> int:
+    """Enough distinct URLs that no connection wraps around within a run."""
+    return max(400, int(seconds * 400), concurrency * 20)
+
+
+@contextlib.contextmanager
+def started_servers(
+    wanted: list[str], media: Path, logs: Path, notes: list[str]
+) -> Iterator[dict[str, servers.Running]]:
+    first_case = CASES["medium-jpeg"]
+    running: dict[str, servers.Running] = {}
+    with contextlib.ExitStack() as stack:
+        for way_in, name in (("view", "oximg-view"), ("middleware", "oximg-wsgi")):
+            if name in wanted:
+                first = oximg_url(first_case, 500, f"cold-{way_in}")
+                running[name] = stack.enter_context(
+                    servers.oximg(media, way_in, first, log_dir=logs)
+                )
+        if {"thumbor", "thumbor-close"} & set(wanted):
+            if servers.thumbor_available():
+                first = thumbor_path(first_case, 500, "cold")
+                server = stack.enter_context(servers.thumbor(media, first, log_dir=logs))
+                running["thumbor"] = running["thumbor-close"] = server
+            else:
+                notes.append("thumbor not installed (bash bench/peers/setup_thumbor.sh): skipped")
+        yield running
+
+
+def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
+    from bench.images import write_set
+
+    work = Path(tempfile.mkdtemp(prefix="oximg-load-"))
+    media = work / "media"
+    write_set(media)
+    notes: list[str] = []
+    use_wrk = not args.python_driver and wrk_available()
+    cases = [CASES[name] for name in args.cases]
+    points: dict[tuple[str, str, str, int], Point] = {}
+    wanted = args.contenders
+    peers_ok = PEERS_PYTHON.exists()
+    if not peers_ok and set(PEER_CONTENDERS) & set(wanted):
+        notes.append("sorl/easy not installed (bash bench/peers/setup_django_peers.sh): skipped")
+
+    def record(contender: str, case: Case, kind: str, concurrency: int, result: dict[str, Any]) -> None:
+        key = (contender, case.name, kind, concurrency)
+        points.setdefault(key, Point(contender, case.name, kind, concurrency)).runs.append(result)
+        rps = result.get("rps", math.nan)
+        print(
+            f"  {contender:<14} {case.name:<16} {kind:<8} c={concurrency:<3} "
+            f"{rps:7.1f} req/s  p50 {result.get('p50_ms') or math.nan:7.1f} ms  "
+            f"cpu {result.get('cpu_ms_per_request') or math.nan:6.1f} ms/req  "
+            f"others {result.get('other_cpus', math.nan):.2f} CPUs",
+            flush=True,
+        )
+
+    cold: dict[str, float] = {}
+    with started_servers(wanted, media, work, notes) as running:
+        for name, server in running.items():
+            cold[name] = server.cold_start
+        # Warm every server on every case (imports, allocator, thumbor's engine).
+        for case in cases:
+            for name, server in running.items():
+                build = thumbor_path if name.startswith("thumbor") else oximg_url
+                urls = url_list(case, 8, "diverse", f"warm{name}", build)
+                measure_http(server, urls, 2, 1.0, False, use_wrk)
+        for run in range(args.runs):
+            print(f"run {run + 1}/{args.runs}", flush=True)
+            for case in cases:
+                for contender in wanted:
+                    if contender in INPROCESS_CONTENDERS:
+                        record(contender, case, "diverse", 2,
+                               measure_inprocess(contender, case, media, args.seconds))
+                    elif contender in PEER_CONTENDERS and peers_ok and case.format == "jpeg":
+                        record(contender, case, "diverse", 1,
+                               measure_peer(contender, case, media, args.seconds))
+                for concurrency in args.concurrency:
+                    for kind in args.kinds:
+                        for contender in wanted:
+                            server = running.get(contender)
+                            if server is None:
+                                continue
+                            is_thumbor = contender.startswith("thumbor")
+                            if kind == "same" and is_thumbor:
+                                continue  # no result storage: "same" is no cache test for it
+                            build = thumbor_path if is_thumbor else oximg_url
+                            tag = f"r{run}c{concurrency}{contender}"
+                            urls = url_list(case, url_count(args.seconds, concurrency), kind, tag, build)
+                            result = measure_http(
+                                server, urls, concurrency, args.seconds,
+                                contender.endswith("-close"), use_wrk,
+                            )
+                            record(contender, case, kind, concurrency, result)
+            if args.cache_hits and "oximg-wsgi" in running:
+                for result in measure_cache_hits(running["oximg-wsgi"], media, work, args, use_wrk):
+                    record(result.pop("contender"), CASES["medium-jpeg"], "same",
+                           result.pop("concurrency"), result)
+    return {
+        "meta": metadata(use_wrk, args),
+        "notes": notes,
+        "cold_start_s": cold,
+        "points": [point.summary() for point in points.values()],
+    }
+
+
+def measure_cache_hits(
+    oximg_server: servers.Running, media: Path, work: Path, args: argparse.Namespace, use_wrk: bool
+) -> Iterator[dict[str, Any]]:
+    """Same-URL hits through OximgMiddleware against whitenoise serving the same bytes."""
+    import urllib.request
+
+    case = CASES["medium-jpeg"]
+    url = oximg_url(case, case.width, "")
+    with urllib.request.urlopen(f"http://127.0.0.1:{oximg_server.port}{url}") as answer:
+        body = answer.read()
+    static = work / "static"
+    static.mkdir(exist_ok=True)
+    (static / "thumb.jpg").write_bytes(body)
+    concurrency = max(args.concurrency)
+    with servers.whitenoise(static, "/static/thumb.jpg", log_dir=work) as whitenoise:
+        for name, server, path in (
+            ("oximg-wsgi-hit", oximg_server, url),
+            ("whitenoise", whitenoise, "/static/thumb.jpg"),
+        ):
+            result = measure_http(server, [path] * 64, concurrency, args.seconds, False, use_wrk)
+            yield {"contender": name, "concurrency": concurrency, **result}
+
+
+def metadata(use_wrk: bool, args: argparse.Namespace) -> dict[str, Any]:
+    from django_oximg.core import pipeline
+
+    versions: dict[str, str] = {"python": platform.python_version(), "libvips": pipeline.libvips_version()}
+    from importlib import metadata as package_metadata
+
+    for package in ("pyvips", "pyvips-binary", "Django", "gunicorn", "whitenoise"):
+        with contextlib.suppress(package_metadata.PackageNotFoundError):
+            versions[package] = package_metadata.version(package)
+    cpu = "unknown"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "cpus": os.cpu_count(),
+        "cpu": cpu,
+        "versions": versions,
+        "driver": "wrk" if use_wrk else "python",
+        "command": " ".join(sys.argv),
+        "runs": args.runs,
+        "seconds": args.seconds,
+    }
+
+
+def table(report: dict[str, Any], write: Callable[[str], None] = print) -> None:
+    """Markdown table of medians (min-max) per point, and the ratios that matter."""
+    write("| case | kind | c | contender | req/s | p50 ms | p95 ms | p99 ms | CPU ms/req | cores | peak RSS MiB | bytes |")
+    write("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for point in sorted(report["points"], key=lambda p: (p["case"], p["kind"], p["concurrency"], p["contender"])):
+        def cell(name: str, digits: int = 1) -> str:
+            s = point[name]
+            if math.isnan(s["median"]):
+                return "-"
+            if name == "rps":
+                return f"{s['median']:.{digits}f} ({s['low']:.{digits}f}-{s['high']:.{digits}f})"
+            return f"{s['median']:.{digits}f}"
+        write(
+            f"| {point['case']} | {point['kind']} | {point['concurrency']} | {point['contender']} | "
+            f"{cell('rps')} | {cell('p50_ms')} | {cell('p95_ms')} | {cell('p99_ms')} | "
+            f"{cell('cpu_ms_per_request')} | {cell('cores_used', 2)} | {cell('peak_rss_mib', 0)} | "
+            f"{cell('bytes_per_response', 0)} |"
+        )
+
+
+def ratios(report: dict[str, Any], write: Callable[[str], None] = print) -> None:
+    """The targets: oximg / best thumbor, oximg / in-process, CPU per image vs the peers."""
+    by = {(p["contender"], p["case"], p["kind"], p["concurrency"]): p for p in report["points"]}
+    cases = sorted({p["case"] for p in report["points"]})
+    for case in cases:
+        concurrencies = sorted({c for (_, k, kind, c) in by if k == case and kind == "diverse"})
+        best_thumbor = max(
+            (by[key]["rps"]["median"] for key in by
+             if key[0].startswith("thumbor") and key[1] == case and key[2] == "diverse"),
+            default=math.nan,
+        )
+        ceiling = by.get(("pyvips", case, "diverse", 2))
+        inproc = by.get(("pipeline", case, "diverse", 2))
+        for contender in ("oximg-wsgi", "oximg-view"):
+            best = max(
+                (by[(contender, case, "diverse", c)]["rps"]["median"]
+                 for c in concurrencies if (contender, case, "diverse", c) in by),
+                default=math.nan,
+            )
+            if math.isnan(best):
+                continue
+            parts = [f"{case} {contender}: best {best:.1f} req/s"]
+            if not math.isnan(best_thumbor):
+                parts.append(f"x thumbor best {best / best_thumbor:.2f}")
+            if ceiling:
+                parts.append(f"x bare pyvips {best / ceiling['rps']['median']:.2f}")
+            if inproc:
+                parts.append(f"x pipeline in-process {best / inproc['rps']['median']:.2f}")
+            write("- " + ", ".join(parts))
+        ours = by.get(("oximg-wsgi", case, "diverse", max(concurrencies, default=0)))
+        for peer in PEER_CONTENDERS:
+            other = by.get((peer, case, "diverse", 1))
+            if other and ours:
+                write(
+                    f"- {case} CPU per image: {peer} {other['cpu_ms_per_request']['median']:.1f} ms "
+                    f"/ oximg-wsgi {ours['cpu_ms_per_request']['median']:.1f} ms = "
+                    f"{other['cpu_ms_per_request']['median'] / ours['cpu_ms_per_request']['median']:.2f}x per core"
+                )
+        thumbnailer = by.get(("thumbnailer", case, "diverse", 2))
+        if thumbnailer and inproc:
+            extra = thumbnailer["cpu_ms_per_request"]["median"] - inproc["cpu_ms_per_request"]["median"]
+            write(f"- {case} served-path overhead in-process (thumbnailer - pipeline CPU): {extra:.2f} ms/req")
+        if ours and inproc:
+            extra = ours["cpu_ms_per_request"]["median"] - inproc["cpu_ms_per_request"]["median"]
+            write(f"- {case} gunicorn + WSGI overhead (oximg-wsgi - pipeline CPU): {extra:.2f} ms/req")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="c=1,4,16, 1 run, 3 s, priority cases")
+    parser.add_argument("--cases", default=",".join(PRIORITY_CASES))
+    parser.add_argument("--concurrency", default="1,4,8,16,64")
+    parser.add_argument("--kinds", default="diverse")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument(
+        "--contenders",
+        default=",".join(HTTP_CONTENDERS + INPROCESS_CONTENDERS + PEER_CONTENDERS),
+    )
+    parser.add_argument("--cache-hits", action="store_true", help="also same-URL vs whitenoise")
+    parser.add_argument("--python-driver", action="store_true", help="never use wrk")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.concurrency, args.runs, args.seconds = "1,4,16", 1, 3.0
+    args.cases = [c for c in args.cases.split(",") if c]
+    args.concurrency = [int(c) for c in str(args.concurrency).split(",")]
+    args.kinds = args.kinds.split(",")
+    args.contenders = args.contenders.split(",")
+    unknown = set(args.cases) - set(CASES)
+    if unknown:
+        parser.error(f"unknown cases {sorted(unknown)}; known: {sorted(CASES)}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    report = run_matrix(args)
+    print()
+    for note in report["notes"]:
+        print("note:", note)
+    print("cold start to first thumbnail (s):", {k: round(v, 2) for k, v in report["cold_start_s"].items()})
+    table(report)
+    print()
+    ratios(report)
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,227 @@
+"""Servers the load benchmark drives, each started on 127.0.0.1 and always stopped.
+
+- django-oximg under gunicorn (gthread, one process, threads > WORKERS +
+  QUEUE_SIZE: the documented deployment), through the Django view
+  (``bench.wsgi_apps:view``) or through the WSGI middleware
+  (``bench.wsgi_apps:middleware``);
+- thumbor 7.8 from its own venv (bench/peers/setup_thumbor.sh): file loader,
+  no source storage, no result storage, quality 80, unsafe URLs, N processes;
+- whitenoise alone under the same gunicorn, serving pre-rendered files: the
+  ceiling for a cache hit served from local disk by Python.
+
+Start-up time to the first thumbnail is recorded for each (cold start).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.error import HTTPError, URLError
+
+ROOT = Path(__file__).resolve().parent.parent
+THUMBOR_VENV = ROOT / "bench" / "peers" / ".venv-thumbor"
+
+#: Bound on a server's start-up (thumbor imports a lot on a loaded machine).
+STARTUP_TIMEOUT = 60.0
+
+
+@dataclass
+class Running:
+    name: str
+    port: int
+    process: subprocess.Popen[bytes]
+    #: Seconds from spawning the server to its first 200 for ``first_path``.
+    cold_start: float
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def get_status(port: int, path: str, timeout: float = 30.0) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as answer:
+            answer.read()
+            return int(answer.status)
+    except HTTPError as error:
+        with error:
+            return int(error.code)
+
+
+def wait_for_first(process: subprocess.Popen[bytes], port: int, path: str, log: Path) -> float:
+    """Poll ``path`` until it answers 200; seconds since the call (the cold start)."""
+    start = time.perf_counter()
+    deadline = start + STARTUP_TIMEOUT
+    while True:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited at start-up:\n{log.read_text(errors='replace')}")
+        try:
+            status = get_status(port, path)
+            if status == 200:
+                return time.perf_counter() - start
+            raise RuntimeError(f"{path} answered {status}:\n{log.read_text(errors='replace')}")
+        except (URLError, ConnectionError, TimeoutError):
+            if time.perf_counter() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the server's process group, then SIGKILL after 20 s."""
+    if process.poll() is not None:
+        return
+    os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+@contextmanager
+def spawn(
+    name: str, command: list[str], env: Mapping[str, str], port: int, first_path: str, log: Path
+) -> Iterator[Running]:
+    started = time.perf_counter()
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            command,
+            env=dict(env),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: stopped as one
+            cwd=ROOT,
+        )
+    try:
+        wait_for_first(process, port, first_path, log)
+        yield Running(name, port, process, time.perf_counter() - started)
+    finally:
+        stop(process)
+
+
+def gunicorn_command(app: str, port: int, threads: int, workers: int = 1) -> list[str]:
+    from tests.servers import without_control_socket
+
+    return [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--worker-class",
+        "gthread",
+        "--workers",
+        str(workers),
+        "--threads",
+        str(threads),
+        "--backlog",
+        "2048",
+        "--keep-alive",
+        "30",
+        "--log-level",
+        "warning",
+        *without_control_socket(),
+        app,
+    ]
+
+
+@contextmanager
+def oximg(
+    media: Path,
+    way_in: str,
+    first_path: str,
+    *,
+    threads: int = 64,
+    oximg_settings: Mapping[str, Any] | None = None,
+    log_dir: Path,
+) -> Iterator[Running]:
+    """django-oximg under gunicorn; ``way_in`` is "view" or "middleware"."""
+    port = free_port()
+    env = dict(os.environ)
+    env.update(
+        DJANGO_SETTINGS_MODULE="tests.e2e_settings",
+        OXIMG_E2E_MEDIA_ROOT=str(media),
+        OXIMG_E2E_OVERRIDES=json.dumps(dict(oximg_settings or {})),
+        PYTHONPATH=str(ROOT),
+    )
+    command = gunicorn_command(f"bench.wsgi_apps:{way_in}", port, threads)
+    with spawn(
+        f"oximg-{way_in}", command, env, port, first_path, log_dir / f"oximg-{way_in}.log"
+    ) as running:
+        yield running
+
+
+@contextmanager
+def whitenoise(root: Path, first_path: str, *, log_dir: Path) -> Iterator[Running]:
+    """whitenoise alone (same gunicorn settings) serving the files under ``root``."""
+    port = free_port()
+    env = dict(os.environ, OXIMG_BENCH_STATIC_ROOT=str(root), PYTHONPATH=str(ROOT))
+    command = gunicorn_command("bench.wsgi_apps:static", port, 64)
+    with spawn("whitenoise", command, env, port, first_path, log_dir / "whitenoise.log") as run:
+        yield run
+
+
+def thumbor_available() -> bool:
+    return (THUMBOR_VENV / "bin" / "thumbor").exists()
+
+
+def thumbor_config(media: Path) -> str:
+    return "\n".join(
+        [
+            "LOADER = 'thumbor.loaders.file_loader'",
+            f"FILE_LOADER_ROOT_PATH = {str(media)!r}",
+            "STORAGE = 'thumbor.storages.no_storage'",
+            "RESULT_STORAGE = None",
+            "QUALITY = 80",
+            "WEBP_QUALITY = 75",
+            "AVIF_QUALITY = 65",
+            "ALLOW_UNSAFE_URL = True",
+            "AUTO_WEBP = False",
+            "AUTO_AVIF = False",
+            "RESPECT_ORIENTATION = True",
+            "MAX_AGE = 31536000",
+            "",
+        ]
+    )
+
+
+@contextmanager
+def thumbor(media: Path, first_path: str, *, processes: int = 2, log_dir: Path) -> Iterator[Running]:
+    """thumbor from bench/peers/.venv-thumbor with ``processes`` forked processes."""
+    port = free_port()
+    conf = Path(tempfile.mkdtemp(prefix="thumbor-conf-")) / "thumbor.conf"
+    conf.write_text(thumbor_config(media))
+    command = [
+        str(THUMBOR_VENV / "bin" / "thumbor"),
+        "--ip",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--conf",
+        str(conf),
+        "--processes",
+        str(processes),
+        "--log-level",
+        "error",
+    ]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    with spawn("thumbor", command, env, port, first_path, log_dir / "thumbor.log") as running:
+        yield running

@@ -1,0 +1,47 @@
+"""WSGI applications the load benchmark serves with gunicorn (bench/servers.py).
+
+    bench.wsgi_apps:view        Django with django_oximg.urls at /img/ (the view)
+    bench.wsgi_apps:middleware  OximgMiddleware in front of Django (the fast path)
+    bench.wsgi_apps:static      whitenoise alone over $OXIMG_BENCH_STATIC_ROOT at /static/
+
+Built on first access (module ``__getattr__``), so the static server never
+imports Django and each server builds only its own application.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from typing import Any
+
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+def not_found(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    start_response("404 Not Found", [("Content-Type", "text/plain"), ("Content-Length", "9")])
+    return [b"not found"]
+
+
+def build(name: str) -> WSGIApp:
+    if name == "static":
+        from whitenoise import WhiteNoise
+
+        return WhiteNoise(  # type: ignore[no-any-return]
+            not_found, root=os.environ["OXIMG_BENCH_STATIC_ROOT"], prefix="static/", max_age=3600
+        )
+    from django.core.wsgi import get_wsgi_application
+
+    django_app = get_wsgi_application()
+    if name == "view":
+        return django_app  # type: ignore[return-value]
+    from django_oximg.wsgi import OximgMiddleware
+
+    return OximgMiddleware(django_app)  # type: ignore[arg-type]
+
+
+def __getattr__(name: str) -> WSGIApp:
+    if name not in ("view", "middleware", "static"):
+        raise AttributeError(name)
+    app = build(name)
+    globals()[name] = app
+    return app

@@ -1,0 +1,3 @@
+"""Management commands of django-oximg, with the helpers they share."""
+
+from __future__ import annotations

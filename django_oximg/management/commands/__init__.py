@@ -1,0 +1,3 @@
+"""``manage.py oximg_*`` commands."""
+
+from __future__ import annotations

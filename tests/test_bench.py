@@ -1,0 +1,208 @@
+"""The benchmark tooling: driver statistics, URL lists, result parsing, and ``oximg_bench``.
+
+No timing is asserted anywhere: only that figures are computed correctly from
+given samples and that the command's JSON has its documented shape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+
+from bench import driver
+from bench.cases import CASES, oximg_path, thumbor_path, url_list
+
+
+# --- statistics -----------------------------------------------------------------
+
+
+def test_percentile_is_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert driver.percentile(values, 0.50) == 50.0
+    assert driver.percentile(values, 0.95) == 95.0
+    assert driver.percentile(values, 0.99) == 99.0
+    assert driver.percentile([7.0], 0.99) == 7.0
+    assert math.isnan(driver.percentile([], 0.5))
+
+
+def test_stats_from_samples_counts_only_2xx_in_rps() -> None:
+    stats = driver.stats_from_samples(
+        [0.010, 0.020, 0.030, 0.040], [200, 200, 429, 200], [100, 200, 0, 300], seconds=2.0
+    )
+    assert stats.requests == 4
+    assert stats.ok == 3
+    assert stats.rps == 1.5
+    assert stats.statuses == {200: 3, 429: 1}
+    assert stats.p50_ms == pytest.approx(20.0)
+    assert stats.p99_ms == pytest.approx(40.0)
+    assert stats.bytes_per_response == 150.0
+    assert stats.to_dict()["statuses"] == {"200": 3, "429": 1}
+
+
+def test_spread_ignores_nan_and_gives_median_min_max() -> None:
+    result = driver.spread([3.0, math.nan, 1.0, 2.0])
+    assert (result.median, result.low, result.high) == (2.0, 1.0, 3.0)
+    assert math.isnan(driver.spread([math.nan]).median)
+
+
+# --- URLs -------------------------------------------------------------------------
+
+
+def test_diverse_widths_cycle_485_to_500() -> None:
+    widths = driver.diverse_widths(20)
+    assert widths[:16] == list(range(485, 501))
+    assert widths[16:] == [485, 486, 487, 488]
+    assert driver.diverse_widths(2, offset=15) == [500, 485]
+
+
+def test_per_connection_deals_every_url_once() -> None:
+    urls = [f"/u{i}" for i in range(10)]
+    lists = driver.per_connection(urls, 3)
+    assert len(lists) == 3
+    assert sorted(u for lst in lists for u in lst) == sorted(urls)
+    assert lists[0] == ["/u0", "/u3", "/u6", "/u9"]
+    with pytest.raises(ValueError):
+        driver.per_connection(urls, 0)
+
+
+def test_diverse_urls_are_all_distinct_and_same_urls_identical() -> None:
+    case = CASES["medium-jpeg"]
+    diverse = url_list(case, 100, "diverse", "r1", oximg_path)
+    assert len(set(diverse)) == 100
+    assert all("/cb:r1" in path for path in diverse)
+    same = url_list(case, 5, "same", "r1", oximg_path)
+    assert len(set(same)) == 1
+    with pytest.raises(ValueError):
+        url_list(case, 5, "other", "r1", oximg_path)
+
+
+def test_each_server_spells_the_same_operation() -> None:
+    case = CASES["large-jpeg"]
+    assert oximg_path(case, 490, "x7") == "/rs:fit:490:500/q:80/cb:x7/plain/large.jpg@jpeg"
+    assert thumbor_path(case, 490, "x7") == (
+        "/unsafe/fit-in/490x500/filters:quality(80)/large.jpg?cb=x7"
+    )
+    webp = CASES["alpha-png-webp"]
+    assert thumbor_path(webp, 400, "") == (
+        "/unsafe/fit-in/400x400/filters:format(webp):quality(75)/alpha.png"
+    )
+    assert webp.widths(2) == [385, 386]
+
+
+def test_parsed_oximg_paths_are_valid_requests() -> None:
+    from django_oximg.core.options import parse_path
+
+    for case in CASES.values():
+        parsed = parse_path(oximg_path(case, case.width, "t1"))
+        assert parsed.source == case.source
+        assert parsed.options.format == case.format
+
+
+# --- result parsing -------------------------------------------------------------------
+
+
+def test_wrk_output_is_parsed_from_our_json_line() -> None:
+    output = (
+        "Running 5s test @ http://127.0.0.1:1\n"
+        'WRKJSON {"requests": 200, "micros": 4000000, "p50": 12000, "p95": 30000, '
+        '"p99": 45000, "non2xx": 10, "connect": 0, "read": 1, "write": 0, "timeout": 0, '
+        '"bytes": 1900000}\n'
+    )
+    stats = driver.parse_wrk_output(output)
+    assert stats.driver == "wrk"
+    assert stats.statuses == {200: 190, 599: 10, 0: 1}
+    assert stats.rps == 190 / 4.0
+    assert (stats.p50_ms, stats.p95_ms, stats.p99_ms) == (12.0, 30.0, 45.0)
+    assert stats.bytes_per_response == 10000.0
+    with pytest.raises(ValueError):
+        driver.parse_wrk_output("no summary here")
+
+
+def test_wrk_script_gives_each_connection_its_own_list() -> None:
+    script = driver.wrk_script([["/a", "/b"], ["/c"]], close=True)
+    assert '{"/a","/b"}' in script
+    assert '{"/c"}' in script
+    assert 'wrk.headers["Connection"] = "close"' in script
+    assert "Connection" not in driver.wrk_script([["/a"]], close=False).split("local threads")[1]
+
+
+def test_parse_head_reads_status_and_headers() -> None:
+    status, headers = driver.parse_head(b"HTTP/1.1 429 Too Many\r\nRetry-After: 1\r\nX: y")
+    assert status == 429
+    assert headers == {"retry-after": "1", "x": "y"}
+    with pytest.raises(ValueError):
+        driver.parse_head(b"garbage")
+
+
+def test_read_response_handles_length_chunked_and_close() -> None:
+    async def read(raw: bytes) -> driver.Response:
+        reader = asyncio.StreamReader()
+        reader.feed_data(raw)
+        reader.feed_eof()
+        return await driver.read_response(reader)
+
+    sized = asyncio.run(read(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"))
+    assert (sized.status, sized.body_bytes, sized.keep_alive) == (200, 3, True)
+    chunked = asyncio.run(
+        read(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n")
+    )
+    assert chunked.body_bytes == 5
+    closing = asyncio.run(read(b"HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\nbye"))
+    assert (closing.status, closing.body_bytes, closing.keep_alive) == (404, 3, False)
+
+
+def test_cpu_seconds_of_this_process_is_read_from_proc() -> None:
+    import os
+
+    assert driver.cpu_seconds(os.getpid()) > 0
+    assert driver.cpu_seconds(2**22 + 12345) == 0.0
+    assert os.getpid() in driver.process_tree(os.getpid())
+
+
+# --- the management command --------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_oximg_bench_quick_writes_its_json_shape(media: Path, tmp_path: Path, capsys: Any) -> None:
+    out = tmp_path / "bench.json"
+    call_command("oximg_bench", "--quick", "--seconds", "0.3", "--json", str(out), "--no-progress")
+    report = json.loads(out.read_text())
+    assert set(report) >= {"meta", "results", "ratios", "notes"}
+    assert report["meta"]["jpeg_shrink_margin"] == 1.5
+    contenders = {row["contender"] for row in report["results"]}
+    assert contenders == {"bare libvips", "pipeline.render", "thumbnailer"}
+    for row in report["results"]:
+        assert row["source"] == "medium"
+        assert row["kind"] == "in-process"
+        for figure in ("rps", "p50_ms", "p95_ms", "p99_ms", "cpu_ms_per_image", "bytes_per_image"):
+            assert set(row[figure]) == {"median", "low", "high"}
+        assert row["rps"]["median"] > 0
+        assert row["bytes_per_image"]["median"] > 0
+    assert set(report["ratios"]) == {
+        "medium pipeline.render / bare libvips",
+        "medium thumbnailer / bare libvips",
+    }
+    # The sample source and everything cached for it are gone afterwards.
+    assert not list((media / "oximg-bench").glob("*"))
+    assert not [p for p in (media / "oximg").rglob("*") if p.is_file()]
+    printed = capsys.readouterr().out
+    assert "bare libvips" in printed
+
+
+@pytest.mark.django_db
+def test_oximg_bench_reads_a_named_source(media: Path, tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    call_command(
+        "oximg_bench", "--quick", "--seconds", "0.2", "--source", "photos/landscape.jpg",
+        "--json", str(out), "--no-progress", "--compare",
+    )
+    report = json.loads(out.read_text())
+    assert {row["source"] for row in report["results"]} == {"photos/landscape.jpg"}
+    assert (media / "photos" / "landscape.jpg").exists()  # a named source is never deleted
+    assert any("sorl-thumbnail" in note for note in report["notes"])

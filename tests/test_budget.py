@@ -1,0 +1,262 @@
+"""Tests for django_oximg.core.budget: the peak-memory estimate of one render.
+
+The weights themselves are measured by ``bench/memory.py`` (no RSS or timing is
+asserted here); these tests pin the shape of the model: more pixels cost more,
+progressive JPEG costs more than baseline, shrink-on-load and ``crop`` work as
+libvips does, frames multiply, and the header details read from the bytes
+(JPEG sampling, PNG depth) are read correctly. Images are drawn with pyvips.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import pytest
+import pyvips
+
+from django_oximg.core import budget
+from django_oximg.core.budget import (
+    BASE_BYTES,
+    JpegFrame,
+    estimate_peak_bytes,
+    jpeg_frame,
+    jpeg_shrink_factor,
+    png_decoded_bytes_per_pixel,
+)
+from django_oximg.core.options import Crop, Options
+from django_oximg.core.pipeline import SourceInfo, probe
+
+FIT_500 = Options(width=500, height=500)
+
+
+def noise(width: int, height: int, bands: int = 3) -> pyvips.Image:
+    image = pyvips.Image.gaussnoise(width, height, sigma=40, mean=128, seed=1)
+    return image.bandjoin([image] * (bands - 1)).cast("uchar") if bands > 1 else image.cast("uchar")
+
+
+def jpeg(width: int, height: int, *, progressive: bool = False, subsample: bool = True) -> bytes:
+    mode = "on" if subsample else "off"
+    saved = noise(width, height).jpegsave_buffer(Q=85, interlace=progressive, subsample_mode=mode)
+    return bytes(saved)
+
+
+def png(
+    width: int, height: int, *, bands: int = 3, bits: int = 8, interlace: bool = False
+) -> bytes:
+    image = noise(width, height, bands)
+    if bits == 16:
+        interpretation = "rgb16" if bands >= 3 else "grey16"
+        image = (image.cast("ushort") * 257).cast("ushort").copy(interpretation=interpretation)
+    return bytes(image.pngsave_buffer(interlace=interlace, bitdepth=bits, compression=1))
+
+
+def animated_gif(width: int, height: int, frames: int) -> bytes:
+    base = noise(width, height)
+    pages = [base.draw_rect([255, 0, 0], i * 4, 0, 4, 4, fill=True) for i in range(frames)]
+    strip = pyvips.Image.arrayjoin(pages, across=1).copy()
+    strip.set_type(pyvips.GValue.gint_type, "page-height", height)
+    return bytes(strip.gifsave_buffer())
+
+
+def estimate(source: bytes, options: Options = FIT_500, frames: int = 1) -> int:
+    return estimate_peak_bytes(probe(source), frames, options, source)
+
+
+# --- the estimate ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda w, h: jpeg(w, h),
+        lambda w, h: jpeg(w, h, progressive=True),
+        lambda w, h: png(w, h),
+        lambda w, h: png(w, h, interlace=True),
+        lambda w, h: bytes(noise(w, h).webpsave_buffer()),
+        lambda w, h: bytes(noise(w, h).gifsave_buffer()),
+    ],
+    ids=["jpeg", "progressive-jpeg", "png", "interlaced-png", "webp", "gif"],
+)
+def test_more_pixels_never_cost_less(draw: Callable[[int, int], bytes]) -> None:
+    sizes = [(300, 200), (900, 600), (1800, 1200)]
+    estimates = [estimate(draw(w, h)) for w, h in sizes]
+    assert estimates == sorted(estimates)
+    assert estimates[0] < estimates[-1]
+
+
+def test_progressive_jpeg_costs_more_than_baseline() -> None:
+    for subsample in (True, False):
+        baseline = jpeg(1600, 1200, subsample=subsample)
+        progressive = jpeg(1600, 1200, progressive=True, subsample=subsample)
+        assert estimate(progressive) > estimate(baseline)
+
+
+def test_progressive_costs_the_whole_coefficient_buffer_whatever_the_shrink() -> None:
+    source = jpeg(1600, 1200, progressive=True, subsample=False)
+    coefficients = JpegFrame(1600, 1200, ((1, 1),) * 3, True).coefficient_bytes()
+    assert coefficients == 1600 * 1200 * 3 * 2
+    assert estimate(source, Options(width=50, height=50)) > coefficients
+
+
+def test_full_chroma_progressive_costs_more_than_subsampled() -> None:
+    subsampled = jpeg(1600, 1200, progressive=True, subsample=True)
+    full = jpeg(1600, 1200, progressive=True, subsample=False)
+    assert estimate(full) - len(full) > estimate(subsampled) - len(subsampled)
+
+
+def test_baseline_jpeg_costs_less_when_shrunk_on_load() -> None:
+    source = jpeg(4000, 3000)
+    small_box = estimate(source, Options(width=200, height=200))  # shrink 20: loads at 1/8
+    large_box = estimate(source, Options(width=1500, height=1500))  # shrink 2.7: loads whole
+    assert small_box < large_box
+
+
+def test_dpr_reduces_the_shrink() -> None:
+    source = jpeg(4000, 3000)
+    plain = estimate(source, Options(width=240, height=240))
+    doubled = estimate(source, Options(width=240, height=240, dpr=2.0))
+    assert doubled > plain
+
+
+def test_crop_means_a_full_decode_without_shrink_on_load() -> None:
+    source = jpeg(4000, 3000)
+    info = probe(source)
+    crop = Crop(0.5, 0.5)
+    fitted = estimate_peak_bytes(info, 1, FIT_500, source)
+    cropped = estimate_peak_bytes(info, 1, replace(FIT_500, crop=crop), source)
+    assert cropped > fitted
+    # The decode no longer depends on the box: only the (small) output term does.
+    small_box = Options(width=50, height=50, crop=crop)
+    tiny = estimate_peak_bytes(info, 1, small_box, source)
+    fitted_out = budget.plan_for(info, replace(FIT_500, crop=crop), 8192).output_pixels
+    tiny_out = budget.plan_for(info, small_box, 8192).output_pixels
+    assert cropped - tiny == pytest.approx(
+        budget.OUTPUT_BYTES_PER_PIXEL * (fitted_out - tiny_out), abs=2
+    )
+
+
+@pytest.mark.parametrize("fmt", ["gif", "webp"])
+def test_frames_multiply(fmt: str) -> None:
+    info = SourceInfo(400, 300, fmt, frames=30, has_alpha=True)
+    source = b"x" * 1000
+    one, ten, twenty, thirty = (
+        estimate_peak_bytes(info, n, FIT_500, source) for n in (1, 10, 20, 30)
+    )
+    assert one < ten < twenty < thirty
+    assert twenty - ten == pytest.approx(thirty - twenty, abs=2)
+
+
+def test_animated_gif_output_is_estimated_per_frame() -> None:
+    source = animated_gif(200, 150, 8)
+    info = probe(source)
+    assert info.frames == 8
+    assert estimate(source, frames=8) > estimate(source, frames=1)
+
+
+def test_frames_below_one_count_as_one() -> None:
+    source = jpeg(300, 200)
+    assert estimate(source, frames=0) == estimate(source, frames=1)
+
+
+def test_the_source_is_counted_once_more() -> None:
+    """pyvips copies the buffer it hands libvips, so the bytes count again."""
+    source = png(600, 400)
+    padded = source + b"\0" * 100_000  # after IEND: same header, same pixels
+    assert estimate_peak_bytes(probe(source), 1, FIT_500, padded) - estimate(source) == 100_000
+
+
+def test_every_estimate_includes_the_base() -> None:
+    source = jpeg(64, 64)
+    assert estimate(source) >= BASE_BYTES + len(source)
+
+
+def test_unmeasured_formats_get_the_default_weight() -> None:
+    info = SourceInfo(1000, 1000, "tiff")
+    cost = estimate_peak_bytes(info, 1, FIT_500, b"")
+    decode = budget.DEFAULT_BYTES_PER_PIXEL * 1_000_000
+    assert cost >= BASE_BYTES + decode
+
+
+def test_heif_is_weighted_as_a_whole_decode() -> None:
+    webp = SourceInfo(4000, 3000, "webp")
+    heif = SourceInfo(4000, 3000, "heif")
+    assert estimate_peak_bytes(heif, 1, FIT_500, b"") > estimate_peak_bytes(webp, 1, FIT_500, b"")
+
+
+def test_small_webp_is_decoded_whole_large_webp_at_scale() -> None:
+    small = SourceInfo(2000, 1500, "webp")
+    large = SourceInfo(4000, 3000, "webp")
+    # At or below the threshold the whole image is decoded, so a smaller box
+    # saves nothing; above it the decode follows the box.
+    assert estimate_peak_bytes(small, 1, Options(width=100, height=100), b"") == pytest.approx(
+        estimate_peak_bytes(small, 1, Options(width=200, height=200), b""),
+        abs=budget.OUTPUT_BYTES_PER_PIXEL * 200 * 200,
+    )
+    assert estimate_peak_bytes(large, 1, Options(width=100, height=100), b"") < (
+        estimate_peak_bytes(large, 1, Options(width=1000, height=1000), b"")
+    )
+
+
+# --- helpers -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("shrink", "factor"),
+    [(1.0, 1), (3.99, 1), (4.0, 2), (7.9, 2), (8.0, 4), (15.9, 4), (16.0, 8), (100.0, 8)],
+)
+def test_jpeg_shrink_factor_leaves_a_factor_of_two_for_the_resize(
+    shrink: float, factor: int
+) -> None:
+    assert jpeg_shrink_factor(shrink) == factor
+
+
+def test_jpeg_frame_reads_sampling_and_progressiveness() -> None:
+    subsampled = jpeg_frame(jpeg(320, 240, subsample=True))
+    assert subsampled == JpegFrame(320, 240, ((2, 2), (1, 1), (1, 1)), False)
+    full = jpeg_frame(jpeg(320, 240, progressive=True, subsample=False))
+    assert full == JpegFrame(320, 240, ((1, 1),) * 3, True)
+
+
+def test_jpeg_frame_skips_metadata_segments() -> None:
+    image = noise(320, 240).copy()
+    image.set_type(pyvips.GValue.gstr_type, "exif-ifd0-Artist", "someone")
+    source = bytes(image.jpegsave_buffer(keep="all"))
+    assert jpeg_frame(source) == JpegFrame(320, 240, ((2, 2), (1, 1), (1, 1)), False)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"", b"not a jpeg", b"\xff\xd8", b"\xff\xd8\xff\xda\x00\x02", b"\xff\xd8\xff\xc0\x00\x05\x08"],
+)
+def test_jpeg_frame_of_garbage_is_none(data: bytes) -> None:
+    assert jpeg_frame(data) is None
+
+
+def test_unreadable_jpeg_header_is_assumed_the_worst() -> None:
+    info = SourceInfo(1000, 1000, "jpeg")
+    worst = estimate_peak_bytes(info, 1, FIT_500, b"")
+    readable = jpeg(1000, 1000, progressive=True, subsample=False)
+    assert worst - 0 > estimate_peak_bytes(info, 1, FIT_500, readable) - len(readable)
+
+
+@pytest.mark.parametrize(
+    ("bands", "bits", "expected"), [(1, 8, 1), (3, 8, 3), (4, 8, 4), (3, 16, 6), (4, 16, 8)]
+)
+def test_png_decoded_bytes_per_pixel(bands: int, bits: int, expected: int) -> None:
+    source = png(16, 16, bands=bands, bits=bits)
+    assert png_decoded_bytes_per_pixel(source, has_alpha=bands in (2, 4)) == expected
+
+
+def test_png_decoded_bytes_of_garbage_is_the_worst_case() -> None:
+    assert png_decoded_bytes_per_pixel(b"GIF89a", has_alpha=False) == 8
+
+
+def test_interlaced_png_costs_more_than_plain() -> None:
+    assert estimate(png(1200, 800, interlace=True)) > estimate(png(1200, 800))
+
+
+def test_sixteen_bit_png_costs_more_than_eight_bit() -> None:
+    eight = png(800, 600, bands=4, interlace=True)
+    sixteen = png(800, 600, bands=4, bits=16, interlace=True)
+    assert estimate(sixteen) - len(sixteen) > estimate(eight) - len(eight)

@@ -1,0 +1,237 @@
+"""Fault injection: workers killed mid-render and mid-write, failing and hanging sources.
+
+BAD_INPUTS row 47: a gunicorn worker is SIGKILLed at random points while it
+renders or writes the result cache, 50 times (200 with ``pytest -m slow``).
+Afterwards no final cache name holds a partial or undecodable file, the next
+request regenerates the result, and the orphaned ``tmp-oximg-*`` files the
+kills left are removed by ``manage.py oximg_clean`` (which takes temporary
+files older than a minute: the test ages them rather than waiting).
+
+gunicorn runs with ``--preload``, so a killed worker is replaced by a fork of
+the master in milliseconds instead of a fresh Django start-up; the code that
+renders and writes is the same.
+
+Row 48 (cache writes that fail) is covered by
+test_thumbnailer.py::test_a_failing_cache_write_still_serves_from_memory
+(read-only directory), test_views.py::test_a_read_only_cache_still_answers_200_from_memory
+and test_s3.py::test_a_failing_putobject_still_answers_from_memory_and_caches_nothing
+(S3 ``PutObject`` 500); S3 source errors and timeouts (404/502/504) by
+test_s3.py::test_source_errors_map_to_404_502_and_504. Here: a local or
+generic source storage that fails (502) or hangs.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+import pyvips
+from django.core.files.base import ContentFile
+from django.core.files.storage import Storage
+
+from django_oximg.core import stores
+from django_oximg.core.executor import Executor
+from django_oximg.core.stores import TEMP_PREFIX, FileSystemSourceStore
+from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig, source_directory
+from django_oximg.storage import StorageSourceStore
+from tests import images
+from tests.servers import REPO_ROOT, Fetched, Server, gunicorn, imgproxy_url, request
+from tests.test_thumbnailer import (  # noqa: F401 (fixtures)
+    CONTROL,
+    JOIN_TIMEOUT,
+    MIB,
+    SIGNER,
+    CountingCacheStore,
+    cache,
+    cache_dir,
+    cached_files,
+    executors,
+    get,
+    header,
+)
+
+#: The killed request: a 2000x1500 noisy photo fitted to about 1900 px and
+#: encoded at q100 (~3 MB), so both the render (~0.3 s) and the atomic write
+#: (temp file, fsync, rename) are long enough to be hit.
+SOURCE = "photos/big.jpg"
+
+#: Bound on waiting for gunicorn to replace a killed worker.
+RESPAWN_TIMEOUT = 30.0
+
+
+def url_path(width: int) -> str:
+    return f"/rs:fit:{width}:{width}/q:100/plain/{SOURCE}@jpeg"
+
+
+def expected_size(width: int) -> tuple[int, int]:
+    return width, width * 3 // 4  # widths are multiples of 4: no rounding
+
+
+@dataclass
+class KillReport:
+    """What the kills hit: counted, so the test can show it hit writes too."""
+
+    kills: int = 0
+    during_write: int = 0
+    orphans: set[str] = field(default_factory=set)
+
+
+class Killer:
+    """Kills the one worker of ``server`` during a request, at a random point."""
+
+    def __init__(self, server: Server, rng: random.Random, request_time: float) -> None:
+        self.server = server
+        self.rng = rng
+        self.request_time = request_time
+        self.directory = server.media / "oximg" / source_directory(SOURCE)
+        self.report = KillReport()
+
+    def temp_files(self) -> set[str]:
+        if not self.directory.exists():
+            return set()
+        return {name for name in os.listdir(self.directory) if name.startswith(TEMP_PREFIX)}
+
+    def kill_during(self, url: str, in_write: bool) -> None:
+        """Start ``url``, kill the worker during its render or its cache write, wait for a new one."""
+        [worker] = self.server.worker_pids()
+        before = self.temp_files()
+        client = threading.Thread(target=self.fetch_ignoring_errors, args=(url,), daemon=True)
+        client.start()
+        if in_write:
+            # A new temporary file means the atomic write has begun: kill within it.
+            while client.is_alive() and not (self.temp_files() - before):
+                pass
+            time.sleep(self.rng.uniform(0, 0.002))
+        else:
+            time.sleep(self.rng.uniform(0, self.request_time))
+        os.kill(worker, signal.SIGKILL)
+        self.report.kills += 1
+        self.wait_for_new_worker(worker)
+        client.join(RESPAWN_TIMEOUT)
+        left = self.temp_files() - before
+        self.report.during_write += bool(left)
+        self.report.orphans |= left
+
+    def fetch_ignoring_errors(self, url: str) -> None:
+        try:
+            request(url, timeout=RESPAWN_TIMEOUT)
+        except OSError:  # the connection dies with the worker: expected
+            pass
+
+    def wait_for_new_worker(self, killed: int) -> None:
+        deadline = time.monotonic() + RESPAWN_TIMEOUT
+        while True:
+            workers = self.server.worker_pids()
+            if workers and killed not in workers:
+                return
+            assert time.monotonic() < deadline, "gunicorn did not replace the killed worker"
+            time.sleep(0.005)
+
+
+def assert_whole_result(path: Path, size: tuple[int, int]) -> None:
+    """``path`` is a complete JPEG of ``size``: every pixel decodes, nothing is missing."""
+    image = pyvips.Image.new_from_file(str(path), fail_on="truncated", access="sequential")
+    assert (image.width, image.height) == size, path
+    image.avg()  # decodes every pixel; raises on a truncated file
+
+
+def final_files(directory: Path) -> set[Path]:
+    if not directory.exists():
+        return set()
+    return {path for path in directory.iterdir() if not path.name.startswith(TEMP_PREFIX)}
+
+
+def run_clean(media: Path) -> str:
+    """``manage.py oximg_clean`` against the test server's settings and media root."""
+    env = dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="tests.e2e_settings",
+        OXIMG_E2E_MEDIA_ROOT=str(media),
+        PYTHONPATH=str(REPO_ROOT),
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "django", "oximg_clean"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def kill_workers_repeatedly(media: Path, iterations: int, seed: int) -> None:
+    """Row 47: ``iterations`` kills, half timed into the render, half into the write."""
+    rng = random.Random(seed)
+    (media / "photos").mkdir(parents=True)
+    (media / "photos" / "big.jpg").write_bytes(images.jpeg(2000, 1500))
+    widths = [1996 - 4 * index for index in range(iterations + 1)]
+    env = {"GUNICORN_CMD_ARGS": "--preload"}
+    with gunicorn(media, workers=1, threads=4, env=env, oximg={"WORKERS": 1}) as server:
+        started = time.monotonic()
+        calibration = request(imgproxy_url(server.base, url_path(widths.pop())))
+        assert calibration.status == 200
+        killer = Killer(server, rng, time.monotonic() - started)
+        checked: set[Path] = set()
+        for index, width in enumerate(widths):
+            url = imgproxy_url(server.base, url_path(width))
+            killer.kill_during(url, in_write=index % 2 == 1)
+            # Nothing partial under a final name, whatever the kill hit.
+            for path in final_files(killer.directory) - checked:
+                assert_whole_result(path, expected_size(int(path_width(path, server, widths))))
+                checked.add(path)
+            # The next request for the killed URL regenerates it (or finds it whole).
+            again = request(url)
+            assert again.status == 200
+            stored = killer.directory / (again.headers["etag"].strip('"') + ".jpeg")
+            assert stored.read_bytes() == again.body
+            assert_whole_result(stored, expected_size(width))
+        report = killer.report
+        assert report.kills == iterations
+        assert report.during_write >= 1, "no kill landed inside a cache write"
+        assert report.orphans <= killer.temp_files()  # orphans stay until cleaned
+        assert not {Path(name).name for name in report.orphans} & {
+            path.name for path in final_files(killer.directory)
+        }
+    results = final_files(killer.directory)
+    assert len(results) == iterations + 1  # one whole result per URL, calibration included
+    # Orphans are removed by the clean command once older than a minute.
+    aged = time.time() - 120
+    for name in killer.temp_files():
+        os.utime(killer.directory / name, (aged, aged))
+    output = run_clean(media)
+    assert f"and {len(report.orphans)} orphan temporary file(s)" in output
+    assert killer.temp_files() == set()
+    assert final_files(killer.directory) == results
+
+
+#: ETag (the file name) -> width, filled as results are checked.
+_widths_by_name: dict[str, int] = {}
+
+
+def path_width(path: Path, server: Server, widths: list[int]) -> int:
+    """The requested width of the result stored at ``path``, asked of the server by HEAD.
+
+    A HEAD for a cached URL is a hit and renders nothing; the ETag names the file.
+    """
+    name = path.stem
+    if name not in _widths_by_name:
+        for width in widths:
+            answer = request(imgproxy_url(server.base, url_path(width)), method="HEAD")
+            _widths_by_name[answer.headers["etag"].strip('"')] = width
+            if name in _widths_by_name:
+                break
+    return _widths_by_name[name]

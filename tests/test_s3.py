@@ -1,0 +1,559 @@
+"""S3 through django-storages against a real S3-compatible server on 127.0.0.1.
+
+The server is moto's standalone server application (``moto.server``'s
+``DomainDispatcherApplication``, as ``ThreadedMotoServer`` runs it) on a
+werkzeug threaded server, wrapped in a small WSGI layer that logs every
+request it receives (so tests count GETs and PUTs as the server saw them,
+across processes too) and can answer object PUTs with a 500 (an S3 outage).
+boto3 talks to it over real HTTP, through ``S3Storage`` and the adapters in
+``django_oximg/storage.py``.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.config import Config
+from django.core.cache import cache
+from django.test import Client
+from moto.server import DomainDispatcherApplication, create_backend_app
+from storages.backends.s3 import S3Storage
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+
+from django_oximg import runtime, storage
+from django_oximg.core.errors import SourceNotFound, SourceTimeout, SourceUnavailable
+from django_oximg.thumbnails import get_thumbnail
+from tests import images
+from tests.servers import fetch as http_fetch
+from tests.servers import gunicorn, imgproxy_url
+from tests.services import redis_server
+from tests.test_views import decode, fetch, signed
+
+CONTROL = "/rs:fit:200:200/plain/photos/landscape.jpg@jpeg"
+CREDENTIALS = {"access_key": "testing", "secret_key": "testing", "region_name": "us-east-1"}
+
+#: One attempt per request (no retries, so an injected 500 fails at once),
+#: short timeouts so a dead endpoint fails the test quickly.
+CLIENT_CONFIG = Config(
+    s3={"addressing_style": "path"},
+    retries={"total_max_attempts": 1, "mode": "standard"},
+    connect_timeout=5,
+    read_timeout=10,
+)
+
+INTERNAL_ERROR = (
+    b'<?xml version="1.0" encoding="UTF-8"?>'
+    b"<Error><Code>InternalError</Code><Message>injected by the test</Message></Error>"
+)
+
+
+class QuietHandler(WSGIRequestHandler):
+    """No access log line per request on the test output."""
+
+    def log_request(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+@dataclass
+class S3Server:
+    """moto on 127.0.0.1 with a request log and a switch for failing PUTs."""
+
+    endpoint: str = ""
+    requests: list[tuple[str, str]] = field(default_factory=list)
+    fail_puts: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def wrap(self, app: Any) -> Callable[[dict[str, Any], Any], Iterable[bytes]]:
+        def logged(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+            method, path = environ["REQUEST_METHOD"], environ["PATH_INFO"]
+            with self.lock:
+                self.requests.append((method, path))
+            if self.fail_puts and method == "PUT" and path.count("/") >= 2:
+                start_response("500 Internal Server Error", [("Content-Type", "application/xml")])
+                return [INTERNAL_ERROR]
+            return app(environ, start_response)  # type: ignore[no-any-return]
+
+        return logged
+
+    def count(self, method: str, bucket: str) -> int:
+        """Requests with ``method`` on objects of ``bucket`` (bucket operations excluded)."""
+        with self.lock:
+            return sum(1 for m, p in self.requests if m == method and p.startswith(f"/{bucket}/"))
+
+    def client(self) -> Any:
+        return boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name="us-east-1",
+            config=CLIENT_CONFIG,
+        )
+
+    def new_bucket(self) -> str:
+        name = f"oximg-{uuid.uuid4().hex[:12]}"
+        self.client().create_bucket(Bucket=name)
+        return name
+
+    def keys(self, bucket: str) -> list[str]:
+        listed = self.client().list_objects_v2(Bucket=bucket)
+        return sorted(item["Key"] for item in listed.get("Contents", []))
+
+    @contextmanager
+    def failing_puts(self) -> Iterator[None]:
+        self.fail_puts = True
+        try:
+            yield
+        finally:
+            self.fail_puts = False
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """moto's S3 on 127.0.0.1 (a free port), for the whole session."""
+    server = S3Server()
+    app = DomainDispatcherApplication(create_backend_app)
+    httpd: BaseWSGIServer = make_server(
+        "127.0.0.1", 0, server.wrap(app), threaded=True, request_handler=QuietHandler
+    )
+    server.endpoint = f"http://127.0.0.1:{httpd.server_address[1]}"
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(10)
+
+
+def s3_storage(server: S3Server, bucket: str, **options: Any) -> dict[str, Any]:
+    """A ``STORAGES`` entry for django-storages' S3Storage on the test server."""
+    return {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": bucket,
+            "endpoint_url": server.endpoint,
+            "client_config": CLIENT_CONFIG,
+            **CREDENTIALS,
+            **options,
+        },
+    }
+
+
+@dataclass
+class Buckets:
+    source: str
+    cache: str
+
+
+@pytest.fixture
+def buckets(s3_server: S3Server) -> Buckets:
+    """A source bucket holding photos/landscape.jpg, and an empty cache bucket."""
+    found = Buckets(s3_server.new_bucket(), s3_server.new_bucket())
+    s3_server.client().put_object(
+        Bucket=found.source, Key="photos/landscape.jpg", Body=images.jpeg(640, 480)
+    )
+    return found
+
+
+def use_storages(settings: Any, media: Path, **extra: dict[str, Any]) -> None:
+    """STORAGES: the media fixture's local default plus ``extra`` aliases."""
+    settings.STORAGES = {**settings.STORAGES, **extra}
+
+
+@pytest.fixture
+def s3_cache(settings: Any, media: Path, s3_server: S3Server, buckets: Buckets) -> Buckets:
+    """Sources on local disk (the media fixture), results in the S3 cache bucket."""
+    use_storages(settings, media, s3cache=s3_storage(s3_server, buckets.cache))
+    settings.OXIMG = {**settings.OXIMG, "CACHE_STORAGE": "s3cache"}
+    return buckets
+
+
+@pytest.fixture
+def all_s3(settings: Any, media: Path, s3_server: S3Server, buckets: Buckets) -> Buckets:
+    """Default source and result cache both on S3."""
+    use_storages(
+        settings,
+        media,
+        default=s3_storage(s3_server, buckets.source),
+        s3cache=s3_storage(s3_server, buckets.cache),
+    )
+    settings.OXIMG = {**settings.OXIMG, "CACHE_STORAGE": "s3cache"}
+    return buckets
+
+
+@pytest.fixture
+def client() -> Client:
+    return Client()
+
+
+# -- where sources and results live ------------------------------------------------------
+
+
+def test_source_on_s3_with_the_cache_on_local_disk(
+    settings: Any, media: Path, s3_server: S3Server, buckets: Buckets, client: Client
+) -> None:
+    use_storages(settings, media, default=s3_storage(s3_server, buckets.source))
+    miss = fetch(client, signed(CONTROL))
+    hit = fetch(client, signed(CONTROL))
+    assert miss.status == hit.status == 200
+    assert decode(miss.body).width == 200
+    assert hit.body == miss.body
+    assert hit.streamed  # from the local file
+    assert [p.suffix for p in (media / "oximg").rglob("*") if p.is_file()] == [".jpeg"]
+    assert s3_server.count("GET", buckets.source) == 1
+    assert s3_server.count("HEAD", buckets.source) == 0  # the size comes with the GET
+
+
+def test_source_on_local_disk_with_the_cache_on_s3(
+    s3_cache: Buckets, s3_server: S3Server, client: Client, settings: Any
+) -> None:
+    miss = fetch(client, signed(CONTROL))
+    assert miss.status == 200
+    assert s3_server.count("PUT", s3_cache.cache) == 1
+    [key] = s3_server.keys(s3_cache.cache)
+    assert key.endswith(".jpeg")
+    stored = s3_server.client().get_object(Bucket=s3_cache.cache, Key=key)
+    with stored["Body"] as body:
+        assert body.read() == miss.body
+    assert stored["ContentType"] == "image/jpeg"
+    assert stored["CacheControl"] == "public, max-age=31536000, immutable"
+
+
+def test_both_on_s3_nothing_is_downloaded_or_uploaded_twice(
+    all_s3: Buckets, s3_server: S3Server, client: Client
+) -> None:
+    """A miss: one source GET, one cache lookup, one PutObject; a hit: one GET, no PUT."""
+    miss = fetch(client, signed(CONTROL))
+    assert miss.status == 200
+    assert s3_server.count("GET", all_s3.source) == 1
+    assert s3_server.count("PUT", all_s3.cache) == 1
+    # The thumbnailer looks twice on a miss; the second look costs no request.
+    assert s3_server.count("GET", all_s3.cache) == 1
+    hit = fetch(client, signed(CONTROL))
+    assert hit.status == 200
+    assert hit.body == miss.body
+    assert s3_server.count("GET", all_s3.source) == 1
+    assert s3_server.count("PUT", all_s3.cache) == 1
+    assert s3_server.count("GET", all_s3.cache) == 2
+    assert s3_server.count("HEAD", all_s3.cache) == 0
+
+
+def test_a_named_source_alias_reads_from_its_own_s3_storage(
+    settings: Any, media: Path, s3_server: S3Server, buckets: Buckets, client: Client
+) -> None:
+    s3_server.client().put_object(
+        Bucket=buckets.source, Key="path/x.jpg", Body=images.jpeg(300, 600)
+    )
+    use_storages(
+        settings,
+        media,
+        s3photos=s3_storage(s3_server, buckets.source),
+        s3cache=s3_storage(s3_server, buckets.cache),
+    )
+    settings.OXIMG = {
+        **settings.OXIMG,
+        "SOURCES": {"archive": "s3photos"},
+        "CACHE_STORAGE": "s3cache",
+    }
+    answer = fetch(client, signed("/rs:fit:100:100/plain/archive:path/x.jpg@png"))
+    assert answer.status == 200
+    image = decode(answer.body)
+    assert (image.width, image.height) == (50, 100)
+    assert s3_server.count("GET", buckets.source) == 1
+    # The default source (local disk) has no path/x.jpg: the alias really chose S3.
+    assert fetch(client, signed("/rs:fit:100:100/plain/path/x.jpg@png")).status == 404
+
+
+def test_the_tag_builds_a_url_for_a_named_s3_source(
+    settings: Any, media: Path, s3_server: S3Server, buckets: Buckets, client: Client
+) -> None:
+    s3_server.client().put_object(
+        Bucket=buckets.source, Key="path/x.jpg", Body=images.jpeg(300, 600)
+    )
+    use_storages(settings, media, s3photos=s3_storage(s3_server, buckets.source))
+    settings.OXIMG = {**settings.OXIMG, "SOURCES": {"archive": "s3photos"}}
+    thumbnail = get_thumbnail("archive:path/x.jpg", "100x100")
+    assert (thumbnail.width, thumbnail.height) == (50, 100)
+    answer = fetch(client, thumbnail.url)
+    assert answer.status == 200
+    assert (decode(answer.body).width, decode(answer.body).height) == (50, 100)
+
+
+# -- source errors ---------------------------------------------------------------------------
+
+
+def test_a_missing_key_is_a_404_and_nothing_is_stored(
+    all_s3: Buckets, s3_server: S3Server, client: Client
+) -> None:
+    answer = fetch(client, signed("/rs:fit:200:200/plain/photos/nothing.jpg@jpeg"))
+    assert answer.status == 404
+    assert answer.headers["cache-control"] == "no-store"
+    assert s3_server.keys(all_s3.cache) == []
+
+
+def test_an_oversized_source_is_refused_from_its_content_length(
+    all_s3: Buckets, s3_server: S3Server, client: Client, settings: Any
+) -> None:
+    settings.OXIMG = {**settings.OXIMG, "MAX_SRC_FILE_SIZE": 1000}
+    answer = fetch(client, signed(CONTROL))
+    assert answer.status == 422
+    assert s3_server.count("GET", all_s3.source) == 1
+    assert s3_server.count("HEAD", all_s3.source) == 0
+
+
+def direct_storage(endpoint: str, bucket: str, **config: Any) -> S3Storage:
+    options: dict[str, Any] = {
+        "s3": {"addressing_style": "path"},
+        "retries": {"total_max_attempts": 1, "mode": "standard"},
+        "connect_timeout": 2,
+        "read_timeout": 2,
+        **config,
+    }
+    return S3Storage(
+        bucket_name=bucket, endpoint_url=endpoint, client_config=Config(**options), **CREDENTIALS
+    )
+
+
+def test_source_errors_map_to_404_502_and_504(s3_server: S3Server, buckets: Buckets) -> None:
+    """Missing key 404; missing bucket and refused connection 502; no answer 504."""
+    store = storage.source_store(direct_storage(s3_server.endpoint, buckets.source))
+    assert isinstance(store, storage.S3SourceStore)
+    with pytest.raises(SourceNotFound):
+        store.read("photos/nothing.jpg", 10**6)
+    with pytest.raises(SourceNotFound):
+        store.version("photos/nothing.jpg")
+    no_bucket = storage.source_store(direct_storage(s3_server.endpoint, "oximg-no-such-bucket"))
+    with pytest.raises(SourceUnavailable):
+        no_bucket.read("photos/landscape.jpg", 10**6)
+
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        refused_port = unused.getsockname()[1]
+    refused = storage.source_store(direct_storage(f"http://127.0.0.1:{refused_port}", "b-b-b"))
+    with pytest.raises(SourceUnavailable) as caught:
+        refused.read("photos/landscape.jpg", 10**6)
+    assert not isinstance(caught.value, SourceTimeout)
+
+    with socket.socket() as silent:  # accepts (the kernel's backlog), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        blackhole = storage.source_store(direct_storage(endpoint, "b-b-b", read_timeout=0.3))
+        with pytest.raises(SourceTimeout):
+            blackhole.read("photos/landscape.jpg", 10**6)
+
+
+def test_pool_threads_each_get_their_own_boto3_client(s3_server: S3Server) -> None:
+    """django-storages keeps one boto3 resource per thread; the adapters rely on it."""
+    shared = direct_storage(s3_server.endpoint, "b-b-b")
+    clients: list[Any] = []
+
+    def remember() -> None:
+        clients.append(storage.s3_client(shared))
+
+    threads = [threading.Thread(target=remember) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len({id(client) for client in clients}) == 3
+
+
+def test_concurrent_requests_for_different_sizes_all_succeed(
+    all_s3: Buckets, s3_server: S3Server
+) -> None:
+    """Pool threads and request threads share one S3Storage per alias."""
+    thumbnailer = runtime.get_thumbnailer()
+    statuses: list[int] = []
+
+    def request(width: int) -> None:
+        reply = thumbnailer.reply(
+            runtime.get_signer().signed_path(
+                f"/rs:fit:{width}:{width}/plain/photos/landscape.jpg@jpeg"
+            ),
+            "GET",
+            {},
+        )
+        if reply.file is not None:
+            reply.file.close()
+        statuses.append(reply.status)
+
+    threads = [threading.Thread(target=request, args=(100 + n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert statuses == [200] * 8
+    assert s3_server.count("PUT", all_s3.cache) == 8
+
+
+# -- versions for the tag -------------------------------------------------------------------
+
+
+def same_length(a: bytes, b: bytes) -> tuple[bytes, bytes]:
+    """Pad the shorter JPEG after its end marker (decoders ignore trailing bytes)."""
+    size = max(len(a), len(b))
+    return a.ljust(size, b"\0"), b.ljust(size, b"\0")
+
+
+def test_the_tag_url_changes_when_the_s3_object_is_replaced(
+    settings: Any, media: Path, s3_server: S3Server, buckets: Buckets
+) -> None:
+    """The version is the ETag: a same-size replacement in the same second still counts."""
+    use_storages(settings, media, default=s3_storage(s3_server, buckets.source))
+    first, second = same_length(images.jpeg(640, 480), images.jpeg(480, 640))
+    s3 = s3_server.client()
+    s3.put_object(Bucket=buckets.source, Key="photos/v.jpg", Body=first)
+    before = get_thumbnail("photos/v.jpg", "100x100")
+    s3.put_object(Bucket=buckets.source, Key="photos/v.jpg", Body=second)
+    assert get_thumbnail("photos/v.jpg", "100x100").url == before.url  # metadata cached
+    cache.clear()  # what the timeout (or a purge hook) does
+    after = get_thumbnail("photos/v.jpg", "100x100")
+    assert after.url != before.url
+    assert (before.width, before.height, after.width, after.height) == (100, 75, 75, 100)
+
+
+# -- cache hits: streamed or redirected ------------------------------------------------------
+
+
+def test_a_hit_streams_identical_bytes_and_honours_head_and_if_none_match(
+    s3_cache: Buckets, s3_server: S3Server, client: Client
+) -> None:
+    miss = fetch(client, signed(CONTROL))
+    hit = fetch(client, signed(CONTROL))
+    assert hit.status == 200
+    assert hit.streamed  # sent as it is read from S3, not buffered first
+    assert hit.body == miss.body
+    assert hit.headers["etag"] == miss.headers["etag"]
+    assert hit.headers["content-length"] == str(len(miss.body))
+    assert hit.headers["content-type"] == "image/jpeg"
+    head = fetch(client, signed(CONTROL), method="head")
+    assert (head.status, head.body) == (200, b"")
+    assert head.headers["content-length"] == str(len(miss.body))
+    again = fetch(client, signed(CONTROL), HTTP_IF_NONE_MATCH=miss.headers["etag"])
+    assert (again.status, again.body) == (304, b"")
+    assert s3_server.count("PUT", s3_cache.cache) == 1
+
+
+def test_cache_redirect_answers_302_to_the_object(
+    s3_cache: Buckets, s3_server: S3Server, client: Client, settings: Any
+) -> None:
+    settings.OXIMG = {**settings.OXIMG, "CACHE_REDIRECT": True}
+    miss = fetch(client, signed(CONTROL))
+    assert miss.status == 200
+    hit = fetch(client, signed(CONTROL))
+    assert hit.status == 302
+    assert hit.headers["cache-control"] == "no-store"
+    [key] = s3_server.keys(s3_cache.cache)
+    location = hit.headers["location"]
+    assert location.startswith(f"{s3_server.endpoint}/{s3_cache.cache}/{key}?")
+    with urllib.request.urlopen(location, timeout=30) as response:
+        assert response.read() == miss.body
+        assert response.headers["Content-Type"] == "image/jpeg"
+        assert response.headers["Cache-Control"] == "public, max-age=31536000, immutable"
+    # Lookups are HEADs (the miss's and the hit's); the only GET is the client's.
+    assert s3_server.count("HEAD", s3_cache.cache) == 2
+    assert s3_server.count("GET", s3_cache.cache) == 1
+    assert s3_server.count("PUT", s3_cache.cache) == 1
+
+
+def test_a_failing_putobject_still_answers_from_memory_and_caches_nothing(
+    s3_cache: Buckets, s3_server: S3Server, client: Client
+) -> None:
+    """BAD_INPUTS row 48 with S3: PutObject answers 500."""
+    with s3_server.failing_puts():
+        first = fetch(client, signed(CONTROL))
+        second = fetch(client, signed(CONTROL))
+        health = fetch(client, "/img/health", raw=False)
+    assert first.status == second.status == 200
+    assert first.body == second.body
+    assert decode(first.body).width == 200
+    assert s3_server.keys(s3_cache.cache) == []
+    assert s3_server.count("PUT", s3_cache.cache) == 2  # tried once per render, no retry
+    assert runtime.get_thumbnailer().renders == 2
+    assert health.status == 503
+    third = fetch(client, signed(CONTROL))  # S3 is back: this render is stored
+    assert third.status == 200
+    assert len(s3_server.keys(s3_cache.cache)) == 1
+
+
+# -- two gunicorn servers sharing the S3 cache and Redis ------------------------------------
+
+HOT = "/rs:fit:800:800/plain/big.jpg@jpg"
+REQUESTS = 24
+
+
+def hammer(bases: list[str]) -> list[tuple[int, bytes]]:
+    """REQUESTS concurrent requests for HOT, alternating between the servers."""
+    results: list[tuple[int, bytes]] = []
+
+    def get(base: str) -> None:
+        response = http_fetch(imgproxy_url(base, HOT))
+        results.append((response.status, response.body))
+
+    threads = [
+        threading.Thread(target=get, args=(bases[index % len(bases)],)) for index in range(REQUESTS)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    return results
+
+
+@pytest.mark.parametrize(("coordinated", "renders"), [(True, 1), (False, 2)])
+def test_two_servers_sharing_an_s3_cache_and_redis_render_a_hot_key_once(
+    tmp_path: Path, s3_server: S3Server, coordinated: bool, renders: int
+) -> None:
+    """One PutObject and one source read across both servers with Redis leases.
+
+    Without leases (the control), each server renders once. Sources are on
+    local disk, read slowly (1 s) so the second server asks while the first
+    still renders; every render ends in one PutObject to the shared bucket.
+    """
+    media = tmp_path / "media"
+    media.mkdir()
+    (media / "big.jpg").write_bytes(images.jpeg(1600, 1200))
+    read_log = tmp_path / "reads.log"
+    read_log.touch()
+    bucket = s3_server.new_bucket()
+
+    with ExitStack() as stack:
+        env = {
+            "OXIMG_E2E_REDIS_URL": stack.enter_context(redis_server(tmp_path)),
+            "OXIMG_E2E_READ_LOG": str(read_log),
+            "OXIMG_E2E_READ_DELAY": "1.0",
+            "OXIMG_E2E_S3_ENDPOINT": s3_server.endpoint,
+            "OXIMG_E2E_S3_BUCKET": bucket,
+        }
+        oximg = {"CACHE_STORAGE": "s3cache"}
+        if coordinated:
+            oximg["COORDINATION_CACHE"] = "coordination"
+        servers = [
+            stack.enter_context(
+                gunicorn(media, workers=1, threads=16, oximg=oximg, env=env, log_name=f"g{n}.log")
+            )
+            for n in range(2)
+        ]
+        results = hammer([server.base for server in servers])
+        hit = http_fetch(imgproxy_url(servers[1].base, HOT))
+
+    assert [status for status, _ in results] == [200] * REQUESTS
+    assert len({body for _, body in results}) == 1
+    assert (hit.status, hit.body) == (200, results[0][1])
+    assert len(read_log.read_text().splitlines()) == renders
+    assert s3_server.count("PUT", bucket) == renders
+    assert len(s3_server.keys(bucket)) == 1
+    assert not (media / "oximg").exists()  # the local disk holds no results

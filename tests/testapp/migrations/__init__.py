@@ -1,0 +1,3 @@
+"""Migrations of the test app."""
+
+from __future__ import annotations
