@@ -5,9 +5,13 @@
 * ``oximg.E003`` a storage alias named in OXIMG does not exist in STORAGES.
 * ``oximg.E004`` libvips is older than the minimum we support.
 * ``oximg.E005`` ``COORDINATION_CACHE`` names an alias that is not in CACHES.
-* ``oximg.W001`` unsigned URLs are allowed (anyone can make the server render).
+* ``oximg.E006`` unsigned URLs are allowed while DEBUG is off.
+* ``oximg.W001`` unsigned URLs are allowed (DEBUG on: a local experiment).
 * ``oximg.W002`` no KEY is set: a key derived from SECRET_KEY is used, so URLs
   change when SECRET_KEY does and cannot be shared with other imgproxy tools.
+* ``oximg.W003`` a KEY is shorter than 32 bytes: a weak HMAC key.
+* ``oximg.W004`` HTTP sources may reach private networks.
+* ``oximg.W005`` CACHE_REDIRECT is on but the result cache cannot redirect.
 """
 
 from __future__ import annotations
@@ -69,11 +73,38 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
             )
         )
     if settings.ALLOW_UNSIGNED:
+        unsigned = "OXIMG['ALLOW_UNSIGNED'] is on: anyone can make this server render any image."
+        if django_settings.DEBUG:
+            messages.append(
+                checks.Warning(unsigned, hint="Only use it for local experiments.", id="oximg.W001")
+            )
+        else:
+            messages.append(
+                checks.Error(unsigned, hint="Never outside DEBUG: sign URLs.", id="oximg.E006")
+            )
+    if raw.get("KEY") and any(len(key) < MIN_KEY_HEX for key in settings.KEY):
         messages.append(
             checks.Warning(
-                "OXIMG['ALLOW_UNSIGNED'] is on: anyone can make this server render any image.",
-                hint="Only use it for local experiments.",
-                id="oximg.W001",
+                "An OXIMG KEY is shorter than 32 bytes (64 hex digits).",
+                hint='Make one with: python -c "import secrets; print(secrets.token_hex(32))"',
+                id="oximg.W003",
+            )
+        )
+    if settings.HTTP_SOURCES and settings.HTTP_ALLOW_PRIVATE_NETWORKS:
+        messages.append(
+            checks.Warning(
+                "OXIMG['HTTP_ALLOW_PRIVATE_NETWORKS'] is on: URL sources may reach "
+                "loopback and private addresses (server-side request forgery).",
+                hint="Only for sources you control on a private network.",
+                id="oximg.W004",
+            )
+        )
+    if settings.CACHE_REDIRECT and not cache_can_redirect(settings):
+        messages.append(
+            checks.Warning(
+                "OXIMG['CACHE_REDIRECT'] is on, but only an S3 result cache can redirect; "
+                "hits are streamed.",
+                id="oximg.W005",
             )
         )
     if not raw.get("KEY"):
@@ -85,6 +116,21 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
             )
         )
     return messages
+
+
+#: 32 bytes: the HMAC-SHA256 block's worth of key that imgproxy's docs advise.
+MIN_KEY_HEX = 64
+
+
+def cache_can_redirect(settings: conf.OximgSettings) -> bool:
+    from django.core.files.storage import InvalidStorageError
+
+    from django_oximg import runtime, storage
+
+    try:
+        return storage.is_s3(runtime.cache_storage(settings))
+    except InvalidStorageError:  # a missing storage alias is reported by oximg.E003
+        return True
 
 
 def check_libvips(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:

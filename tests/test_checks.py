@@ -119,11 +119,46 @@ def test_e004_not_raised_for_the_installed_libvips() -> None:
     assert oximg_checks.check_libvips() == []
 
 
-def test_w001_allow_unsigned(settings: Any) -> None:
+def test_w001_allow_unsigned_with_debug(settings: Any) -> None:
+    settings.DEBUG = True
     settings.OXIMG = {"KEY": KEY, "SALT": SALT, "ALLOW_UNSIGNED": True}
     messages = oximg_messages()
     assert ids(messages) == ["oximg.W001"]
     assert messages[0].level == checks.WARNING
+
+
+def test_e006_allow_unsigned_without_debug(settings: Any) -> None:
+    settings.DEBUG = False
+    settings.OXIMG = {"KEY": KEY, "SALT": SALT, "ALLOW_UNSIGNED": True}
+    messages = oximg_messages()
+    assert ids(messages) == ["oximg.E006"]
+    assert messages[0].level == checks.ERROR
+
+
+def test_w003_weak_key(settings: Any) -> None:
+    settings.OXIMG = {"KEY": "ab" * 16, "SALT": SALT}
+    messages = oximg_messages()
+    assert ids(messages) == ["oximg.W003"]
+    settings.OXIMG = {"KEY": [KEY, "ab" * 8], "SALT": [SALT, SALT]}
+    assert ids(oximg_messages()) == ["oximg.W003"]
+
+
+def test_w004_http_sources_on_private_networks(settings: Any) -> None:
+    settings.OXIMG = {
+        "KEY": KEY,
+        "SALT": SALT,
+        "HTTP_SOURCES": ["https://images.example.com/"],
+        "HTTP_ALLOW_PRIVATE_NETWORKS": True,
+    }
+    assert ids(oximg_messages()) == ["oximg.W004"]
+    settings.OXIMG = {**settings.OXIMG, "HTTP_ALLOW_PRIVATE_NETWORKS": False}
+    assert oximg_messages() == []
+
+
+def test_w005_cache_redirect_without_s3(settings: Any) -> None:
+    settings.OXIMG = {"KEY": KEY, "SALT": SALT, "CACHE_REDIRECT": True}
+    messages = oximg_messages()
+    assert ids(messages) == ["oximg.W005"]
 
 
 def test_w002_no_key(settings: Any) -> None:
