@@ -24,6 +24,7 @@ from django.urls import NoReverseMatch, reverse
 from django_oximg import conf, runtime
 from django_oximg.core import pipeline
 from django_oximg.core.geometry import plan_geometry
+from django_oximg.core.info import DEFAULT_BLURHASH, INFO_PREFIX
 from django_oximg.core.options import (
     FORMAT_NAMES,
     OUTPUT_FORMATS,
@@ -352,3 +353,23 @@ def metadata_key(source: str) -> str:
 def forget_source_metadata(source: str) -> bool:
     """Drop ``source``'s cached metadata (a purge); whether there was an entry."""
     return bool(cache.delete(metadata_key(source)))
+
+
+def get_info_url(source: Any) -> str:
+    """A signed ``/info`` URL for ``source`` (a FieldFile or a storage name).
+
+    Its JSON gives the source's upright size, format, frames, a BlurHash and
+    the dominant colour (docs/urls.md, "/info"), e.g. for placeholders. Like
+    a thumbnail URL it carries the source's version as its cachebuster, so a
+    replaced source gets a new URL while the old answer may be cached forever.
+
+    The BlurHash components are spelled out although they are the default:
+    ``/info`` is outside the signed part (as in imgproxy), and ``bh`` is no
+    thumbnail option, so the signature cannot also fetch the full-size image.
+    """
+    name = source_name(source)
+    version = source_metadata(name).version
+    x, y = DEFAULT_BLURHASH
+    versioned = build_path(Options(cachebuster=version), name, encode=encoding_for(name))
+    path = f"/bh:{x}:{y}{versioned}"
+    return url_prefix() + INFO_PREFIX.lstrip("/") + runtime.get_signer().signed_path(path)

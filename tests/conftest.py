@@ -41,3 +41,23 @@ def no_fd_leak() -> Iterator[None]:
     before = open_fd_count()
     yield
     assert open_fd_count() <= before
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _no_connection_closing_on_responses() -> Iterator[None]:
+    """Do what Django's test Client does around each request, for the whole session.
+
+    Many tests call the WSGI handler or close Django responses themselves;
+    closing a response fires ``request_finished``, whose
+    ``close_old_connections`` touches the database connection, which
+    pytest-django forbids in tests without database access once any earlier
+    test has opened one.
+    """
+    from django.core import signals
+    from django.db import close_old_connections
+
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    yield
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)
