@@ -173,3 +173,22 @@ def test_cache_coordinator_grants_one_lease_until_released() -> None:
     coordinator.release("k")
     assert coordinator.acquire("k", 10)
     coordinator.release("k")
+
+
+class BrokenCache:
+    """A cache whose server is down, as Django's RedisCache raises then."""
+
+    def add(self, *args: object, **kwargs: object) -> bool:
+        raise ConnectionError("Error 111 connecting to redis")
+
+    def delete(self, *args: object, **kwargs: object) -> None:
+        raise ConnectionError("Error 111 connecting to redis")
+
+
+def test_an_unreachable_coordination_cache_degrades_to_rendering_here(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    coordinator = CacheCoordinator(BrokenCache())  # type: ignore[arg-type]
+    assert coordinator.acquire("k", 10)
+    coordinator.release("k")
+    assert "coordination cache failed" in caplog.text
