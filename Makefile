@@ -20,9 +20,10 @@ demo: $(STAMP)
 	$(PY) example_project/manage.py make_samples
 	$(PY) example_project/manage.py runserver 127.0.0.1:8000
 
-# The docs are built (strictly) by tests/test_docs.py, and the browser test
-# drives Debian's chromium, so `make test` checks both.
-test: $(STAMP)
+# Lint and `mypy --strict` first (quick), then the suite. The docs are built
+# (strictly) by tests/test_docs.py, and the browser test drives Debian's
+# chromium, so `make test` checks both.
+test: lint typecheck
 	$(PY) -m pytest
 
 # docs/settings.md is generated from django_oximg/conf.py; regenerate it
@@ -36,8 +37,8 @@ docs-serve: $(STAMP)
 	$(VENV)/bin/mkdocs serve --strict --dev-addr 127.0.0.1:8001
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check django_oximg tests
-	$(VENV)/bin/ruff format --check django_oximg tests
+	$(VENV)/bin/ruff check django_oximg tests bench example_project
+	$(VENV)/bin/ruff format --check django_oximg tests bench example_project
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

@@ -43,14 +43,14 @@ class CacheCoordinator:
     def acquire(self, key: str, ttl: float) -> bool:
         try:
             return bool(self.cache.add(LEASE_PREFIX + key, 1, timeout=math.ceil(ttl)))
-        except Exception as exc:  # noqa: BLE001 - see the class docstring
+        except Exception as exc:  # see the class docstring
             self._log(exc)
             return True
 
     def release(self, key: str) -> None:
         try:
             self.cache.delete(LEASE_PREFIX + key)
-        except Exception as exc:  # noqa: BLE001 - see the class docstring
+        except Exception as exc:  # see the class docstring
             self._log(exc)
 
     def _log(self, exc: Exception) -> None:
