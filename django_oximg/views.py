@@ -1,7 +1,15 @@
-"""The Django view: the same thumbnailer as the WSGI middleware, behind a URLconf."""
+"""The Django views: the same thumbnailer as the WSGI middleware, behind a URLconf.
+
+``serve`` is for WSGI projects (``django_oximg.urls``); ``serve_async`` for
+ASGI ones (``django_oximg.urls_async``, see docs/django.md, "ASGI").
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from asgiref.sync import sync_to_async
 from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseBase
 
 from django_oximg import runtime
@@ -12,7 +20,7 @@ from django_oximg.core.wsgi import path_after_prefix, raw_request_path
 def serve(request: HttpRequest, path: str) -> HttpResponseBase:
     """Serve one thumbnail; ``path`` is what the URLconf matched after its mount point."""
     mount = request.path[: len(request.path) - len(path)]
-    rest = path_after_prefix(raw_request_path(request.META), mount)
+    rest = path_after_prefix(raw_request_path(asgi_environ(request)), mount)
     reply = runtime.get_thumbnailer().reply(rest, request.method or "GET", request.META)
     return django_response(reply)
 
@@ -32,3 +40,48 @@ def django_response(reply: Reply) -> HttpResponseBase:
     for name, value in reply.headers:
         response.headers[name] = value
     return response
+
+
+async def serve_async(request: HttpRequest, path: str) -> HttpResponseBase:
+    """:func:`serve` for ASGI: the thumbnailer runs in a pooled thread, the loop stays free.
+
+    Under ASGI, Django runs a sync view in a new thread per request (its
+    thread-sensitive context) and iterates a ``FileResponse`` through another
+    thread hop, warning each time. Here the reply is made on the event loop's
+    thread pool (``thread_sensitive=False``: no request state needs one
+    thread; renders run on the thumbnailer's executor as always), any cached
+    file is read into memory there, and async middleware stays async.
+    """
+    mount = request.path[: len(request.path) - len(path)]
+    rest = path_after_prefix(raw_request_path(asgi_environ(request)), mount)
+    method = request.method or "GET"
+    reply = await sync_to_async(reply_in_memory, thread_sensitive=False)(rest, method, request.META)
+    return django_response(reply)
+
+
+def asgi_environ(request: HttpRequest) -> dict[str, Any]:
+    """``request.META``, plus the raw path an ASGI server received as ``RAW_URI``.
+
+    Signatures cover the path as sent; ASGI gives it as ``scope["raw_path"]``
+    (bytes, no query string), which Django does not copy into META. Under
+    WSGI there is no scope and META already has what the server gives.
+    """
+    scope = getattr(request, "scope", None) or {}
+    raw = scope.get("raw_path")
+    if isinstance(raw, bytes) and raw:
+        return {**request.META, "RAW_URI": raw.decode("latin-1")}
+    return request.META
+
+
+def reply_in_memory(path: str, method: str, request_headers: Mapping[str, str]) -> Reply:
+    """The thumbnailer's reply with any file or stream read into the body (and closed).
+
+    Thumbnails are small, and ASGI has no sendfile: reading here, in the
+    worker thread, keeps blocking file reads off the event loop.
+    """
+    reply = runtime.get_thumbnailer().reply(path, method, request_headers)
+    if reply.file is None:
+        return reply
+    with reply.file as handle:
+        body = handle.read()
+    return Reply(reply.status, reply.headers, body)

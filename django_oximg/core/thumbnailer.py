@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from django_oximg.core import errors, metrics, pipeline, responders
+from django_oximg.core import info as info_endpoint
 from django_oximg.core.budget import estimate_peak_bytes
 from django_oximg.core.coordination import Coordinator, LocalCoordinator
 from django_oximg.core.executor import Executor
@@ -48,6 +49,9 @@ LEASE_MARGIN = 5.0
 
 #: Seconds between two log lines about failing cache writes.
 CACHE_ERROR_LOG_INTERVAL = 60.0
+
+#: The /info summary's thumbnail as options, for its memory estimate.
+SUMMARY_OPTIONS = Options(width=pipeline.SUMMARY_SIZE, height=pipeline.SUMMARY_SIZE)
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,8 @@ class Thumbnailer:
         self.source_loads = 0
         self.peer_results = 0
         self._version = cache_version(config.render)
-        self._last_cache_error = 0.0
+        # -inf, not 0: time.monotonic() may be below the interval just after boot.
+        self._last_cache_error = float("-inf")
         self._lock = threading.Lock()
         self.metrics = metrics.recorder_for(config.metrics, self.counts, executor)
 
@@ -124,6 +129,9 @@ class Thumbnailer:
 
         ``/health`` and ``/metrics`` exactly are the operational endpoints; a
         thumbnail path always has more segments, so the two never clash.
+        ``/info/...`` asks for a source's info (:meth:`info_reply`), as in
+        imgproxy (a thumbnail signature can only read "info" with a 3-byte
+        ``SIGNATURE_SIZE``, a 1 in 2**24 chance; that URL is then refused).
         """
         if path in metrics.ENDPOINTS:
             return metrics.endpoint_reply(
@@ -134,7 +142,10 @@ class Thumbnailer:
                 lambda: metrics.health_problems(self.executor, self.cache),
             )
         try:
-            answer = self.thumbnail_reply(path, method, request_headers)
+            if info_endpoint.is_info_path(path):
+                answer = self.info_reply(path, method, request_headers)
+            else:
+                answer = self.thumbnail_reply(path, method, request_headers)
         except Exception:  # not swallowed: the server turns it into a 500, counted here
             self.metrics.count_request(500)
             raise
@@ -301,7 +312,7 @@ class Thumbnailer:
             deadline = started + self.config.render_timeout
             try:
                 return pipeline.render(
-                    data, job.options, job.format, self.config.render, deadline=deadline
+                    data, job.options, job.format, self.config.render, deadline=deadline, info=info
                 )
             finally:  # failed and killed renders took their time too
                 self.metrics.observe_render(time.monotonic() - started)
@@ -342,6 +353,90 @@ class Thumbnailer:
             if now - self._last_cache_error >= CACHE_ERROR_LOG_INTERVAL:
                 self._last_cache_error = now
                 logger.error("result cache write failed for %s: %s", key, exc)
+
+    # -- /info ------------------------------------------------------------------
+
+    def info_reply(
+        self, path: str, method: str, request_headers: Mapping[str, str]
+    ) -> responders.Reply:
+        """Answer ``/info/<signature>/...`` with the source's info as JSON (core/info.py).
+
+        Cached, validated and answered like a thumbnail: the same result
+        cache (under the source's directory, so a purge removes it), ETag,
+        304, Cache-Control and error statuses.
+        """
+        if method not in responders.METHODS:
+            return responders.method_not_allowed()
+        try:
+            request, job = self.info_job_for(path)
+            result = self.info_result_for(job, request)
+            return responders.result_reply(
+                result, method, request_headers, self.config.cache_control
+            )
+        except errors.OximgError as error:
+            level = logging.WARNING if responders.status_for(error) >= 500 else logging.INFO
+            logger.log(level, "%s %s: %s", type(error).__name__, path[:200], error.detail)
+            return responders.error_reply(error, method)
+
+    def info_job_for(self, path: str) -> tuple[info_endpoint.InfoRequest, Job]:
+        """Verify and parse an info path; the job's key ends in ``.json``. No I/O."""
+        signature, rest = split_signed_path(info_endpoint.signed_part(path))
+        if not (self.config.allow_unsigned and signature in ("insecure", "unsafe")):
+            self.signer.verify(signature, rest)
+        request = info_endpoint.parse_info_path(rest)
+        if request.expires and request.expires < self.clock():
+            raise errors.ExpiredURL(f"expired at {request.expires}")
+        alias, name = self.split_source(request.source)
+        digest = sha256_hex(self._version, request.canonical())[:40]
+        key = f"{source_directory(request.source)}/{digest}.json"
+        return request, Job(alias, name, Options(), "json", False, key)
+
+    def info_result_for(self, job: Job, request: info_endpoint.InfoRequest) -> responders.Result:
+        """The cached document, or a fresh one shared by concurrent identical requests."""
+        cached = self.cache.get(job.key)
+        self.metrics.count_cache_lookup(hit=cached is not None)
+        if cached is not None:
+            return self._from_cache(job, cached, info_endpoint.CONTENT_TYPE)
+        result, _shared = self.flights.do(job.key, lambda: self._info_cached_or_made(job, request))
+        return result
+
+    def _info_cached_or_made(
+        self, job: Job, request: info_endpoint.InfoRequest
+    ) -> responders.Result:
+        cached = self.cache.get(job.key)
+        if cached is not None:
+            return self._from_cache(job, cached.in_memory(), info_endpoint.CONTENT_TYPE)
+        document = self.produce_info(job, request)
+        return responders.Result(
+            info_endpoint.CONTENT_TYPE, job.etag, False, data=document, size=len(document)
+        )
+
+    def produce_info(self, job: Job, request: info_endpoint.InfoRequest) -> bytes:
+        """Read the source, summarise it if asked (on the executor), cache the JSON.
+
+        The header answers everything but the BlurHash and dominant colour;
+        those come from a tiny shrink-on-load thumbnail, admitted with its
+        own (small) memory estimate and the render deadline.
+        """
+        self.executor.check_capacity()  # shed load before reading the source
+        data, info = self.source_reads.do(
+            f"{job.source_alias}:{job.source_name}", lambda: self.load_source(job)
+        )[0]
+        summary = None
+        if request.needs_pixels:
+            self.check_resolution(info, 1)
+            cost = estimate_peak_bytes(info, 1, SUMMARY_OPTIONS, data)
+
+            def summarise() -> pipeline.Summary:
+                deadline = time.monotonic() + self.config.render_timeout
+                return pipeline.summarise(
+                    data, request.blurhash, request.dominant_color, deadline=deadline
+                )
+
+            summary = self.executor.run(summarise, cost=cost)
+        document = info_endpoint.info_document(info, len(data), summary)
+        self.store_result(job.key, document)
+        return document
 
 
 def cache_version(render: pipeline.RenderSettings) -> str:

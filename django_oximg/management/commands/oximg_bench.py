@@ -37,7 +37,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.error import HTTPError, URLError
@@ -171,7 +171,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--quick", action="store_true", help="medium source, 1 round of 1 s")
-        parser.add_argument("--source", action="append", default=[], help="a source name (repeatable)")
+        parser.add_argument(
+            "--source", action="append", default=[], help="a source name (repeatable)"
+        )
         parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (median)")
         parser.add_argument("--seconds", type=float, default=3.0, help="per contender and round")
         parser.add_argument("--threads", type=int, default=0, help="0: WORKERS (usable CPUs)")
@@ -212,9 +214,7 @@ class Command(BaseCommand):
         settings = conf.get_settings()
         storage = storages[settings.SOURCE_STORAGE]
         if names:
-            return [
-                Source(name, name, read_all(storage, name), sample=False) for name in names
-            ]
+            return [Source(name, name, read_all(storage, name), sample=False) for name in names]
         made = []
         token = secrets.token_hex(4)
         for label, (width, height) in SAMPLE_SIZES.items():
@@ -262,14 +262,20 @@ class Command(BaseCommand):
                 format=fmt,
                 cachebuster=f"b{run_id}{index}",
             )
-            reply = thumbnailer.reply(signer.signed_path(build_path(options, source.name)), "GET", {})
+            reply = thumbnailer.reply(
+                signer.signed_path(build_path(options, source.name)), "GET", {}
+            )
             if reply.status != 200:
                 raise CommandError(f"the thumbnailer answered {reply.status} for {source.name}")
             if reply.file is not None:
                 reply.file.close()
             return len(reply.body)
 
-        found = {"bare libvips": bare, "pipeline.render": render, "thumbnailer": served}
+        found: dict[str, Callable[[int], int]] = {
+            "bare libvips": bare,
+            "pipeline.render": render,
+            "thumbnailer": served,
+        }
         if compare:
             found.update(peer_contenders(source, box, quality, notes))
         return found
@@ -292,7 +298,7 @@ class Command(BaseCommand):
         runs: dict[tuple[str, str], list[dict[str, float]]] = {}
         enabled = not options["no_progress"] and self.stderr.isatty()
         with Progress("oximg_bench", total, self.stderr.write, enabled) as progress:
-            for label, plan in plans.items():
+            for plan in plans.values():
                 for render in plan.values():
                     for index in range(WARM_UP):
                         render(10**6 + index)
@@ -303,7 +309,10 @@ class Command(BaseCommand):
                         measured = timed_loop(render, peer_threads, options["seconds"], process_cpu)
                         runs.setdefault((label, name), []).append(measured.figures())
                         progress.advance()
-        results = [summary(label, name, "in-process", threads, values) for (label, name), values in runs.items()]
+        results = [
+            summary(label, name, "in-process", threads, values)
+            for (label, name), values in runs.items()
+        ]
         if options["gunicorn"]:
             concurrency = [int(c) for c in options["concurrency"].split(",")]
             results.extend(self.served_over_http(sources, box, options, concurrency, notes))
@@ -354,7 +363,8 @@ class Command(BaseCommand):
                 f"{row['source']:<8} {row['contender']:<18} {row['concurrency']:>3} "
                 f"{rps['median']:>8.1f} {rps['low']:>6.1f}-{rps['high']:<6.1f} "
                 f"{row['p50_ms']['median']:>8.1f} {row['p95_ms']['median']:>8.1f} "
-                f"{row['cpu_ms_per_image']['median']:>8.1f} {row['bytes_per_image']['median']:>8.0f}"
+                f"{row['cpu_ms_per_image']['median']:>8.1f} "
+                f"{row['bytes_per_image']['median']:>8.0f}"
             )
         for name, value in report["ratios"].items():
             write(f"{name}: {value:.2f}")
@@ -363,16 +373,18 @@ class Command(BaseCommand):
 
     def plot(self, report: dict[str, Any], path: Path) -> None:
         try:
-            import matplotlib
-
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
+            importlib.import_module("matplotlib").use("Agg")
+            plt = importlib.import_module("matplotlib.pyplot")
         except ImportError as exc:
             raise CommandError(
                 "--plot needs matplotlib: pip install 'django-oximg[bench]'"
             ) from exc
         rows = report["results"]
-        labels = [f"{r['source']}\n{r['contender']}" + (f" c={r['concurrency']}" if r["kind"] == "http" else "") for r in rows]
+        labels = [
+            f"{r['source']}\n{r['contender']}"
+            + (f" c={r['concurrency']}" if r["kind"] == "http" else "")
+            for r in rows
+        ]
         values = [r["rps"]["median"] for r in rows]
         errors = [
             [r["rps"]["median"] - r["rps"]["low"] for r in rows],
@@ -463,7 +475,7 @@ def peer_contenders(
     installed = django_settings.INSTALLED_APPS
     width, height = box
     if importlib.util.find_spec("sorl") and "sorl.thumbnail" in installed:
-        from sorl.thumbnail import get_thumbnail
+        get_thumbnail = importlib.import_module("sorl.thumbnail").get_thumbnail
 
         def sorl(index: int) -> int:
             geometry = f"{width_for(index) * width // 500}x{height}"
@@ -474,7 +486,7 @@ def peer_contenders(
     else:
         notes.append("sorl-thumbnail not installed or not in INSTALLED_APPS: skipped")
     if importlib.util.find_spec("easy_thumbnails") and "easy_thumbnails" in installed:
-        from easy_thumbnails.files import get_thumbnailer
+        get_thumbnailer = importlib.import_module("easy_thumbnails.files").get_thumbnailer
 
         storage = storages[conf.get_settings().SOURCE_STORAGE]
 
@@ -507,7 +519,10 @@ def http_paths(source: Source, box: tuple[int, int], fmt: str, tag: str) -> list
     paths = []
     for index in range(4000):
         options = Options(
-            width=width_for(index) * width // 500, height=height, format=fmt, cachebuster=f"{tag}-{index}"
+            width=width_for(index) * width // 500,
+            height=height,
+            format=fmt,
+            cachebuster=f"{tag}-{index}",
         )
         paths.append(prefix + signer.signed_path(build_path(options, source.name)))
     return paths
@@ -531,9 +546,20 @@ def gunicorn_server(threads: int) -> Iterator[tuple[int, int]]:
         probe.bind(("127.0.0.1", 0))
         port = int(probe.getsockname()[1])
     command = [
-        sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}",
-        "--worker-class", "gthread", "--workers", "1", "--threads", str(threads),
-        "--log-level", "warning", wsgi_target(),
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--worker-class",
+        "gthread",
+        "--workers",
+        "1",
+        "--threads",
+        str(threads),
+        "--log-level",
+        "warning",
+        wsgi_target(),
     ]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     process = subprocess.Popen(command, env=env, start_new_session=True)
@@ -575,7 +601,9 @@ def tree_cpu(pid: int) -> float:
     return total
 
 
-def http_loop(port: int, pid: int, paths: list[str], clients: int, seconds: float) -> dict[str, float]:
+def http_loop(
+    port: int, pid: int, paths: list[str], clients: int, seconds: float
+) -> dict[str, float]:
     """``clients`` keep-alive connections, each walking its own share of ``paths``."""
     import http.client
 
@@ -592,7 +620,10 @@ def http_loop(port: int, pid: int, paths: list[str], clients: int, seconds: floa
             response = connection.getresponse()
             body = response.read()
             if response.status != 200:
-                raise CommandError(f"gunicorn answered {response.status}; is the thumbnail URLconf or OximgMiddleware in the WSGI app?")
+                raise CommandError(
+                    f"gunicorn answered {response.status}; is the thumbnail URLconf "
+                    "or OximgMiddleware in the WSGI app?"
+                )
             return len(body)
 
         return one
