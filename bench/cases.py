@@ -80,6 +80,5 @@ def url_list(
     if kind != "diverse":
         raise ValueError(f"unknown URL kind {kind!r}")
     return [
-        build(case, width, f"{run_tag}{index}")
-        for index, width in enumerate(case.widths(count))
+        build(case, width, f"{run_tag}{index}") for index, width in enumerate(case.widths(count))
     ]

@@ -61,10 +61,19 @@ from bench.driver import (  # noqa: E402
 PEERS_PYTHON = ROOT / "bench" / "peers" / ".venv-django-peers" / "bin" / "python"
 
 #: Figures summarised per point (median, min, max over runs).
-FIGURES = ("rps", "p50_ms", "p95_ms", "p99_ms", "cpu_ms_per_request", "cores_used",
-           "peak_rss_mib", "bytes_per_response", "other_cpus")
+FIGURES = (
+    "rps",
+    "p50_ms",
+    "p95_ms",
+    "p99_ms",
+    "cpu_ms_per_request",
+    "cores_used",
+    "peak_rss_mib",
+    "bytes_per_response",
+    "other_cpus",
+)
 
-HTTP_CONTENDERS = ("oximg-view", "oximg-wsgi", "thumbor", "thumbor-close")
+HTTP_CONTENDERS = ("oximg-view", "oximg-wsgi", "oximg-wsgi-before", "thumbor", "thumbor-close")
 INPROCESS_CONTENDERS = ("pyvips", "pipeline", "thumbnailer")
 PEER_CONTENDERS = ("sorl", "easy")
 
@@ -80,7 +89,9 @@ class Point:
     def summary(self) -> dict[str, Any]:
         figures = {}
         for name in FIGURES:
-            values = [float(r.get(name) if r.get(name) is not None else math.nan) for r in self.runs]
+            values = [
+                float(r.get(name) if r.get(name) is not None else math.nan) for r in self.runs
+            ]
             figures[name] = spread(values).to_dict()
         return {
             "contender": self.contender,
@@ -158,8 +169,18 @@ def measure_inprocess(
     contender: str, case: Case, images: Path, seconds: float, extra: list[str] | None = None
 ) -> dict[str, Any]:
     command = [
-        sys.executable, str(ROOT / "bench" / "inprocess.py"), "--contender", contender,
-        "--case", case.name, "--images", str(images), "--seconds", str(seconds), "--threads", "2",
+        sys.executable,
+        str(ROOT / "bench" / "inprocess.py"),
+        "--contender",
+        contender,
+        "--case",
+        case.name,
+        "--images",
+        str(images),
+        "--seconds",
+        str(seconds),
+        "--threads",
+        "2",
         *(extra or []),
     ]
     return run_json(command, timeout=seconds * 10 + 60)
@@ -167,9 +188,18 @@ def measure_inprocess(
 
 def measure_peer(contender: str, case: Case, images: Path, seconds: float) -> dict[str, Any]:
     command = [
-        str(PEERS_PYTHON), str(ROOT / "bench" / "peers" / "django_peers.py"),
-        "--contender", contender, "--case", case.name, "--images", str(images),
-        "--seconds", str(seconds), "--threads", "1",
+        str(PEERS_PYTHON),
+        str(ROOT / "bench" / "peers" / "django_peers.py"),
+        "--contender",
+        contender,
+        "--case",
+        case.name,
+        "--images",
+        str(images),
+        "--seconds",
+        str(seconds),
+        "--threads",
+        "1",
     ]
     return run_json(command, timeout=seconds * 10 + 120)
 
@@ -181,7 +211,7 @@ def url_count(seconds: float, concurrency: int) -> int:
 
 @contextlib.contextmanager
 def started_servers(
-    wanted: list[str], media: Path, logs: Path, notes: list[str]
+    wanted: list[str], media: Path, logs: Path, notes: list[str], before: Path | None = None
 ) -> Iterator[dict[str, servers.Running]]:
     first_case = CASES["medium-jpeg"]
     running: dict[str, servers.Running] = {}
@@ -191,6 +221,21 @@ def started_servers(
                 first = oximg_url(first_case, 500, f"cold-{way_in}")
                 running[name] = stack.enter_context(
                     servers.oximg(media, way_in, first, log_dir=logs)
+                )
+        if "oximg-wsgi-before" in wanted:
+            if before is None:
+                notes.append("oximg-wsgi-before needs --before COMMIT: skipped")
+            else:
+                first = oximg_url(first_case, 500, "cold-before")
+                running["oximg-wsgi-before"] = stack.enter_context(
+                    servers.oximg(
+                        media,
+                        "middleware",
+                        first,
+                        log_dir=logs,
+                        package_root=before,
+                        name="oximg-wsgi-before",
+                    )
                 )
         if {"thumbor", "thumbor-close"} & set(wanted):
             if servers.thumbor_available():
@@ -217,7 +262,9 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
     if not peers_ok and set(PEER_CONTENDERS) & set(wanted):
         notes.append("sorl/easy not installed (bash bench/peers/setup_django_peers.sh): skipped")
 
-    def record(contender: str, case: Case, kind: str, concurrency: int, result: dict[str, Any]) -> None:
+    def record(
+        contender: str, case: Case, kind: str, concurrency: int, result: dict[str, Any]
+    ) -> None:
         key = (contender, case.name, kind, concurrency)
         points.setdefault(key, Point(contender, case.name, kind, concurrency)).runs.append(result)
         rps = result.get("rps", math.nan)
@@ -230,7 +277,8 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
         )
 
     cold: dict[str, float] = {}
-    with started_servers(wanted, media, work, notes) as running:
+    before = checkout(args.before, work) if args.before else None
+    with started_servers(wanted, media, work, notes, before) as running:
         for name, server in running.items():
             cold[name] = server.cold_start
         # Warm every server on every case (imports, allocator, thumbor's engine).
@@ -244,11 +292,21 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
             for case in cases:
                 for contender in wanted:
                     if contender in INPROCESS_CONTENDERS:
-                        record(contender, case, "diverse", 2,
-                               measure_inprocess(contender, case, media, args.seconds))
+                        record(
+                            contender,
+                            case,
+                            "diverse",
+                            2,
+                            measure_inprocess(contender, case, media, args.seconds),
+                        )
                     elif contender in PEER_CONTENDERS and peers_ok and case.format == "jpeg":
-                        record(contender, case, "diverse", 1,
-                               measure_peer(contender, case, media, args.seconds))
+                        record(
+                            contender,
+                            case,
+                            "diverse",
+                            1,
+                            measure_peer(contender, case, media, args.seconds),
+                        )
                 for concurrency in args.concurrency:
                     for kind in args.kinds:
                         for contender in wanted:
@@ -260,22 +318,44 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
                                 continue  # no result storage: "same" is no cache test for it
                             build = thumbor_path if is_thumbor else oximg_url
                             tag = f"r{run}c{concurrency}{contender}"
-                            urls = url_list(case, url_count(args.seconds, concurrency), kind, tag, build)
+                            urls = url_list(
+                                case, url_count(args.seconds, concurrency), kind, tag, build
+                            )
                             result = measure_http(
-                                server, urls, concurrency, args.seconds,
-                                contender.endswith("-close"), use_wrk,
+                                server,
+                                urls,
+                                concurrency,
+                                args.seconds,
+                                contender.endswith("-close"),
+                                use_wrk,
                             )
                             record(contender, case, kind, concurrency, result)
             if args.cache_hits and "oximg-wsgi" in running:
                 for result in measure_cache_hits(running["oximg-wsgi"], media, work, args, use_wrk):
-                    record(result.pop("contender"), CASES["medium-jpeg"], "same",
-                           result.pop("concurrency"), result)
+                    record(
+                        result.pop("contender"),
+                        CASES["medium-jpeg"],
+                        "same",
+                        result.pop("concurrency"),
+                        result,
+                    )
     return {
         "meta": metadata(use_wrk, args),
         "notes": notes,
         "cold_start_s": cold,
         "points": [point.summary() for point in points.values()],
     }
+
+
+def checkout(commit: str, work: Path) -> Path:
+    """The package as it was at ``commit`` (``git archive``; the work tree is untouched)."""
+    root = work / f"before-{commit}"
+    root.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", commit, "django_oximg"], check=True, capture_output=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(root)], input=archive.stdout, check=True)
+    return root
 
 
 def measure_cache_hits(
@@ -304,7 +384,10 @@ def measure_cache_hits(
 def metadata(use_wrk: bool, args: argparse.Namespace) -> dict[str, Any]:
     from django_oximg.core import pipeline
 
-    versions: dict[str, str] = {"python": platform.python_version(), "libvips": pipeline.libvips_version()}
+    versions: dict[str, str] = {
+        "python": platform.python_version(),
+        "libvips": pipeline.libvips_version(),
+    }
     from importlib import metadata as package_metadata
 
     for package in ("pyvips", "pyvips-binary", "Django", "gunicorn", "whitenoise"):
@@ -330,18 +413,27 @@ def metadata(use_wrk: bool, args: argparse.Namespace) -> dict[str, Any]:
 
 def table(report: dict[str, Any], write: Callable[[str], None] = print) -> None:
     """Markdown table of medians (min-max) per point, and the ratios that matter."""
-    write("| case | kind | c | contender | req/s | p50 ms | p95 ms | p99 ms | CPU ms/req | cores | peak RSS MiB | bytes |")
+    write(
+        "| case | kind | c | contender | req/s | p50 ms | p95 ms | p99 ms | CPU ms/req "
+        "| cores | peak RSS MiB | bytes |"
+    )
     write("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for point in sorted(report["points"], key=lambda p: (p["case"], p["kind"], p["concurrency"], p["contender"])):
-        def cell(name: str, digits: int = 1) -> str:
+    for point in sorted(
+        report["points"], key=lambda p: (p["case"], p["kind"], p["concurrency"], p["contender"])
+    ):
+
+        def cell(name: str, digits: int = 1, point: dict[str, Any] = point) -> str:
             s = point[name]
             if math.isnan(s["median"]):
                 return "-"
             if name == "rps":
-                return f"{s['median']:.{digits}f} ({s['low']:.{digits}f}-{s['high']:.{digits}f})"
+                low, high = f"{s['low']:.{digits}f}", f"{s['high']:.{digits}f}"
+                return f"{s['median']:.{digits}f} ({low}-{high})"
             return f"{s['median']:.{digits}f}"
+
         write(
-            f"| {point['case']} | {point['kind']} | {point['concurrency']} | {point['contender']} | "
+            f"| {point['case']} | {point['kind']} | {point['concurrency']} "
+            f"| {point['contender']} | "
             f"{cell('rps')} | {cell('p50_ms')} | {cell('p95_ms')} | {cell('p99_ms')} | "
             f"{cell('cpu_ms_per_request')} | {cell('cores_used', 2)} | {cell('peak_rss_mib', 0)} | "
             f"{cell('bytes_per_response', 0)} |"
@@ -355,16 +447,22 @@ def ratios(report: dict[str, Any], write: Callable[[str], None] = print) -> None
     for case in cases:
         concurrencies = sorted({c for (_, k, kind, c) in by if k == case and kind == "diverse"})
         best_thumbor = max(
-            (by[key]["rps"]["median"] for key in by
-             if key[0].startswith("thumbor") and key[1] == case and key[2] == "diverse"),
+            (
+                by[key]["rps"]["median"]
+                for key in by
+                if key[0].startswith("thumbor") and key[1] == case and key[2] == "diverse"
+            ),
             default=math.nan,
         )
         ceiling = by.get(("pyvips", case, "diverse", 2))
         inproc = by.get(("pipeline", case, "diverse", 2))
         for contender in ("oximg-wsgi", "oximg-view"):
             best = max(
-                (by[(contender, case, "diverse", c)]["rps"]["median"]
-                 for c in concurrencies if (contender, case, "diverse", c) in by),
+                (
+                    by[(contender, case, "diverse", c)]["rps"]["median"]
+                    for c in concurrencies
+                    if (contender, case, "diverse", c) in by
+                ),
                 default=math.nan,
             )
             if math.isnan(best):
@@ -381,18 +479,26 @@ def ratios(report: dict[str, Any], write: Callable[[str], None] = print) -> None
         for peer in PEER_CONTENDERS:
             other = by.get((peer, case, "diverse", 1))
             if other and ours:
+                theirs = other["cpu_ms_per_request"]["median"]
+                mine = ours["cpu_ms_per_request"]["median"]
                 write(
-                    f"- {case} CPU per image: {peer} {other['cpu_ms_per_request']['median']:.1f} ms "
-                    f"/ oximg-wsgi {ours['cpu_ms_per_request']['median']:.1f} ms = "
-                    f"{other['cpu_ms_per_request']['median'] / ours['cpu_ms_per_request']['median']:.2f}x per core"
+                    f"- {case} CPU per image: {peer} {theirs:.1f} ms / oximg-wsgi {mine:.1f} ms "
+                    f"= {theirs / mine:.2f}x per core"
                 )
         thumbnailer = by.get(("thumbnailer", case, "diverse", 2))
         if thumbnailer and inproc:
-            extra = thumbnailer["cpu_ms_per_request"]["median"] - inproc["cpu_ms_per_request"]["median"]
-            write(f"- {case} served-path overhead in-process (thumbnailer - pipeline CPU): {extra:.2f} ms/req")
+            extra = (
+                thumbnailer["cpu_ms_per_request"]["median"] - inproc["cpu_ms_per_request"]["median"]
+            )
+            write(
+                f"- {case} served-path overhead in-process (thumbnailer - pipeline CPU): "
+                f"{extra:.2f} ms/req"
+            )
         if ours and inproc:
             extra = ours["cpu_ms_per_request"]["median"] - inproc["cpu_ms_per_request"]["median"]
-            write(f"- {case} gunicorn + WSGI overhead (oximg-wsgi - pipeline CPU): {extra:.2f} ms/req")
+            write(
+                f"- {case} gunicorn + WSGI overhead (oximg-wsgi - pipeline CPU): {extra:.2f} ms/req"
+            )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -410,6 +516,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--cache-hits", action="store_true", help="also same-URL vs whitenoise")
     parser.add_argument("--python-driver", action="store_true", help="never use wrk")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--before", metavar="COMMIT", help="add oximg-wsgi-before: the package at COMMIT"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.concurrency, args.runs, args.seconds = "1,4,16", 1, 3.0
@@ -429,7 +538,10 @@ def main(argv: list[str] | None = None) -> None:
     print()
     for note in report["notes"]:
         print("note:", note)
-    print("cold start to first thumbnail (s):", {k: round(v, 2) for k, v in report["cold_start_s"].items()})
+    print(
+        "cold start to first thumbnail (s):",
+        {k: round(v, 2) for k, v in report["cold_start_s"].items()},
+    )
     table(report)
     print()
     ratios(report)

@@ -47,7 +47,7 @@ def main() -> None:
     first = oximg_url(case, 500, "cold")
     out = work / "profile.txt"
     with servers.oximg(media, args.way, first, log_dir=work) as server:
-        worker = [p for p in process_tree(server.pid) if p != server.pid][0]
+        worker = next(p for p in process_tree(server.pid) if p != server.pid)
         urls = url_list(case, 20000, "diverse", "p", oximg_url)
         load = threading.Thread(
             target=closed_loop,
@@ -55,9 +55,23 @@ def main() -> None:
         )
         load.start()
         subprocess.run(
-            [spy, "record", "-p", str(worker), "-d", str(args.seconds), "-r", "200",
-             "-f", "raw", "-o", str(out), "--nonblocking"],
-            check=True, capture_output=True,
+            [
+                spy,
+                "record",
+                "-p",
+                str(worker),
+                "-d",
+                str(args.seconds),
+                "-r",
+                "200",
+                "-f",
+                "raw",
+                "-o",
+                str(out),
+                "--nonblocking",
+            ],
+            check=True,
+            capture_output=True,
         )
         load.join()
     summarise(out, args.top)

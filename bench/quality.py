@@ -25,6 +25,7 @@ because it needs Pillow, which the project's venv must not have.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import subprocess
@@ -48,7 +49,9 @@ TOOLS_PYTHON = ROOT / "bench" / "peers" / ".venv-tools" / "bin" / "python"
 PEERS_PYTHON = ROOT / "bench" / "peers" / ".venv-django-peers" / "bin" / "python"
 
 
-def oximg_outputs(case: Case, source: bytes, margins: list[float], qualities: list[int], out: Path) -> dict[str, dict[int, Path]]:
+def oximg_outputs(
+    case: Case, source: bytes, margins: list[float], qualities: list[int], out: Path
+) -> dict[str, dict[int, Path]]:
     from django_oximg.core import pipeline
     from django_oximg.core.options import Options
 
@@ -65,7 +68,9 @@ def oximg_outputs(case: Case, source: bytes, margins: list[float], qualities: li
     return found
 
 
-def thumbor_outputs(case: Case, media: Path, qualities: list[int], out: Path, logs: Path) -> dict[str, dict[int, Path]]:
+def thumbor_outputs(
+    case: Case, media: Path, qualities: list[int], out: Path, logs: Path
+) -> dict[str, dict[int, Path]]:
     if not servers.thumbor_available():
         return {}
     found: dict[int, Path] = {}
@@ -80,24 +85,35 @@ def thumbor_outputs(case: Case, media: Path, qualities: list[int], out: Path, lo
     return {"thumbor 7.8": found}
 
 
-def peer_outputs(case: Case, media: Path, qualities: list[int], out: Path) -> dict[str, dict[int, Path]]:
+def peer_outputs(
+    case: Case, media: Path, qualities: list[int], out: Path
+) -> dict[str, dict[int, Path]]:
     if not PEERS_PYTHON.exists():
         return {}
     found: dict[str, dict[int, Path]] = {}
     for contender, label in (("sorl", "sorl-thumbnail"), ("easy", "easy-thumbnails")):
         command = [
-            str(PEERS_PYTHON), str(ROOT / "bench" / "peers" / "django_peers.py"),
-            "--contender", contender, "--case", case.name, "--images", str(media),
-            "--emit", str(out), "--qualities", ",".join(map(str, qualities)),
+            str(PEERS_PYTHON),
+            str(ROOT / "bench" / "peers" / "django_peers.py"),
+            "--contender",
+            contender,
+            "--case",
+            case.name,
+            "--images",
+            str(media),
+            "--emit",
+            str(out),
+            "--qualities",
+            ",".join(map(str, qualities)),
         ]
         subprocess.run(command, check=True, capture_output=True)
-        found[label] = {
-            q: out / f"{contender}-{case.name}-q{q}.{case.format}" for q in qualities
-        }
+        found[label] = {q: out / f"{contender}-{case.name}-q{q}.{case.format}" for q in qualities}
     return found
 
 
-def reference_png(source: bytes, width: int, height: int, out: Path, cache: dict[tuple[int, int], Path]) -> Path:
+def reference_png(
+    source: bytes, width: int, height: int, out: Path, cache: dict[tuple[int, int], Path]
+) -> Path:
     """Full decode, Lanczos3 to exactly width x height, lossless PNG."""
     if (width, height) in cache:
         return cache[(width, height)]
@@ -120,7 +136,9 @@ def scores(pairs: list[tuple[Path, Path]], work: Path) -> list[float]:
     listing.write_text(json.dumps([[str(a), str(b)] for a, b in pairs]))
     done = subprocess.run(
         [str(TOOLS_PYTHON), str(ROOT / "bench" / "peers" / "score.py"), str(listing)],
-        check=True, capture_output=True, text=True,
+        check=True,
+        capture_output=True,
+        text=True,
     )
     return [float(v) for v in json.loads(done.stdout.strip().splitlines()[-1])]
 
@@ -128,7 +146,7 @@ def scores(pairs: list[tuple[Path, Path]], work: Path) -> list[float]:
 def at_bytes(points: list[tuple[int, float]], target: float) -> float:
     """Score at ``target`` bytes, linear in log(bytes) between the two nearest qualities."""
     points = sorted(points)
-    for (b0, s0), (b1, s1) in zip(points, points[1:], strict=False):
+    for (b0, s0), (b1, s1) in itertools.pairwise(points):
         if b0 <= target <= b1:
             if b1 == b0:
                 return s0
@@ -137,7 +155,9 @@ def at_bytes(points: list[tuple[int, float]], target: float) -> float:
     return math.nan
 
 
-def evaluate(case: Case, media: Path, work: Path, margins: list[float], qualities: list[int]) -> dict[str, Any]:
+def evaluate(
+    case: Case, media: Path, work: Path, margins: list[float], qualities: list[int]
+) -> dict[str, Any]:
     source = (media / case.source).read_bytes()
     outputs = oximg_outputs(case, source, margins, qualities, work)
     outputs.update(thumbor_outputs(case, media, qualities, work, work))
@@ -154,7 +174,8 @@ def evaluate(case: Case, media: Path, work: Path, margins: list[float], qualitie
     table: dict[str, dict[str, Any]] = {}
     for (name, quality, size, dims), score in zip(index, values, strict=True):
         table.setdefault(name, {"dims": dims, "by_quality": {}})["by_quality"][quality] = {
-            "bytes": size, "ssimulacra2": score,
+            "bytes": size,
+            "ssimulacra2": score,
         }
     baseline = f"oximg margin {margins[0]:g}"
     target = table[baseline]["by_quality"][80]["bytes"]
@@ -194,7 +215,9 @@ def main() -> None:
     write_set(media)
     margins = [float(m) for m in args.margins.split(",")]
     qualities = [int(q) for q in args.qualities.split(",")]
-    results = [evaluate(CASES[name], media, work, margins, qualities) for name in args.cases.split(",")]
+    results = [
+        evaluate(CASES[name], media, work, margins, qualities) for name in args.cases.split(",")
+    ]
     print_report(results)
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))

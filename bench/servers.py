@@ -152,20 +152,26 @@ def oximg(
     threads: int = 64,
     oximg_settings: Mapping[str, Any] | None = None,
     log_dir: Path,
+    package_root: Path | None = None,
+    name: str = "",
 ) -> Iterator[Running]:
-    """django-oximg under gunicorn; ``way_in`` is "view" or "middleware"."""
+    """django-oximg under gunicorn; ``way_in`` is "view" or "middleware".
+
+    ``package_root`` is a directory holding another ``django_oximg`` (an
+    older checkout, for before/after runs) put first on the path.
+    """
     port = free_port()
     env = dict(os.environ)
+    path = [str(package_root)] if package_root else []
     env.update(
-        DJANGO_SETTINGS_MODULE="tests.e2e_settings",
-        OXIMG_E2E_MEDIA_ROOT=str(media),
-        OXIMG_E2E_OVERRIDES=json.dumps(dict(oximg_settings or {})),
-        PYTHONPATH=str(ROOT),
+        DJANGO_SETTINGS_MODULE="bench.bench_settings",
+        OXIMG_BENCH_MEDIA_ROOT=str(media),
+        OXIMG_BENCH_OVERRIDES=json.dumps(dict(oximg_settings or {})),
+        PYTHONPATH=os.pathsep.join([*path, str(ROOT)]),
     )
+    name = name or f"oximg-{way_in}"
     command = gunicorn_command(f"bench.wsgi_apps:{way_in}", port, threads)
-    with spawn(
-        f"oximg-{way_in}", command, env, port, first_path, log_dir / f"oximg-{way_in}.log"
-    ) as running:
+    with spawn(name, command, env, port, first_path, log_dir / f"{name}.log") as running:
         yield running
 
 
@@ -204,7 +210,9 @@ def thumbor_config(media: Path) -> str:
 
 
 @contextmanager
-def thumbor(media: Path, first_path: str, *, processes: int = 2, log_dir: Path) -> Iterator[Running]:
+def thumbor(
+    media: Path, first_path: str, *, processes: int = 2, log_dir: Path
+) -> Iterator[Running]:
     """thumbor from bench/peers/.venv-thumbor with ``processes`` forked processes."""
     port = free_port()
     conf = Path(tempfile.mkdtemp(prefix="thumbor-conf-")) / "thumbor.conf"

@@ -20,10 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.cases import CASES  # noqa: E402
 from bench.driver import spread  # noqa: E402
 from bench.images import write_set  # noqa: E402
 from bench.load import measure_inprocess  # noqa: E402
-from bench.cases import CASES  # noqa: E402
 
 
 def main() -> None:
@@ -45,17 +45,22 @@ def main() -> None:
                 label = name if margin is None else f"{name} margin {margin:g}"
                 result = measure_inprocess(name, CASES[case], images, args.seconds, extra)
                 results.setdefault((case, label), []).append(result)
-                print(f"run {run + 1} {case} {label}: {result['rps']:.1f} img/s "
-                      f"{result['cpu_ms_per_request']:.1f} CPU ms/img, others {result['other_cpus']:.2f}",
-                      flush=True)
+                print(
+                    f"run {run + 1} {case} {label}: {result['rps']:.1f} img/s "
+                    f"{result['cpu_ms_per_request']:.1f} CPU ms/img, "
+                    f"others {result['other_cpus']:.2f}",
+                    flush=True,
+                )
     print("\n| case | contender | img/s (2 threads) | CPU ms/img | bytes |")
     print("|---|---|---|---|---|")
     for (case, label), runs in results.items():
         rps = spread(r["rps"] for r in runs)
         cpu = spread(r["cpu_ms_per_request"] for r in runs)
         size = spread(r["bytes_per_response"] for r in runs)
-        print(f"| {case} | {label} | {rps.median:.1f} ({rps.low:.1f}-{rps.high:.1f}) | "
-              f"{cpu.median:.1f} | {size.median:.0f} |")
+        print(
+            f"| {case} | {label} | {rps.median:.1f} ({rps.low:.1f}-{rps.high:.1f}) | "
+            f"{cpu.median:.1f} | {size.median:.0f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -36,7 +36,8 @@ Rows tested elsewhere (each checked to assert the row's promise):
 
 Rows 2-5 and 8 are also tested on the signer alone (test_signing.py), 9-13
 without the ``open()`` audit (test_thumbnailer.py), 28 without memory
-(test_limits.py), 33's weight in test_budget.py, 34 and 40-42 on the pipeline
+(test_limits.py), 33's weight in test_budget.py
+(test_progressive_jpeg_costs_more_than_baseline), 34 and 40-42 on the pipeline
 alone (test_pipeline.py); here they go through the whole request.
 
 Where BAD_INPUTS and the code differ, docs/design.md's choice wins:
@@ -52,6 +53,17 @@ Where BAD_INPUTS and the code differ, docs/design.md's choice wins:
 * Row 43: ``w:0/h:0`` is valid (imgproxy: keep the source's size), so 200.
 * Row 45: the sources are 48-49 MP (the limit, 50 MP, is inclusive), the
   server's budget 384 MiB (the GIF alone is estimated at 293 MiB).
+* Rows 44 and 28: latencies ("within 50 ms", "< 5 ms") are not asserted.
+* Row 47: orphaned temporary files are removed by ``manage.py oximg_clean``
+  (those older than a minute), not at start-up.
+* Row 37: "no file read" is shown by the 415 (the SVG loader never parses
+  the document), the sentinel's text absent from the answer and a canary
+  socket that nobody connects to; a read by C code cannot be audited here.
+
+Row 34 found a bug: libvips drops a GIF's cut-off last frames without an
+error, even with ``fail_on``, so a GIF truncated after its first frames was
+served (and cached) as a shorter animation; pipeline.check_complete now
+refuses a GIF without its trailer.
 """
 
 from __future__ import annotations
@@ -59,6 +71,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import errno
+import hmac
 import logging
 import os
 import socket
@@ -73,7 +86,7 @@ from typing import Any
 import pytest
 import pyvips
 
-from django_oximg.core import pipeline, signing
+from django_oximg.core import pipeline
 from django_oximg.core.executor import Executor
 from django_oximg.core.pipeline import RenderSettings
 from django_oximg.core.responders import Reply
@@ -181,13 +194,13 @@ def test_row_3_digests_are_compared_in_constant_time(
 ) -> None:
     """A well-formed but wrong signature reaches ``hmac.compare_digest``, and only that."""
     compared: list[tuple[bytes, bytes]] = []
-    real = signing.hmac.compare_digest
+    real = hmac.compare_digest
 
-    def counting(a: Any, b: Any) -> bool:
+    def counting(a: bytes, b: bytes) -> bool:
         compared.append((a, b))
         return real(a, b)
 
-    monkeypatch.setattr(signing.hmac, "compare_digest", counting)
+    monkeypatch.setattr(hmac, "compare_digest", counting)  # what signing.py calls
     digest = bytearray(base64.urlsafe_b64decode(SIGNER.sign(CONTROL) + "="))
     digest[7] ^= 0x10
     forged = base64.urlsafe_b64encode(bytes(digest)).rstrip(b"=").decode()
@@ -315,6 +328,25 @@ def test_row_32_zero_frame_delays_are_clamped_to_20_ms(
     animation = pyvips.Image.new_from_buffer(reply.body, "", n=-1)
     assert animation.get("n-pages") == 5
     assert animation.get("delay") == [pipeline.MIN_FRAME_DELAY_MS] * 5
+
+
+# -- row 34 (animations): a GIF cut between frames is not a shorter animation ------
+
+
+@pytest.mark.parametrize("fraction", [0.5, 0.9])
+@pytest.mark.parametrize("fmt", ["gif", "webp", "jpeg"])
+def test_row_34_a_gif_cut_after_whole_frames_is_422(
+    thumbnailer: Thumbnailer, source_dir: Path, cache_dir: Path, fmt: str, fraction: float
+) -> None:
+    """libvips decodes the whole frames before the cut without complaint, so the
+    trailer is what tells (pipeline.check_complete)."""
+    whole = images.animated_gif()
+    cut = bombs.truncated(whole, fraction)
+    assert 1 < pyvips.Image.new_from_buffer(cut, "", n=-1).get("n-pages") < 6  # libvips agrees
+    (source_dir / "cut.gif").write_bytes(cut)
+    assert_refused(get(thumbnailer, f"/rs:fit:60:60/plain/cut.gif@{fmt}"), 422, cache_dir)
+    (source_dir / "whole.gif").write_bytes(whole)
+    assert get(thumbnailer, f"/rs:fit:60:60/plain/whole.gif@{fmt}").status == 200
 
 
 # -- row 36: decoded by magic, never by name ---------------------------------------

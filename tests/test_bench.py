@@ -18,7 +18,6 @@ from django.core.management import call_command
 from bench import driver
 from bench.cases import CASES, oximg_path, thumbor_path, url_list
 
-
 # --- statistics -----------------------------------------------------------------
 
 
@@ -150,7 +149,9 @@ def test_read_response_handles_length_chunked_and_close() -> None:
     sized = asyncio.run(read(b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"))
     assert (sized.status, sized.body_bytes, sized.keep_alive) == (200, 3, True)
     chunked = asyncio.run(
-        read(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n")
+        read(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"
+        )
     )
     assert chunked.body_bytes == 5
     closing = asyncio.run(read(b"HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\nbye"))
@@ -199,10 +200,130 @@ def test_oximg_bench_quick_writes_its_json_shape(media: Path, tmp_path: Path, ca
 def test_oximg_bench_reads_a_named_source(media: Path, tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     call_command(
-        "oximg_bench", "--quick", "--seconds", "0.2", "--source", "photos/landscape.jpg",
-        "--json", str(out), "--no-progress", "--compare",
+        "oximg_bench",
+        "--quick",
+        "--seconds",
+        "0.2",
+        "--source",
+        "photos/landscape.jpg",
+        "--json",
+        str(out),
+        "--no-progress",
+        "--compare",
     )
     report = json.loads(out.read_text())
     assert {row["source"] for row in report["results"]} == {"photos/landscape.jpg"}
     assert (media / "photos" / "landscape.jpg").exists()  # a named source is never deleted
     assert any("sorl-thumbnail" in note for note in report["notes"])
+
+
+# --- the JPEG decode scale (JPEG_SHRINK_MARGIN) ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "margin", "shrink"),
+    [
+        ((7360, 4912), (500, 334), 2.0, 4),  # libvips' own rule: 1840 px decoded
+        ((7360, 4912), (500, 334), 1.5, 8),  # 920 px >= 750
+        ((7360, 4912), (500, 334), 1.0, 8),
+        ((2000, 1333), (500, 333), 2.0, 2),
+        ((2000, 1333), (500, 333), 1.5, 2),  # 500 px < 750: still half size
+        ((2000, 1333), (500, 333), 1.0, 4),  # Pillow's draft mode: 500 px
+        ((400, 300), (500, 375), 1.0, 1),  # never below the target
+    ],
+)
+def test_jpeg_shrink_leaves_the_margin(
+    source: tuple[int, int], target: tuple[int, int], margin: float, shrink: int
+) -> None:
+    from django_oximg.core import pipeline
+
+    assert pipeline.jpeg_shrink(*source, *target, margin) == shrink
+
+
+def jpeg_with_orientation(orientation: int) -> bytes:
+    import pyvips
+
+    from tests import images
+
+    image = images.photo(1600, 1000).copy()
+    image.set_type(pyvips.GValue.gint_type, "orientation", orientation)
+    return bytes(image.jpegsave_buffer(Q=90, keep=pyvips.enums.ForeignKeep.EXIF))
+
+
+@pytest.mark.parametrize("orientation", [1, 3, 6, 8])
+@pytest.mark.parametrize("path", ["rs:fit:190:200", "rs:fill:150:150", "rs:fit:190:200/rot:90"])
+def test_a_smaller_decode_gives_the_same_picture(orientation: int, path: str) -> None:
+    """Margins 2 (libvips' rule) and 1 (8x decode) agree on size, rotation and content."""
+    import pyvips
+
+    from django_oximg.core import pipeline
+    from django_oximg.core.options import parse_path
+
+    data = jpeg_with_orientation(orientation)
+    options = parse_path(f"/{path}/plain/x.jpg").options
+    rendered = [
+        pipeline.render(data, options, "png", pipeline.RenderSettings(jpeg_shrink_margin=m))
+        for m in (2.0, 1.0)
+    ]
+    assert (rendered[0].width, rendered[0].height) == (rendered[1].width, rendered[1].height)
+    wide, small = (pyvips.Image.new_from_buffer(r.data, "") for r in rendered)
+    assert (wide.width, wide.height) == (small.width, small.height)
+    # A wrong rotation or flip would differ by tens of levels on this gradient.
+    assert (wide - small).abs().avg() < 4
+
+
+def test_the_margin_is_part_of_the_cache_key_unless_it_is_libvips_own() -> None:
+    from django_oximg.core import pipeline
+    from django_oximg.core.thumbnailer import cache_version
+
+    plain = cache_version(pipeline.RenderSettings(jpeg_shrink_margin=2.0))
+    assert ":m" not in plain
+    assert cache_version(pipeline.RenderSettings(jpeg_shrink_margin=1.5)) == plain + ":m1.5"
+
+
+@pytest.mark.parametrize("margin", [0.5, 9, "2"])
+def test_jpeg_shrink_margin_is_validated(margin: object) -> None:
+    from django.core.exceptions import ImproperlyConfigured
+
+    from django_oximg.conf import build_settings
+
+    raw = {"KEY": "aa" * 32, "SALT": "bb" * 32, "JPEG_SHRINK_MARGIN": margin}
+    with pytest.raises(ImproperlyConfigured, match="JPEG_SHRINK_MARGIN"):
+        build_settings(raw)
+
+
+def test_bare_thumbnail_is_the_plain_libvips_fit() -> None:
+    import pyvips
+
+    from django_oximg.core import pipeline
+    from tests import images
+
+    data = pipeline.bare_thumbnail(images.jpeg(800, 600), 200, 200, "jpeg", 80)
+    image = pyvips.Image.new_from_buffer(data, "")
+    assert (image.width, image.height) == (200, 150)
+    sample = pyvips.Image.new_from_buffer(pipeline.sample_jpeg(64, 48), "")
+    assert (sample.width, sample.height, sample.bands) == (64, 48, 3)
+
+
+@pytest.mark.django_db
+def test_oximg_bench_plot_without_matplotlib_says_how_to_get_it(
+    media: Path, tmp_path: Path
+) -> None:
+    import importlib.util
+
+    from django.core.management.base import CommandError
+
+    if importlib.util.find_spec("matplotlib"):
+        pytest.skip("matplotlib is installed here")
+    with pytest.raises(CommandError, match=r"django-oximg\[bench\]"):
+        call_command(
+            "oximg_bench",
+            "--quick",
+            "--seconds",
+            "0.1",
+            "--no-progress",
+            "--source",
+            "photos/landscape.jpg",
+            "--plot",
+            str(tmp_path / "x.png"),
+        )

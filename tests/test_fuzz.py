@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from django_oximg.core.executor import Executor
 from django_oximg.core.pipeline import RenderSettings
 from django_oximg.core.responders import Reply
-from django_oximg.core.stores import CachedResult, FileSystemCacheStore
+from django_oximg.core.stores import CachedResult, CacheEntry, FileSystemCacheStore
 from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 from tests import images
 from tests.test_options import plausible_segments, segments
@@ -71,6 +71,18 @@ class CountingCache:
             self.puts += 1
         self.inner.put(key, data)
 
+    def writable(self) -> bool:
+        return self.inner.writable()
+
+    def delete(self, key: str) -> None:
+        self.inner.delete(key)
+
+    def delete_prefix(self, prefix: str) -> int:
+        return self.inner.delete_prefix(prefix)
+
+    def iter_entries(self) -> Iterator[CacheEntry]:
+        return self.inner.iter_entries()
+
 
 @dataclass
 class World:
@@ -95,9 +107,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     executor = Executor(2, 8, 10.0, 256 * MIB)
     config = ThumbnailerConfig(render=RenderSettings(max_result_dimension=64))
     try:
-        yield World(
-            Thumbnailer(config, SIGNER, {"": sources}, cache, executor), sources, cache
-        )
+        yield World(Thumbnailer(config, SIGNER, {"": sources}, cache, executor), sources, cache)
     finally:
         executor.shutdown(wait=True)
 

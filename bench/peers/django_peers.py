@@ -46,7 +46,9 @@ def configure(media: Path, contender: str) -> None:
         INSTALLED_APPS=apps,
         MEDIA_ROOT=str(media),
         MEDIA_URL="/media/",
-        DATABASES={"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": str(media / "db.sqlite3")}},
+        DATABASES={
+            "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": str(media / "db.sqlite3")}
+        },
         CACHES={"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}},
         STORAGES={"default": {"BACKEND": "django.core.files.storage.FileSystemStorage"}},
         THUMBNAIL_KVSTORE="sorl.thumbnail.kvstores.cached_db_kvstore.KVStore",
@@ -116,7 +118,9 @@ def last_path(make: Callable[[int, int], int], width: int, index: int) -> str:
     from django.conf import settings
 
     make(width, index)
-    files = [p for p in Path(settings.MEDIA_ROOT).rglob("*") if p.is_file() and p.suffix != ".sqlite3"]
+    files = [
+        p for p in Path(settings.MEDIA_ROOT).rglob("*") if p.is_file() and p.suffix != ".sqlite3"
+    ]
     files = [p for p in files if p.name not in ("medium.jpg", "large.jpg")]
     return str(max(files, key=lambda p: p.stat().st_mtime_ns))
 
@@ -129,7 +133,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
-        "--emit", type=Path, help="write one box-width thumbnail per --qualities value here, no timing"
+        "--emit",
+        type=Path,
+        help="write one box-width thumbnail per --qualities value here, no timing",
     )
     parser.add_argument("--qualities", default="80")
     args = parser.parse_args()
