@@ -1,6 +1,6 @@
 """Chart of a bench/load.py JSON report: req/s per contender, case and concurrency.
 
-    bench/peers/.venv-tools/bin/python bench/plot.py REPORT.json CHART.png
+    bench/peers/.venv-tools/bin/python bench/plot.py REPORT.json CHART.png [LEFT,OUT]
 
 Runs where matplotlib is (bench/peers/setup_tools.sh, or the project's
 ``bench`` extra). Bars are medians over runs, whiskers min-max; in-process
@@ -49,7 +49,10 @@ COLOURS = {
 
 def main() -> None:
     report = json.loads(Path(sys.argv[1]).read_text())
-    points = [p for p in report["points"] if p["kind"] == "diverse"]
+    left_out = set(sys.argv[3].split(",")) if len(sys.argv) > 3 else set()
+    points = [
+        p for p in report["points"] if p["kind"] == "diverse" and p["contender"] not in left_out
+    ]
     cases = sorted({p["case"] for p in points}, key=lambda c: ("large" in c, c))
     figure, axes = plt.subplots(1, len(cases), figsize=(6.5 * len(cases), 4.2), squeeze=False)
     for axis, case in zip(axes[0], cases, strict=True):

@@ -98,8 +98,15 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 @contextmanager
 def spawn(
-    name: str, command: list[str], env: Mapping[str, str], port: int, first_path: str, log: Path
+    name: str,
+    command: list[str],
+    env: Mapping[str, str],
+    port: int,
+    first_path: str,
+    log: Path,
+    cwd: Path = ROOT,
 ) -> Iterator[Running]:
+    """Start ``command`` in ``cwd``: ``python -m`` puts it first on sys.path."""
     started = time.perf_counter()
     with log.open("wb") as out:
         process = subprocess.Popen(
@@ -108,7 +115,7 @@ def spawn(
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: stopped as one
-            cwd=ROOT,
+            cwd=cwd,
         )
     try:
         wait_for_first(process, port, first_path, log)
@@ -171,7 +178,10 @@ def oximg(
     )
     name = name or f"oximg-{way_in}"
     command = gunicorn_command(f"bench.wsgi_apps:{way_in}", port, threads)
-    with spawn(name, command, env, port, first_path, log_dir / f"{name}.log") as running:
+    # ``python -m gunicorn`` puts the working directory first on sys.path: run
+    # an older package from its own directory, or the work tree's would win.
+    cwd = package_root or ROOT
+    with spawn(name, command, env, port, first_path, log_dir / f"{name}.log", cwd) as running:
         yield running
 
 

@@ -23,6 +23,13 @@ def not_found(environ: dict[str, Any], start_response: Callable[..., Any]) -> It
 
 
 def build(name: str) -> WSGIApp:
+    """The application ``name``; logs which django_oximg it runs (before/after runs)."""
+    import sys
+
+    if name != "static":
+        import django_oximg
+
+        print(f"bench.wsgi_apps:{name} serves {django_oximg.__file__}", file=sys.stderr)
     if name == "static":
         from whitenoise import WhiteNoise
 
@@ -33,10 +40,10 @@ def build(name: str) -> WSGIApp:
 
     django_app = get_wsgi_application()
     if name == "view":
-        return django_app  # type: ignore[return-value]
+        return django_app
     from django_oximg.wsgi import OximgMiddleware
 
-    return OximgMiddleware(django_app)  # type: ignore[arg-type]
+    return OximgMiddleware(django_app)
 
 
 def __getattr__(name: str) -> WSGIApp:

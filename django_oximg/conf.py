@@ -173,10 +173,10 @@ class OximgSettings:
     the final resize (1 to 8). JPEG decoders can scale by 1/2, 1/4 or 1/8 as
     they decode; the smallest scale leaving this margin is used. libvips' own
     rule is 2. The default, 1.5, decodes a 7360 px photo for a 500 px
-    thumbnail at 1/8 (920 px) instead of 1/4: about 18 % less CPU for no
+    thumbnail at 1/8 (920 px) instead of 1/4: about 20 % less CPU for no
     measurable quality loss (SSIMULACRA2 -0.15); a 2000 px photo is still
     decoded at 1000 px. 1 decodes as close to the thumbnail as Pillow's draft
-    mode does (2000 px to 500 px: 8 % less CPU, SSIMULACRA2 -0.7). Measured
+    mode does (2000 px to 500 px: 10 % less CPU, SSIMULACRA2 -0.7). Measured
     in docs/BENCHMARKS.md (JPEG decode scale). Values other than 2 are part
     of the result cache key."""
 

@@ -172,7 +172,17 @@ def test_cpu_seconds_of_this_process_is_read_from_proc() -> None:
 @pytest.mark.django_db
 def test_oximg_bench_quick_writes_its_json_shape(media: Path, tmp_path: Path, capsys: Any) -> None:
     out = tmp_path / "bench.json"
-    call_command("oximg_bench", "--quick", "--seconds", "0.3", "--json", str(out), "--no-progress")
+    call_command(
+        "oximg_bench",
+        "--quick",
+        "--rounds",
+        "2",
+        "--seconds",
+        "0.3",
+        "--json",
+        str(out),
+        "--no-progress",
+    )
     report = json.loads(out.read_text())
     assert set(report) >= {"meta", "results", "ratios", "notes"}
     assert report["meta"]["jpeg_shrink_margin"] == 1.5
@@ -185,6 +195,10 @@ def test_oximg_bench_quick_writes_its_json_shape(media: Path, tmp_path: Path, ca
             assert set(row[figure]) == {"median", "low", "high"}
         assert row["rps"]["median"] > 0
         assert row["bytes_per_image"]["median"] > 0
+        assert len(row["runs"]) == 2
+    # Every thumbnailer request was a miss (a hit would answer from a file, 0 body bytes).
+    served = next(r for r in report["results"] if r["contender"] == "thumbnailer")
+    assert served["bytes_per_image"]["low"] > 0.9 * served["bytes_per_image"]["high"]
     assert set(report["ratios"]) == {
         "medium pipeline.render / bare libvips",
         "medium thumbnailer / bare libvips",

@@ -82,7 +82,7 @@ class RenderSettings:
     #: JPEG sources decode at the smallest DCT scale (1/2, 1/4, 1/8) that
     #: still leaves this many times the target size for the final resize.
     #: 2.0 is libvips' own rule; 1.5 decodes large downscales (6x and more)
-    #: one scale smaller for about 18 % less CPU and no measurable quality
+    #: one scale smaller for about 20 % less CPU and no measurable quality
     #: loss; 1 is Pillow's draft mode. See docs/BENCHMARKS.md (JPEG decode scale).
     jpeg_shrink_margin: float = 1.5
 

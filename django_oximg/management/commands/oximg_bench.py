@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import itertools
 import json
 import math
 import os
@@ -174,8 +175,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--source", action="append", default=[], help="a source name (repeatable)"
         )
-        parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (median)")
-        parser.add_argument("--seconds", type=float, default=3.0, help="per contender and round")
+        parser.add_argument(
+            "--rounds", type=int, default=None, help="interleaved rounds (median); 3, --quick 1"
+        )
+        parser.add_argument(
+            "--seconds", type=float, default=None, help="per contender and round; 3, --quick 1"
+        )
         parser.add_argument("--threads", type=int, default=0, help="0: WORKERS (usable CPUs)")
         parser.add_argument("--size", default="500x500", help="box to fit into, WxH")
         parser.add_argument("--format", default="jpeg", choices=("jpeg", "webp", "avif", "png"))
@@ -187,8 +192,9 @@ class Command(BaseCommand):
         parser.add_argument("--no-progress", action="store_true")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["quick"]:
-            options["rounds"], options["seconds"] = 1, 1.0
+        quick = options["quick"]
+        options["rounds"] = options["rounds"] or (1 if quick else 3)
+        options["seconds"] = options["seconds"] or (1.0 if quick else 3.0)
         box = parse_box(options["size"])
         settings = conf.get_settings()
         thumbnailer = runtime.get_thumbnailer()
@@ -246,6 +252,8 @@ class Command(BaseCommand):
         quality = render_settings.quality.get(fmt) or pipeline.FALLBACK_QUALITY
         width, height = box
         run_id = secrets.token_hex(3)
+        # A fresh cachebuster per call: loop indexes restart every round.
+        unique = itertools.count()
 
         def bare(index: int) -> int:
             w = width_for(index) * width // 500
@@ -260,7 +268,7 @@ class Command(BaseCommand):
                 width=width_for(index) * width // 500,
                 height=height,
                 format=fmt,
-                cachebuster=f"b{run_id}{index}",
+                cachebuster=f"b{run_id}-{next(unique)}",
             )
             reply = thumbnailer.reply(
                 signer.signed_path(build_path(options, source.name)), "GET", {}
