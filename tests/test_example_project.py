@@ -9,7 +9,6 @@ the page fetched and decoded.
 from __future__ import annotations
 
 import html
-import importlib.util
 import os
 import re
 import socket
@@ -57,25 +56,6 @@ BROWSER_IMAGE_ACCEPT = "image/avif,image/webp,image/apng,image/*,*/*;q=0.8"
 
 #: Generous: a cold server renders a page of thumbnails, one of them AVIF.
 HTTP_TIMEOUT = 120
-
-
-def django_side_is_missing() -> str:
-    """Name the django_oximg modules the demo needs that do not exist yet ("" if none)."""
-    needed = ("django_oximg.urls", "django_oximg.templatetags.oximg")
-    return ", ".join(name for name in needed if not _module_exists(name))
-
-
-def _module_exists(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ModuleNotFoundError:
-        return False
-
-
-needs_django_side = pytest.mark.skipif(
-    bool(django_side_is_missing()),
-    reason=f"django_oximg Django side not written yet: {django_side_is_missing()}",
-)
 
 
 def demo_env(var_dir: Path) -> dict[str, str]:
@@ -188,7 +168,6 @@ def test_make_samples_keeps_existing_and_redraws_identical_bytes(
     assert after == before
 
 
-@needs_django_side
 def test_manage_check_passes(tmp_path: Path) -> None:
     result = run_manage(tmp_path, "check")
     assert result.returncode == 0, result.stderr
@@ -261,8 +240,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     there is no race for a free port, and requests made before gunicorn is
     ready wait in the backlog instead of failing.
     """
-    if missing := django_side_is_missing():
-        pytest.skip(f"django_oximg Django side not written yet: {missing}")
     var_dir = tmp_path_factory.mktemp("demo-server")
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
