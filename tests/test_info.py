@@ -28,11 +28,12 @@ from django_oximg.core import errors, info, pipeline
 from django_oximg.core.executor import Executor
 from django_oximg.core.responders import Reply
 from django_oximg.core.signing import URLSigner, pairs_from_hex
-from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
+from django_oximg.core.stores import FileSystemCacheStore
 from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig, source_directory
 from django_oximg.purge import purge_source
 from django_oximg.thumbnails import get_info_url
 from tests import bombs, images
+from tests.test_thumbnailer import CountingSourceStore
 
 KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
 SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
@@ -101,23 +102,6 @@ def rotated_jpeg(orientation: int) -> bytes:
 
 
 # -- fixtures ---------------------------------------------------------------------------
-
-
-class CountingSourceStore:
-    """A disk source store that counts reads, to prove what was (not) read."""
-
-    def __init__(self, root: Path) -> None:
-        self.inner = FileSystemSourceStore(root)
-        self.reads = 0
-        self._lock = threading.Lock()
-
-    def read(self, name: str, max_bytes: int) -> bytes:
-        with self._lock:
-            self.reads += 1
-        return self.inner.read(name, max_bytes)
-
-    def version(self, name: str) -> str:
-        return self.inner.version(name)
 
 
 @pytest.fixture
