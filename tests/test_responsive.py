@@ -8,14 +8,12 @@ announces; the ``<img>`` declares the size of its ``src``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pyvips
-from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
 from django.template import Context, Template
 from django.test import Client
@@ -24,7 +22,7 @@ from django_oximg import conf, responsive
 from django_oximg.core import pipeline
 from django_oximg.responsive import get_picture, get_srcset, picture_html, widths_of
 from django_oximg.thumbnails import ThumbnailError
-from tests import images
+from tests.test_templatetags import empty_cache, sources  # noqa: F401 (fixtures)
 
 LANDSCAPE = "photos/landscape.jpg"  # 640x480
 ALPHA = "photos/alpha.png"  # 320x240 with a transparent surround
@@ -32,21 +30,6 @@ ANIMATION = "photos/anim.gif"  # 120x90, 6 frames
 TURNED = "photos/turned.jpg"  # stored 640x480 with EXIF orientation 6: shown 480x640
 
 BROWSER_ACCEPT = "image/avif,image/webp,image/apng,image/*,*/*;q=0.8"
-
-
-@pytest.fixture(autouse=True)
-def empty_cache() -> Iterator[None]:
-    cache.clear()
-    yield
-    cache.clear()
-
-
-@pytest.fixture
-def sources(media: Path) -> Path:
-    stored = images.photo(640, 480).copy()
-    stored.set_type(pyvips.GValue.gint_type, "orientation", 6)
-    (media / TURNED).write_bytes(bytes(stored.jpegsave_buffer(Q=85)))
-    return media
 
 
 @pytest.fixture

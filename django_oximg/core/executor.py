@@ -187,14 +187,7 @@ class Executor:
         authoritative check is still made in :meth:`run`.
         """
         with self._lock:
-            if self._shutting_down:
-                raise Overloaded("the executor is shut down")
-            if self._running + len(self._waiting) >= self.workers + self.queue_size:
-                self._rejected_full += 1
-                raise Overloaded(
-                    f"{self._running} jobs running and {len(self._waiting)} waiting "
-                    f"(limit {self.workers} + {self.queue_size})"
-                )
+            self._refuse_if_full()
 
     def stats(self) -> ExecutorStats:
         """Return the current counters as one consistent snapshot."""
@@ -229,8 +222,8 @@ class Executor:
             for thread in threads:
                 thread.join()
 
-    def _admit(self, job: _Job[T]) -> None:
-        """Queue ``job`` or refuse it at once; the caller holds the lock."""
+    def _refuse_if_full(self) -> None:
+        """Raise :class:`Overloaded` when no job may be admitted; the caller holds the lock."""
         if self._shutting_down:
             raise Overloaded("the executor is shut down")
         if self._running + len(self._waiting) >= self.workers + self.queue_size:
@@ -239,6 +232,10 @@ class Executor:
                 f"{self._running} jobs running and {len(self._waiting)} waiting "
                 f"(limit {self.workers} + {self.queue_size})"
             )
+
+    def _admit(self, job: _Job[T]) -> None:
+        """Queue ``job`` or refuse it at once; the caller holds the lock."""
+        self._refuse_if_full()
         self._start_workers()
         self._waiting.append(job)
         self._work_ready.notify()

@@ -164,13 +164,25 @@ class Thumbnailer:
         self, path: str, method: str, request_headers: Mapping[str, str]
     ) -> responders.Reply:
         """Answer a thumbnail request: the result, or the error that stopped it."""
+
+        def result() -> responders.Result:
+            return self.result_for(self.job_for(path, request_headers.get("HTTP_ACCEPT", "")))
+
+        return self._answer(path, method, request_headers, result)
+
+    def _answer(
+        self,
+        path: str,
+        method: str,
+        request_headers: Mapping[str, str],
+        result: Callable[[], responders.Result],
+    ) -> responders.Reply:
+        """The reply for ``result()``, or for the project error it raised (logged)."""
         if method not in responders.METHODS:
             return responders.method_not_allowed()
         try:
-            job = self.job_for(path, request_headers.get("HTTP_ACCEPT", ""))
-            result = self.result_for(job)
             return responders.result_reply(
-                result, method, request_headers, self.config.cache_control
+                result(), method, request_headers, self.config.cache_control
             )
         except errors.OximgError as error:
             level = logging.WARNING if responders.status_for(error) >= 500 else logging.INFO
@@ -365,18 +377,12 @@ class Thumbnailer:
         cache (under the source's directory, so a purge removes it), ETag,
         304, Cache-Control and error statuses.
         """
-        if method not in responders.METHODS:
-            return responders.method_not_allowed()
-        try:
+
+        def result() -> responders.Result:
             request, job = self.info_job_for(path)
-            result = self.info_result_for(job, request)
-            return responders.result_reply(
-                result, method, request_headers, self.config.cache_control
-            )
-        except errors.OximgError as error:
-            level = logging.WARNING if responders.status_for(error) >= 500 else logging.INFO
-            logger.log(level, "%s %s: %s", type(error).__name__, path[:200], error.detail)
-            return responders.error_reply(error, method)
+            return self.info_result_for(job, request)
+
+        return self._answer(path, method, request_headers, result)
 
     def info_job_for(self, path: str) -> tuple[info_endpoint.InfoRequest, Job]:
         """Verify and parse an info path; the job's key ends in ``.json``. No I/O."""
