@@ -73,7 +73,14 @@ FIGURES = (
     "other_cpus",
 )
 
-HTTP_CONTENDERS = ("oximg-view", "oximg-wsgi", "oximg-wsgi-before", "thumbor", "thumbor-close")
+HTTP_CONTENDERS = (
+    "oximg-view",
+    "oximg-wsgi",
+    "oximg-wsgi-before",
+    "oximg-wsgi-alt",
+    "thumbor",
+    "thumbor-close",
+)
 INPROCESS_CONTENDERS = ("pyvips", "pipeline", "thumbnailer")
 PEER_CONTENDERS = ("sorl", "easy")
 
@@ -211,7 +218,12 @@ def url_count(seconds: float, concurrency: int) -> int:
 
 @contextlib.contextmanager
 def started_servers(
-    wanted: list[str], media: Path, logs: Path, notes: list[str], before: Path | None = None
+    wanted: list[str],
+    media: Path,
+    logs: Path,
+    notes: list[str],
+    before: Path | None = None,
+    alt_settings: dict[str, Any] | None = None,
 ) -> Iterator[dict[str, servers.Running]]:
     first_case = CASES["medium-jpeg"]
     running: dict[str, servers.Running] = {}
@@ -235,6 +247,22 @@ def started_servers(
                         log_dir=logs,
                         package_root=before,
                         name="oximg-wsgi-before",
+                    )
+                )
+        if "oximg-wsgi-alt" in wanted:
+            if not alt_settings:
+                notes.append("oximg-wsgi-alt needs --alt-settings JSON: skipped")
+            else:
+                notes.append(f"oximg-wsgi-alt runs with OXIMG overrides {alt_settings}")
+                first = oximg_url(first_case, 500, "cold-alt")
+                running["oximg-wsgi-alt"] = stack.enter_context(
+                    servers.oximg(
+                        media,
+                        "middleware",
+                        first,
+                        log_dir=logs,
+                        oximg_settings=alt_settings,
+                        name="oximg-wsgi-alt",
                     )
                 )
         if {"thumbor", "thumbor-close"} & set(wanted):
@@ -278,7 +306,7 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
 
     cold: dict[str, float] = {}
     before = checkout(args.before, work) if args.before else None
-    with started_servers(wanted, media, work, notes, before) as running:
+    with started_servers(wanted, media, work, notes, before, args.alt_settings) as running:
         for name, server in running.items():
             cold[name] = server.cold_start
         # Warm every server on every case (imports, allocator, thumbor's engine).
@@ -518,6 +546,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--json", type=Path)
     parser.add_argument(
         "--before", metavar="COMMIT", help="add oximg-wsgi-before: the package at COMMIT"
+    )
+    parser.add_argument(
+        "--alt-settings",
+        type=json.loads,
+        metavar="JSON",
+        help="add oximg-wsgi-alt: the middleware with these OXIMG overrides, "
+        "e.g. '{\"JPEG_SHRINK_MARGIN\": 1}'",
     )
     args = parser.parse_args(argv)
     if args.quick:

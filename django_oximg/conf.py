@@ -180,6 +180,17 @@ class OximgSettings:
     in docs/BENCHMARKS.md (JPEG decode scale). Values other than 2 are part
     of the result cache key."""
 
+    JPEG_DECODER: str = "libjpeg-turbo"
+    """Who decodes the pixels of JPEG sources: ``"libjpeg-turbo"`` (through
+    the simplejpeg package) or ``"libvips"``. pyvips-binary builds libvips
+    with mozjpeg, whose decoder took 30 % more CPU than libjpeg-turbo for the
+    same pixels on the benchmark photos (docs/BENCHMARKS.md, "The JPEG
+    decoder"); decoding is most of a JPEG thumbnail's cost. Both give the
+    same pixels, so this is not part of the cache key. libvips still reads
+    the header, and decodes whatever libjpeg-turbo declines: CMYK, any file
+    it warns about, and requests that keep all metadata
+    (``strip_metadata`` off)."""
+
     COORDINATION_CACHE: str = ""
     """Alias in ``CACHES`` (Redis or Memcached) through which processes that
     share a result cache agree who renders a hot key, so it is rendered once
@@ -216,6 +227,9 @@ COUNTS = (
     "METADATA_CACHE_TIMEOUT",
     "HTTP_MAX_REDIRECTS",
 )
+
+#: Values of ``JPEG_DECODER`` (see core/jpeg.py and core/pipeline.py).
+JPEG_DECODERS = ("libjpeg-turbo", "libvips")
 
 #: A URL path of RFC 3986 segment characters, starting and ending with "/":
 #: anything else (spaces, "?", "#", quotes) would be changed by browsers or
@@ -356,6 +370,10 @@ def _validate(conf: OximgSettings) -> None:
             raise ImproperlyConfigured(f"OXIMG: {name} must be positive.")
     if not 1 <= conf.JPEG_SHRINK_MARGIN <= 8:
         raise ImproperlyConfigured("OXIMG: JPEG_SHRINK_MARGIN must be between 1 and 8.")
+    if conf.JPEG_DECODER not in JPEG_DECODERS:
+        raise ImproperlyConfigured(
+            f"OXIMG: JPEG_DECODER must be one of {', '.join(map(repr, JPEG_DECODERS))}."
+        )
     _validate_quality(conf.QUALITY)
     _validate_sources(conf.SOURCES)
     _validate_presets(conf.PRESETS)

@@ -85,6 +85,7 @@ def thumbnailer_config(settings: conf.OximgSettings) -> ThumbnailerConfig:
             max_result_dimension=settings.MAX_RESULT_DIMENSION,
             max_animation_frames=settings.MAX_ANIMATION_FRAMES,
             jpeg_shrink_margin=settings.JPEG_SHRINK_MARGIN,
+            jpeg_decoder=settings.JPEG_DECODER,
         ),
         presets=dict(settings.PRESETS),
         allow_unsigned=settings.ALLOW_UNSIGNED,

@@ -82,7 +82,10 @@ class StorageSourceStore:
             if size > max_bytes:
                 raise SourceTooLarge(f"{name!r} has {size} bytes, limit {max_bytes}")
             with self.storage.open(name, "rb") as handle:
-                data: bytes = handle.read(max_bytes + 1)
+                # The size, not the limit: see FileSystemSourceStore.read.
+                data: bytes = handle.read(size + 1)
+                if len(data) > size:
+                    data += handle.read(max_bytes + 1 - len(data))
         except (FileNotFoundError, SuspiciousFileOperation) as exc:
             raise SourceNotFound(str(exc)) from exc
         except OSError as exc:

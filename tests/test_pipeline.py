@@ -642,6 +642,22 @@ def test_past_deadline_stops_libvips(options: Options) -> None:
         pipeline.render(big, options, "png", SETTINGS, deadline=started - 1)
 
 
+def test_deadline_passing_mid_render_stops_libvips() -> None:
+    """The watchdog kills a computation already running when its time comes.
+
+    A sigma-150 blur of a 6000x4000 image keeps libvips busy for seconds
+    (sigma 40 took 0.8 s on one core of the CI machine; the cost grows with
+    sigma); the deadline is 0.1 s away, so it passes mid-render (the test
+    above kills at once, before anything runs).
+    """
+    big = jpeg(flat(6000, 4000))
+    options = Options(width=6000, blur=150.0)
+    before = dict(pipeline.WATCHDOG._watched)
+    with pytest.raises(ProcessingTimeout):
+        pipeline.render(big, options, "png", SETTINGS, deadline=time.monotonic() + 0.1)
+    assert pipeline.WATCHDOG._watched == before  # nothing left behind to kill later
+
+
 def test_future_deadline_does_not_interfere(landscape: bytes) -> None:
     deadline = time.monotonic() + 3600
     result = pipeline.render(landscape, Options(width=50), "jpeg", SETTINGS, deadline=deadline)

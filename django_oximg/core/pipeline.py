@@ -27,13 +27,13 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import blurhash
 import pyvips
 
+from django_oximg.core import jpeg
 from django_oximg.core.errors import (
     InvalidImage,
     OximgError,
@@ -85,6 +85,9 @@ class RenderSettings:
     #: one scale smaller for about 20 % less CPU and no measurable quality
     #: loss; 1 is Pillow's draft mode. See docs/BENCHMARKS.md (JPEG decode scale).
     jpeg_shrink_margin: float = 1.5
+    #: Who decodes JPEG pixels: "libjpeg-turbo" (simplejpeg, faster than the
+    #: mozjpeg inside pyvips-binary; :mod:`django_oximg.core.jpeg`) or "libvips".
+    jpeg_decoder: str = "libjpeg-turbo"
 
 
 @dataclass(frozen=True)
@@ -354,37 +357,106 @@ def probe(data: bytes) -> SourceInfo:
 class Deadline:
     """Stops libvips work once ``time.monotonic()`` passes ``at``.
 
-    libvips reports progress on the image being computed; the callback sets the
-    image's kill flag, libvips stops its threads and the computation fails.
-    Callbacks are kept here so they live as long as the render.
+    Use as a context manager around a computation; :meth:`watch` each image
+    that will be computed (the one handed to a saver or ``copy_memory``). When
+    the time passes, :data:`WATCHDOG` sets the kill flag of every watched
+    image, libvips stops its threads and the computation fails. An image
+    watched after the time has passed is killed at once.
     """
 
     def __init__(self, at: float | None) -> None:
         self.at = at
         self.expired = False
-        self._callbacks: list[Callable[[Image, Any], None]] = []
+        self._images: list[Image] = []
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> Deadline:
+        if self.at is not None:
+            WATCHDOG.add(self)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.at is not None:
+            WATCHDOG.remove(self)
+        with self._lock:
+            self._images.clear()
 
     def watch(self, image: Image) -> Image:
-        """Return ``image`` with the deadline attached (no-op without a deadline)."""
+        """Return ``image``, to be killed when the deadline passes (no-op without one)."""
         if self.at is None:
             return image
-        at = self.at
-
-        def on_eval(evaluated: Image, _progress: Any) -> None:
-            if time.monotonic() >= at:
+        with self._lock:
+            self._images.append(image)
+            if time.monotonic() >= self.at:
                 self.expired = True
-                evaluated.set_kill(True)
-
-        image.set_progress(True)
-        image.signal_connect("eval", on_eval)
-        self._callbacks.append(on_eval)
+            if self.expired:
+                image.set_kill(True)
         return image
+
+    def expire(self) -> None:
+        """Kill every watched computation (called by the watchdog's thread)."""
+        with self._lock:
+            self.expired = True
+            for image in self._images:
+                image.set_kill(True)
 
     def failure(self, error: pyvips.Error) -> OximgError:
         """The error to raise for a libvips failure during a watched computation."""
         if self.expired:
             return ProcessingTimeout(f"render deadline passed: {error.message}")
         return _wrap_error(error)
+
+
+class Watchdog:
+    """One sleeping thread that expires :class:`Deadline` objects when their time comes.
+
+    Why not libvips' progress signal: its callback runs Python on libvips'
+    worker threads every few tiles, taking the GIL each time, which cost
+    about 0.5 ms of CPU per medium thumbnail (docs/BENCHMARKS.md). This thread
+    wakes only when the earliest deadline is due (at most once per
+    ``RENDER_TIMEOUT`` when every render finishes in time).
+    """
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._watched: dict[int, Deadline] = {}
+        #: When the thread will wake next (None: it sleeps until notified).
+        self._wakes_at: float | None = None
+        self._thread: threading.Thread | None = None
+
+    def add(self, deadline: Deadline) -> None:
+        assert deadline.at is not None
+        with self._condition:
+            self._watched[id(deadline)] = deadline
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="oximg-render-watchdog", daemon=True
+                )
+                self._thread.start()
+            if self._wakes_at is None or deadline.at < self._wakes_at:
+                self._condition.notify()
+
+    def remove(self, deadline: Deadline) -> None:
+        with self._condition:
+            self._watched.pop(id(deadline), None)
+
+    def _run(self) -> None:
+        with self._condition:
+            while True:
+                now = time.monotonic()
+                for key, deadline in list(self._watched.items()):
+                    if deadline.at is not None and deadline.at <= now:
+                        del self._watched[key]
+                        deadline.expire()
+                self._wakes_at = min(
+                    (d.at for d in self._watched.values() if d.at is not None), default=None
+                )
+                timeout = None if self._wakes_at is None else self._wakes_at - now
+                self._condition.wait(timeout)
+
+
+#: The process's watchdog (its thread starts with the first deadline).
+WATCHDOG = Watchdog()
 
 
 # --- load ---------------------------------------------------------------------
@@ -404,6 +476,9 @@ def _loader_options(animated: bool) -> str:
     """Option string for the loader: fail on truncation, all frames when animated."""
     return "fail_on=truncated,n=-1" if animated else "fail_on=truncated"
 
+
+#: The libvips metadata field holding an embedded ICC profile.
+ICC_FIELD = "icc-profile-data"
 
 #: JPEG DCT scales libjpeg can decode at.
 JPEG_SHRINKS = (8, 4, 2)
@@ -449,18 +524,26 @@ def load_thumbnail(
     resize. With ``settings.jpeg_shrink_margin`` below 2, a JPEG is decoded
     here at the smaller scale that margin allows, and ``thumbnail_image``
     does the rest (rotation, CMYK import and the resize, exactly as above).
+    With ``settings.jpeg_decoder`` "libjpeg-turbo" (the default) the pixels
+    of that decode come from :func:`turbo_decoded` instead, at any margin;
+    what it declines, libvips decodes.
     """
     width, height = geometry.scaled_width, geometry.scaled_height
     if options.rotate % 180 == 90:
         width, height = height, width
-    margin = settings.jpeg_shrink_margin if settings else LIBVIPS_SHRINK_MARGIN
-    if info is not None and info.format == "jpeg" and margin < LIBVIPS_SHRINK_MARGIN:
+    settings = settings or RenderSettings(jpeg_shrink_margin=LIBVIPS_SHRINK_MARGIN)
+    if info is not None and info.format == "jpeg":
         upright_w, upright_h = upright_size(info, options)
-        shrink = jpeg_shrink(upright_w, upright_h, width, height, margin)
-        if shrink > jpeg_shrink(upright_w, upright_h, width, height, LIBVIPS_SHRINK_MARGIN):
+        shrink = jpeg_shrink(upright_w, upright_h, width, height, settings.jpeg_shrink_margin)
+        decoded = None
+        if settings.jpeg_decoder == "libjpeg-turbo":
+            decoded = turbo_decoded(data, shrink, info, options)
+        libvips_shrink = jpeg_shrink(upright_w, upright_h, width, height, LIBVIPS_SHRINK_MARGIN)
+        if decoded is None and shrink > libvips_shrink:
             decoded = pyvips.Image.jpegload_source(
                 memory_source(data), shrink=shrink, access="sequential", fail_on="truncated"
             )
+        if decoded is not None:
             return decoded.thumbnail_image(
                 width, height=height, size="force", no_rotate=not options.auto_rotate
             )
@@ -472,6 +555,46 @@ def load_thumbnail(
         no_rotate=not options.auto_rotate,
         option_string=_loader_options(animated),
     )
+
+
+def turbo_decoded(data: bytes, shrink: int, info: SourceInfo, options: Options) -> Image | None:
+    """The JPEG decoded by libjpeg-turbo at 1/``shrink``, as libvips' loader would give it.
+
+    None when :func:`django_oximg.core.jpeg.decode_scaled` leaves the file to
+    libvips, or when the output keeps all metadata (``strip_metadata`` off:
+    libvips' loader carries every EXIF, XMP and IPTC field). Otherwise the
+    fields the later steps read come from libvips' header parse, which
+    decodes no pixels: the ICC profile, resolution, orientation and, for
+    ``keep_copyright``, the EXIF block with its Copyright and Artist tags
+    (:func:`strip_metadata` would drop every other tag anyway). The pixels
+    are the same as libvips' (tests/test_jpeg.py), so the output bytes are too.
+    """
+    if not options.strip_metadata:
+        return None
+    decoded = jpeg.decode_scaled(data, shrink)
+    if decoded is None:
+        return None
+    header = pyvips.Image.jpegload_source(memory_source(data), access="sequential")
+    image = pyvips.Image.new_from_memory(
+        decoded.pixels, decoded.width, decoded.height, decoded.bands, "uchar"
+    )
+    # libvips' loader rounds the scaled size down; libjpeg rounds it up.
+    image = image.crop(0, 0, info.width // shrink, info.height // shrink).copy(
+        interpretation="srgb" if decoded.bands == 3 else "b-w",
+        xres=header.xres,
+        yres=header.yres,
+    )
+    copied = [ICC_FIELD, "resolution-unit"]
+    if options.keep_copyright:
+        kept = [name for name in COPYRIGHT_FIELDS if header.get_typeof(name)]
+        copied += ["exif-data", *kept] if kept else []
+    for name in copied:
+        gtype = header.get_typeof(name)
+        if gtype:
+            image.set_type(gtype, name, header.get(name))
+    if info.orientation != 1:
+        image.set_type(pyvips.GValue.gint_type, "orientation", info.orientation)
+    return image
 
 
 def load_full(data: bytes, options: Options, animated: bool) -> Image:
@@ -571,7 +694,7 @@ def to_srgb(image: Image, options: Options) -> Image:
     broken profile is ignored rather than failing the request. Without it, an
     RGB image keeps its profile (the encoder embeds it).
     """
-    has_profile = bool(image.get_typeof("icc-profile-data"))
+    has_profile = bool(image.get_typeof(ICC_FIELD))
     if image.interpretation == "cmyk":
         image = image.icc_transform("srgb", input_profile="cmyk", embedded=True, depth=8)
     elif has_profile and (options.strip_color_profile or image.interpretation != "srgb"):
@@ -579,14 +702,14 @@ def to_srgb(image: Image, options: Options) -> Image:
             image = image.icc_transform("srgb", embedded=True, intent="perceptual", depth=8)
         except pyvips.Error:
             image = image.copy()
-            image.remove("icc-profile-data")
+            image.remove(ICC_FIELD)
     if image.interpretation != "srgb" or image.format != "uchar":
         image = image.colourspace("srgb")
     if image.format != "uchar":
         image = image.cast("uchar")
-    if options.strip_color_profile and image.get_typeof("icc-profile-data"):
+    if options.strip_color_profile and image.get_typeof(ICC_FIELD):
         image = image.copy()
-        image.remove("icc-profile-data")
+        image.remove(ICC_FIELD)
     return image
 
 
@@ -781,6 +904,18 @@ def render(
         raise UnsupportedFormat(f"unknown output format {fmt!r}")
     if info is None:
         info = probe(data)
+    with Deadline(deadline) as watch:
+        return _render_watched(data, options, fmt, settings, info, watch)
+
+
+def _render_watched(
+    data: bytes,
+    options: Options,
+    fmt: str,
+    settings: RenderSettings,
+    info: SourceInfo,
+    watch: Deadline,
+) -> Rendered:
     animated = keeps_animation(info, fmt, settings)
     geometry = plan_geometry(
         info.width,
@@ -789,7 +924,6 @@ def render(
         orientation=info.orientation,
         max_result_dimension=settings.max_result_dimension,
     )
-    watch = Deadline(deadline)
     try:
         if options.crop is None:
             source = load_thumbnail(data, geometry, options, animated, info, settings)
@@ -889,22 +1023,22 @@ def summarise(
     computed on the thumbnail flattened onto white (BlurHash has no alpha);
     the dominant colour on its opaque pixels (see :func:`dominant_colour`).
 
-    ``deadline`` is watched as for :func:`render`, but libvips reports
-    progress on the (one-tile) output only now and then, so it stops a slow
-    decode late or not at all; the real bounds are shrink-on-load and the
-    caller's resolution check (``MAX_SRC_RESOLUTION``).
+    ``deadline`` is watched as for :func:`render`, but the (one-tile) output
+    is computed in one piece, so a slow decode is stopped late or not at
+    all; the real bounds are shrink-on-load and the caller's resolution
+    check (``MAX_SRC_RESOLUTION``).
     """
     _ensure_configured()
-    watch = Deadline(deadline)
-    try:
-        image = pyvips.Image.thumbnail_buffer(
-            data, SUMMARY_SIZE, height=SUMMARY_SIZE, option_string=_loader_options(False)
-        )
-        image = watch.watch(to_srgb(image, Options())).copy_memory()
-        rgba = image.extract_band(0, n=4) if image.hasalpha() else image.bandjoin(255)
-        pixels = bytes(rgba.cast("uchar").write_to_memory())
-    except pyvips.Error as error:
-        raise watch.failure(error) from error
+    with Deadline(deadline) as watch:
+        try:
+            image = pyvips.Image.thumbnail_buffer(
+                data, SUMMARY_SIZE, height=SUMMARY_SIZE, option_string=_loader_options(False)
+            )
+            image = watch.watch(to_srgb(image, Options())).copy_memory()
+            rgba = image.extract_band(0, n=4) if image.hasalpha() else image.bandjoin(255)
+            pixels = bytes(rgba.cast("uchar").write_to_memory())
+        except pyvips.Error as error:
+            raise watch.failure(error) from error
     width = int(image.width)
     blurhash = None
     if blurhash_components is not None:

@@ -1,0 +1,178 @@
+"""Tests for the libjpeg-turbo JPEG decode (core/jpeg.py) and its place in the pipeline.
+
+The promise pinned down here: whichever decoder runs (``RenderSettings.
+jpeg_decoder``), a JPEG source gives the same output bytes, and every file the
+fast decoder declines still renders (or fails) exactly as libvips decides.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import pyvips
+
+from django_oximg.core import jpeg, pipeline
+from django_oximg.core.errors import InvalidImage
+from django_oximg.core.options import Options
+from tests.test_pipeline import flat, photo
+
+TURBO = pipeline.RenderSettings(jpeg_decoder="libjpeg-turbo")
+LIBVIPS = pipeline.RenderSettings(jpeg_decoder="libvips")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def configured() -> None:
+    pipeline.configure(concurrency=1)
+
+
+def jpeg_bytes(image: pyvips.Image, **save: object) -> bytes:
+    return bytes(image.jpegsave_buffer(Q=90, **save))
+
+
+def as_image(decoded: jpeg.Decoded) -> pyvips.Image:
+    return pyvips.Image.new_from_memory(
+        decoded.pixels, decoded.width, decoded.height, decoded.bands, "uchar"
+    )
+
+
+# --- core/jpeg.py ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("size", "shrink", "grey"),
+    [
+        (size, shrink, grey)
+        for size, shrink, grey in itertools.product(
+            [(301, 199), (64, 48), (17, 9)], [1, 2, 4, 8], [False, True]
+        )
+    ],
+)
+def test_pixels_equal_libvips_decode(size: tuple[int, int], shrink: int, grey: bool) -> None:
+    image = photo(*size)
+    if grey:
+        image = image.colourspace("b-w")
+    data = jpeg_bytes(image)
+    decoded = jpeg.decode_scaled(data, shrink)
+    assert decoded is not None
+    reference = pyvips.Image.jpegload_buffer(data, shrink=shrink)
+    # libjpeg rounds the scaled size up, libvips down (the caller crops).
+    assert (decoded.width, decoded.height) == (-(-size[0] // shrink), -(-size[1] // shrink))
+    assert decoded.bands == reference.bands == (1 if grey else 3)
+    ours = as_image(decoded).crop(0, 0, reference.width, reference.height)
+    assert (ours.cast("int") - reference.cast("int")).abs().max() == 0
+
+
+def test_cmyk_is_left_to_libvips() -> None:
+    cmyk = photo(64, 48).icc_transform("cmyk", input_profile="srgb")
+    assert jpeg.decode_scaled(jpeg_bytes(cmyk), 2) is None
+
+
+@pytest.mark.parametrize("cut", [0.3, 0.7, 0.95])
+def test_truncated_or_broken_files_are_left_to_libvips(cut: float) -> None:
+    data = jpeg_bytes(photo(120, 80))
+    assert jpeg.decode_scaled(data[: int(len(data) * cut)], 1) is None
+    assert jpeg.decode_scaled(b"\xff\xd8 not a jpeg", 1) is None
+
+
+# --- the pipeline with either decoder -----------------------------------------
+
+
+def tagged(image: pyvips.Image, orientation: int = 1, profile: str | None = None) -> bytes:
+    """A JPEG with EXIF (copyright and more), an orientation and optionally a profile."""
+    image = image.copy()
+    if profile:
+        image = image.icc_transform(profile, input_profile="srgb")
+    for name, value in [
+        ("exif-ifd0-Copyright", "ACME"),
+        ("exif-ifd0-Artist", "Jane"),
+        ("exif-ifd0-Make", "Camera Maker"),
+    ]:
+        image.set_type(pyvips.GValue.gstr_type, name, value)
+    image.set_type(pyvips.GValue.gint_type, "orientation", orientation)
+    return jpeg_bytes(image, keep=pyvips.enums.ForeignKeep.ALL)
+
+
+SOURCES = {
+    "plain": lambda: jpeg_bytes(photo(640, 427)),
+    "grey": lambda: jpeg_bytes(photo(400, 300).colourspace("b-w")),
+    "tagged, turned": lambda: tagged(photo(480, 320), orientation=6),
+    "display p3": lambda: tagged(photo(480, 320), profile="p3"),
+    "progressive": lambda: jpeg_bytes(photo(500, 375), interlace=True),
+    "cmyk": lambda: jpeg_bytes(photo(300, 200).icc_transform("cmyk", input_profile="srgb")),
+}
+
+OPTIONS = {
+    "fit 100": Options(width=100, height=100),
+    "fill 150x90": Options(width=150, height=90, resizing_type="fill"),
+    "width 317, keep metadata": Options(width=317, strip_metadata=False),
+    "no copyright": Options(width=120, keep_copyright=False),
+    "strip profile": Options(width=200, strip_color_profile=True),
+    "rotate, no auto-rotate": Options(width=90, rotate=90, auto_rotate=False),
+}
+
+
+@pytest.mark.parametrize("margin", [1.0, 1.5, 2.0])
+@pytest.mark.parametrize("options", OPTIONS.values(), ids=list(OPTIONS))
+@pytest.mark.parametrize("source", SOURCES.values(), ids=list(SOURCES))
+def test_both_decoders_give_the_same_bytes(source, options: Options, margin: float) -> None:  # type: ignore[no-untyped-def]
+    data = source()
+    results = [
+        pipeline.render(
+            data,
+            options,
+            fmt,
+            pipeline.RenderSettings(jpeg_shrink_margin=margin, jpeg_decoder=decoder),
+        )
+        for decoder in ("libjpeg-turbo", "libvips")
+        for fmt in ("jpeg", "png")
+    ]
+    turbo_jpeg, turbo_png, vips_jpeg, vips_png = results
+    assert turbo_png.data == vips_png.data
+    assert turbo_jpeg.data == vips_jpeg.data
+    assert (turbo_jpeg.width, turbo_jpeg.height) == (vips_jpeg.width, vips_jpeg.height)
+
+
+def test_fast_decode_really_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The equality above is not vacuous: the default settings take the turbo path."""
+    calls = []
+    real = jpeg.decode_scaled
+
+    def counting(data: bytes, shrink: int) -> jpeg.Decoded | None:
+        calls.append(shrink)
+        return real(data, shrink)
+
+    monkeypatch.setattr(jpeg, "decode_scaled", counting)
+    data = jpeg_bytes(photo(2000, 1000))
+    pipeline.render(data, Options(width=500, height=500), "jpeg", TURBO)
+    pipeline.render(data, Options(width=500, height=500), "jpeg", LIBVIPS)
+    assert calls == [2]  # 2000 -> 500 with margin 1.5: 1/2; libvips' decoder not counted
+
+
+def test_truncated_jpeg_still_fails_as_libvips_says() -> None:
+    data = jpeg_bytes(flat(300, 200))
+    with pytest.raises(InvalidImage):
+        pipeline.render(data[: len(data) // 2], Options(width=50), "jpeg", TURBO)
+
+
+# --- the setting ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["turbo", "", 1])
+def test_jpeg_decoder_is_validated(value: object) -> None:
+    from django.core.exceptions import ImproperlyConfigured
+
+    from django_oximg.conf import build_settings
+
+    raw = {"KEY": "aa" * 32, "SALT": "bb" * 32, "JPEG_DECODER": value}
+    with pytest.raises(ImproperlyConfigured, match="JPEG_DECODER"):
+        build_settings(raw)
+
+
+@pytest.mark.parametrize("value", ["libjpeg-turbo", "libvips"])
+def test_jpeg_decoder_reaches_the_pipeline(value: str) -> None:
+    from django_oximg.conf import build_settings
+    from django_oximg.runtime import thumbnailer_config
+
+    settings = build_settings({"KEY": "aa" * 32, "SALT": "bb" * 32, "JPEG_DECODER": value})
+    assert thumbnailer_config(settings).render.jpeg_decoder == value
