@@ -156,7 +156,7 @@ def oximg(
     way_in: str,
     first_path: str,
     *,
-    threads: int = 64,
+    threads: int = 160,
     oximg_settings: Mapping[str, Any] | None = None,
     log_dir: Path,
     package_root: Path | None = None,

@@ -286,18 +286,22 @@ LOADER_FORMATS = (
 )
 
 
-def _format_of(image: Image) -> str:
-    """Our name for the loader that opened ``image``."""
-    loader = str(image.get("vips-loader")) if image.get_typeof("vips-loader") else ""
+def _format_of(image: Image, fields: set[str]) -> str:
+    """Our name for the loader that opened ``image`` (``fields``: its field names)."""
+    loader = str(image.get("vips-loader")) if "vips-loader" in fields else ""
     for prefix, name in LOADER_FORMATS:
         if loader.startswith(prefix):
             return name
     return loader.split("load")[0] or "unknown"
 
 
-def _int_field(image: Image, name: str, default: int) -> int:
-    """An integer metadata field, or ``default`` when the header lacks it."""
-    return int(image.get(name)) if image.get_typeof(name) else default
+def _int_field(image: Image, fields: set[str], name: str, default: int) -> int:
+    """An integer metadata field, or ``default`` when the header lacks it.
+
+    ``fields`` is ``image.get_fields()``, asked once: each question to libvips
+    costs a round trip through cffi.
+    """
+    return int(image.get(name)) if name in fields else default
 
 
 #: The last byte of every complete GIF. libvips' GIF loader drops a cut-off last
@@ -335,15 +339,16 @@ def probe(data: bytes) -> SourceInfo:
         raise InvalidImage("empty source")
     try:
         image = pyvips.Image.new_from_source(memory_source(data), "", access="sequential")
-        orientation = _int_field(image, "orientation", 1)
+        fields = set(image.get_fields())
+        orientation = _int_field(image, fields, "orientation", 1)
         info = SourceInfo(
             width=int(image.width),
             height=int(image.height),
-            format=_format_of(image),
-            frames=max(1, _int_field(image, "n-pages", 1)),
+            format=_format_of(image, fields),
+            frames=max(1, _int_field(image, fields, "n-pages", 1)),
             orientation=orientation if 1 <= orientation <= 8 else 1,
             has_alpha=bool(image.hasalpha()),
-            interlaced=bool(_int_field(image, "interlaced", 0)),
+            interlaced=bool(_int_field(image, fields, "interlaced", 0)),
         )
     except pyvips.Error as error:
         raise _wrap_error(error, data) from error
@@ -695,6 +700,8 @@ def to_srgb(image: Image, options: Options) -> Image:
     RGB image keeps its profile (the encoder embeds it).
     """
     has_profile = bool(image.get_typeof(ICC_FIELD))
+    if not has_profile and image.format == "uchar" and image.interpretation == "srgb":
+        return image  # the common case, asked in as few libvips calls as possible
     if image.interpretation == "cmyk":
         image = image.icc_transform("srgb", input_profile="cmyk", embedded=True, depth=8)
     elif has_profile and (options.strip_color_profile or image.interpretation != "srgb"):
@@ -812,8 +819,10 @@ def strip_metadata(image: Image, options: Options) -> tuple[Image, int]:
     keep = keep_flags.NONE if options.strip_color_profile else keep_flags.ICC
     if not options.strip_metadata:
         return image, keep | keep_flags.EXIF | keep_flags.XMP | keep_flags.IPTC
+    if not options.keep_copyright:
+        return image, int(keep)
     fields = image.get_fields()
-    if options.keep_copyright and COPYRIGHT_FIELDS.intersection(fields):
+    if COPYRIGHT_FIELDS.intersection(fields):
         image = image.copy()
         for name in fields:
             if name.startswith("exif-ifd") and name not in COPYRIGHT_FIELDS:

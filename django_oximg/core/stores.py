@@ -216,12 +216,13 @@ class FileSystemCacheStore:
         return self.root / jail_name(key)
 
     def get(self, key: str) -> CachedResult | None:
-        path = self._path(key)
+        # Strings, not pathlib: this runs on every request, hit or miss.
+        path = os.path.join(self.root, jail_name(key))
         try:
-            size = path.stat().st_size
+            size = os.stat(path).st_size
         except OSError:
             return None
-        return CachedResult(size=size, path=str(path))
+        return CachedResult(size=size, path=path)
 
     def put(self, key: str, data: bytes) -> None:
         write_atomically(self._path(key), data)
@@ -338,8 +339,11 @@ def write_atomically(path: Path, data: bytes) -> None:
     system), fsync before the rename so a power cut cannot leave a named but
     empty file, and the temp file removed if anything fails.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
+    try:
+        fd, temp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
+    except FileNotFoundError:  # the first result under this directory
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
