@@ -34,6 +34,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -44,6 +45,9 @@ from bench.cases import CASES, Case, oximg_path  # noqa: E402
 
 #: Renders before timing starts (loads code, warms the allocator).
 WARM_UP = 4
+
+#: The render deadline both in-process contenders run with (the setting's default).
+RENDER_TIMEOUT = 10.0
 
 # imgproxy's documented example key/salt, as tests/settings.py.
 KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
@@ -104,23 +108,26 @@ def shrink_pyvips(case: Case, data: bytes) -> Callable[[int], bytes]:
     return run
 
 
-def pipeline_render(case: Case, data: bytes, margin: float) -> Callable[[int], bytes]:
+def pipeline_render(case: Case, data: bytes, settings: Any) -> Callable[[int], bytes]:
+    """``core.pipeline.render`` with a render deadline, as the thumbnailer calls it."""
     from django_oximg.core import pipeline
     from django_oximg.core.options import parse_path
 
-    settings = pipeline.RenderSettings(jpeg_shrink_margin=margin)
+    info = pipeline.probe(data)
 
     def run(width: int) -> bytes:
         options = parse_path(oximg_path(case, width, "")[1:]).options
-        return pipeline.render(data, options, case.format, settings).data
+        deadline = time.monotonic() + RENDER_TIMEOUT
+        return pipeline.render(
+            data, options, case.format, settings, deadline=deadline, info=info
+        ).data
 
     return run
 
 
 def thumbnailer_reply(
-    case: Case, images: Path, margin: float, fsync: bool
+    case: Case, images: Path, settings: Any, fsync: bool
 ) -> Callable[[int], bytes]:
-    from django_oximg.core import pipeline
     from django_oximg.core.executor import Executor
     from django_oximg.core.signing import URLSigner, pairs_from_hex
     from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
@@ -132,7 +139,7 @@ def thumbnailer_reply(
     signer = URLSigner(pairs_from_hex((KEY,), (SALT,)))
     cache = Path(tempfile.mkdtemp(prefix="oximg-inprocess-"))
     thumbnailer = Thumbnailer(
-        ThumbnailerConfig(render=pipeline.RenderSettings(jpeg_shrink_margin=margin)),
+        ThumbnailerConfig(render=settings, render_timeout=RENDER_TIMEOUT),
         signer,
         {"": FileSystemSourceStore(images)},
         FileSystemCacheStore(cache),
@@ -215,6 +222,7 @@ def main() -> None:
     parser.add_argument(
         "--margin", type=float, default=None, help="JPEG_SHRINK_MARGIN (default: the setting's)"
     )
+    parser.add_argument("--decoder", default=None, help="JPEG_DECODER (default: the setting's)")
     parser.add_argument(
         "--no-fsync", action="store_true", help="thumbnailer: cache writes without fsync"
     )
@@ -223,14 +231,18 @@ def main() -> None:
     from django_oximg.core import pipeline
 
     pipeline.configure(concurrency=1)
-    margin = pipeline.RenderSettings().jpeg_shrink_margin if args.margin is None else args.margin
+    defaults = pipeline.RenderSettings()
+    settings = pipeline.RenderSettings(
+        jpeg_shrink_margin=defaults.jpeg_shrink_margin if args.margin is None else args.margin,
+        jpeg_decoder=args.decoder or defaults.jpeg_decoder,
+    )
     case = CASES[args.case]
     data = (args.images / case.source).read_bytes()
     builders = {
         "pyvips": lambda: bare_pyvips(case, data),
         "pyvips-shrink": lambda: shrink_pyvips(case, data),
-        "pipeline": lambda: pipeline_render(case, data, margin),
-        "thumbnailer": lambda: thumbnailer_reply(case, args.images, margin, not args.no_fsync),
+        "pipeline": lambda: pipeline_render(case, data, settings),
+        "thumbnailer": lambda: thumbnailer_reply(case, args.images, settings, not args.no_fsync),
     }
     result = measure(builders[args.contender](), case, args.threads, args.seconds, args.kind)
     result["pid"] = os.getpid()

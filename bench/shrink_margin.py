@@ -1,13 +1,15 @@
-"""JPEG decode scale: throughput of JPEG_SHRINK_MARGIN values, interleaved.
+"""JPEG decode scale and decoder: throughput of JPEG_SHRINK_MARGIN and JPEG_DECODER values.
 
     .venv/bin/python bench/shrink_margin.py [--runs 3] [--seconds 4] [--margins 2,1.5,1]
+        [--decoders libjpeg-turbo,libvips]
 
-For each case (medium and large JPEG fitted into (485-500)x500, JPEG q80)
-and each margin, ``core.pipeline.render`` runs in a fresh process on 2
-threads (bench/inprocess.py), with bare pyvips ``thumbnail_buffer`` and
-``new_from_buffer(shrink=N)`` + ``resize`` beside it; the order is
-interleaved and repeated, and medians with min-max printed. The quality
-side of the same choice is bench/quality.py.
+For each case (medium and large JPEG fitted into (485-500)x500, JPEG q80),
+each margin and each decoder, ``core.pipeline.render`` runs in a fresh
+process on 2 threads (bench/inprocess.py), with bare pyvips
+``thumbnail_buffer`` and ``new_from_buffer(shrink=N)`` + ``resize`` beside
+it; the order is interleaved and repeated, and medians with min-max
+printed. The quality side of the margin is bench/quality.py (the decoders
+give the same pixels: tests/test_jpeg.py).
 """
 
 from __future__ import annotations
@@ -31,18 +33,27 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--margins", default="2,1.5,1")
+    parser.add_argument("--decoders", default="libjpeg-turbo")
     parser.add_argument("--cases", default="medium-jpeg,large-jpeg")
     args = parser.parse_args()
     images = Path(tempfile.mkdtemp(prefix="oximg-margin-"))
     write_set(images)
     margins = [float(m) for m in args.margins.split(",")]
-    contenders = [("pyvips", None), ("pyvips-shrink", None)] + [("pipeline", m) for m in margins]
+    decoders = args.decoders.split(",")
+    contenders: list[tuple[str, float | None, str | None]] = [
+        ("pyvips", None, None),
+        ("pyvips-shrink", None, None),
+    ]
+    contenders += [("pipeline", m, d) for d in decoders for m in margins]
     results: dict[tuple[str, str], list[dict[str, float]]] = {}
     for run in range(args.runs):
         for case in args.cases.split(","):
-            for name, margin in contenders:
-                extra = ["--margin", str(margin)] if margin is not None else []
-                label = name if margin is None else f"{name} margin {margin:g}"
+            for name, margin, decoder in contenders:
+                extra = []
+                label = name
+                if margin is not None and decoder is not None:
+                    extra = ["--margin", str(margin), "--decoder", decoder]
+                    label = f"{name} {decoder} margin {margin:g}"
                 result = measure_inprocess(name, CASES[case], images, args.seconds, extra)
                 results.setdefault((case, label), []).append(result)
                 print(

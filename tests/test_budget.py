@@ -112,6 +112,19 @@ def test_baseline_jpeg_costs_less_when_shrunk_on_load() -> None:
     assert small_box < large_box
 
 
+def test_baseline_jpeg_holds_a_whole_decode_up_to_the_libjpeg_turbo_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Below jpeg.MAX_DECODED_PIXELS libjpeg-turbo may hold the whole RGB image at its scale."""
+    source = jpeg(2000, 1500)
+    options = Options(width=1500, height=1500)  # shrink 1.3: decoded at full size, 3 MP
+    whole = estimate(source, options) - BASE_BYTES - len(source)
+    assert whole >= 3 * 2000 * 1500  # three bytes per pixel, at least
+    monkeypatch.setattr(budget.jpeg, "MAX_DECODED_PIXELS", 2000 * 1500 - 1)
+    streamed = estimate(source, options) - BASE_BYTES - len(source)
+    assert streamed < whole
+
+
 def test_dpr_reduces_the_shrink() -> None:
     source = jpeg(4000, 3000)
     plain = estimate(source, Options(width=240, height=240))

@@ -63,6 +63,14 @@ def test_pixels_equal_libvips_decode(size: tuple[int, int], shrink: int, grey: b
     assert (ours.cast("int") - reference.cast("int")).abs().max() == 0
 
 
+def test_large_decodes_are_left_to_libvips(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A whole-image array above the limit would cost more than libvips' strips."""
+    data = jpeg_bytes(photo(200, 100))
+    monkeypatch.setattr(jpeg, "MAX_DECODED_PIXELS", 100 * 50)
+    assert jpeg.decode_scaled(data, 1) is None
+    assert jpeg.decode_scaled(data, 2) is not None
+
+
 def test_cmyk_is_left_to_libvips() -> None:
     cmyk = photo(64, 48).icc_transform("cmyk", input_profile="srgb")
     assert jpeg.decode_scaled(jpeg_bytes(cmyk), 2) is None

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from django_oximg.core import jpeg
 from django_oximg.core.geometry import plan_geometry
 from django_oximg.core.options import Options
 from django_oximg.core.pipeline import SourceInfo
@@ -54,6 +55,10 @@ PROGRESSIVE_COEFFICIENT_FACTOR = 1.15
 #: decoded pixel: measured 0.8-1.15 for 3-band JPEG at shrink 1 (up to 1.3
 #: with two libvips threads).
 STREAMED_BYTES_PER_PIXEL = 1.4
+
+#: libjpeg-turbo (core/jpeg.py) decodes a JPEG whole at its DCT scale: one
+#: byte per band per decoded pixel, plus this share for the resize's buffers.
+WHOLE_JPEG_DECODE_FACTOR = 1.1
 
 #: A non-interlaced PNG, in bytes per decoded byte (bands x bytes per sample):
 #: measured 0.36 x for 8-bit RGB at 36 MP.
@@ -242,7 +247,8 @@ def plan_for(info: SourceInfo, options: Options, max_result_dimension: int) -> P
 
 
 def jpeg_decode_bytes(plan: Plan, source: bytes) -> float:
-    """Progressive: the coefficient buffer; baseline: strips at the DCT-scaled size."""
+    """Progressive: the coefficient buffer; then strips at the DCT-scaled size, or
+    the whole image at that size when libjpeg-turbo decodes it (core/jpeg.py)."""
     frame = jpeg_frame(source)
     sampling = frame.sampling if frame else WORST_SAMPLING
     progressive = frame.progressive if frame else True
@@ -257,7 +263,13 @@ def jpeg_decode_bytes(plan: Plan, source: bytes) -> float:
     if plan.full_decode:
         return streamed + FULL_DECODE_FACTOR * len(sampling) * pixels
     factor = jpeg_shrink_factor(plan.shrink)
-    return streamed + STREAMED_BYTES_PER_PIXEL * pixels / (factor * factor)
+    decoded = pixels / (factor * factor)
+    held = STREAMED_BYTES_PER_PIXEL * decoded
+    if decoded <= jpeg.MAX_DECODED_PIXELS:
+        # libjpeg-turbo may decode it whole, at this scale or (with a margin
+        # below 2) a smaller one: the larger of the two ways counts.
+        held = max(held, WHOLE_JPEG_DECODE_FACTOR * len(sampling) * decoded)
+    return streamed + held
 
 
 def png_decode_bytes(plan: Plan, info: SourceInfo, source: bytes) -> float:

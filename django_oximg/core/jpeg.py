@@ -19,6 +19,13 @@ from dataclasses import dataclass
 
 import simplejpeg
 
+#: Largest decode (pixels after the DCT scale) done here. libjpeg-turbo
+#: decodes into one whole-image array (3 bytes per pixel for RGB) where
+#: libvips streams strips (about 1.4); thumbnails are far below this, and a
+#: render that keeps most of a large photo's pixels is left to libvips' lower
+#: peak. 16 MP is a 48 MiB array. core/budget.py estimates with it.
+MAX_DECODED_PIXELS = 16_000_000
+
 #: JPEG colour spaces decoded here (CMYK and YCCK go to libvips, which undoes
 #: Adobe's inverted CMYK and imports it through a profile).
 DECODED_COLOURSPACES = {"YCbCr": "RGB", "RGB": "RGB", "Gray": "GRAY"}
@@ -37,7 +44,8 @@ class Decoded:
 def decode_scaled(data: bytes, shrink: int) -> Decoded | None:
     """Decode ``data`` at 1/``shrink`` (1, 2, 4 or 8), or None to let libvips do it.
 
-    None when the colour space is not plain RGB/YCbCr/grey, and whenever
+    None when the decode would exceed :data:`MAX_DECODED_PIXELS`, when the
+    colour space is not plain RGB/YCbCr/grey, and whenever
     libjpeg-turbo complains at all (``strict``: a truncated file, extraneous
     bytes, a corrupt segment): libvips then decodes it and applies the
     project's own policy (truncation is an error, harmless warnings are not),
@@ -50,7 +58,8 @@ def decode_scaled(data: bytes, shrink: int) -> Decoded | None:
     try:
         height, width, colourspace, _subsampling = simplejpeg.decode_jpeg_header(data)
         target = DECODED_COLOURSPACES.get(colourspace)
-        if target is None:
+        decoded_pixels = -(-width // shrink) * -(-height // shrink)
+        if target is None or decoded_pixels > MAX_DECODED_PIXELS:
             return None
         # min_factor pins the DCT scale: libjpeg-turbo also offers k/8 scales,
         # which simplejpeg would take for a bare minimum size.
