@@ -49,7 +49,14 @@ class SharedLeases:
 
 
 class GatedSourceStore(FileSystemSourceStore):
-    """Reads wait for ``gate``, so the first render is still running when peers arrive."""
+    """Reads wait for ``gate``, so the first render is still running when peers arrive.
+
+    Slow like a remote store, so read like one: on the request thread, where
+    concurrent reads of one source are shared (a local store is read on the
+    render worker instead, and only reads running together share).
+    """
+
+    read_on_worker = False
 
     def __init__(self, root: Path, gate: threading.Event) -> None:
         super().__init__(root)

@@ -373,6 +373,142 @@ def test_big_job_is_not_starved_by_small_ones(make_executor: Callable[..., Execu
     assert sorted(order[2:]) == [f"small-{i}" for i in range(5)]
 
 
+# --- staged jobs: cost known only once the job runs --------------------------------
+
+
+class Staged(threading.Thread):
+    """A request thread calling ``run_staged``; its prepare step and work are gated."""
+
+    def __init__(self, executor: Executor, cost: int, name: str, log: list[str]) -> None:
+        super().__init__(daemon=True)
+        self.executor = executor
+        self.cost = cost
+        self.log = log
+        self.prepared = threading.Event()
+        self.work = Gate(f"{name}-work", log)
+        self.label = name
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+    def prepare(self) -> tuple[int, Callable[[], str]]:
+        self.log.append(f"{self.label}-prepare")
+        self.prepared.set()
+        return self.cost, self.work
+
+    def run(self) -> None:
+        try:
+            self.result = self.executor.run_staged(self.prepare)
+        except BaseException as error:  # kept for the test to inspect
+            self.error = error
+
+
+def test_staged_jobs_prepare_only_on_a_free_worker(
+    make_executor: Callable[..., Executor],
+) -> None:
+    """Queued staged jobs have not read anything: at most ``workers`` prepares run."""
+    executor = make_executor(workers=2, queue_size=10, memory_budget=100)
+    log: list[str] = []
+    jobs = [Staged(executor, 10, f"j{i}", log) for i in range(5)]
+    for job in jobs:
+        job.start()
+    wait_until(lambda: queued_and_running(executor) == 5)
+    wait_until(lambda: sum(job.work.started.is_set() for job in jobs) == 2)
+    assert sum(job.prepared.is_set() for job in jobs) == 2
+    assert executor.stats().reserved_bytes == 20
+    for job in jobs:
+        job.work.release.set()
+    for job in jobs:
+        job.join(PATIENCE)
+        assert job.error is None and job.result == f"{job.label}-work"
+    assert executor.stats().reserved_bytes == 0
+
+
+def test_staged_job_waits_for_budget_in_arrival_order(
+    make_executor: Callable[..., Executor],
+) -> None:
+    executor = make_executor(workers=3, queue_size=10, memory_budget=100)
+    log: list[str] = []
+    holder = Staged(executor, 60, "holder", log)
+    holder.start()
+    assert holder.work.started.wait(PATIENCE)
+    big = Staged(executor, 90, "big", log)
+    big.start()
+    assert big.prepared.wait(PATIENCE)  # prepared, now waiting for 90 of the 40 free
+    small = Staged(executor, 10, "small", log)
+    small.start()
+    wait_until(lambda: queued_and_running(executor) == 3)
+    # small would fit, but big asked first and a waiting worker blocks the queue.
+    assert not small.prepared.is_set() and not big.work.started.is_set()
+    holder.work.release.set()
+    assert big.work.started.wait(PATIENCE)
+    big.work.release.set()
+    small.work.release.set()
+    for job in (holder, big, small):
+        job.join(PATIENCE)
+        assert job.error is None
+    stats = executor.stats()
+    assert stats.reserved_bytes == 0 and stats.peak_reserved_bytes <= 100
+
+
+def test_staged_job_over_the_whole_budget_is_refused_without_its_work(
+    make_executor: Callable[..., Executor],
+) -> None:
+    executor = make_executor(memory_budget=100)
+    log: list[str] = []
+    job = Staged(executor, 101, "huge", log)
+    job.start()
+    job.join(PATIENCE)
+    assert isinstance(job.error, SourceTooLarge)
+    assert log == ["huge-prepare"]
+    assert executor.stats().reserved_bytes == 0
+
+
+def test_staged_budget_wait_ends_at_the_queue_deadline(
+    make_executor: Callable[..., Executor],
+) -> None:
+    clock = [0.0]
+    executor = make_executor(
+        workers=2, memory_budget=100, queue_timeout=5.0, clock=lambda: clock[0]
+    )
+    log: list[str] = []
+    holder = Staged(executor, 80, "holder", log)
+    holder.start()
+    assert holder.work.started.wait(PATIENCE)
+    waiting = Staged(executor, 50, "waiting", log)
+    waiting.start()
+    assert waiting.prepared.wait(PATIENCE)
+    clock[0] = 6.0
+    with executor._lock:  # wake the waiter so it reads the moved clock
+        executor._work_ready.notify_all()
+    waiting.join(PATIENCE)
+    assert isinstance(waiting.error, ProcessingTimeout)
+    assert "waiting-work" not in log
+    assert executor.stats().rejected_timeout == 1
+    holder.work.release.set()
+    holder.join(PATIENCE)
+    assert holder.error is None and executor.stats().reserved_bytes == 0
+
+
+def test_staged_errors_reach_the_caller_and_free_the_slot(
+    make_executor: Callable[..., Executor],
+) -> None:
+    executor = make_executor(workers=1, memory_budget=100)
+
+    def failing_prepare() -> tuple[int, Callable[[], str]]:
+        raise ValueError("unreadable source")
+
+    def failing_work() -> str:
+        raise KeyError("render failed")
+
+    with pytest.raises(ValueError, match="unreadable"):
+        executor.run_staged(failing_prepare)
+    with pytest.raises(KeyError, match="render failed"):
+        executor.run_staged(lambda: (40, failing_work))
+    assert executor.run_staged(lambda: (100, lambda: "fits")) == "fits"
+    stats = executor.stats()
+    assert (stats.running, stats.reserved_bytes, stats.completed) == (0, 0, 3)
+
+
 # --- lifecycle ---------------------------------------------------------------------
 
 

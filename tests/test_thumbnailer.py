@@ -8,6 +8,7 @@ Counting wrappers around the stores prove what was (not) read or written.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,8 @@ class CountingSourceStore:
         self.inner = FileSystemSourceStore(root)
         self.reads = 0
         self._lock = threading.Lock()
+        #: False: read like a remote store, on the request thread (see Thumbnailer.produce).
+        self.read_on_worker = False
 
     def read(self, name: str, max_bytes: int) -> bytes:
         with self._lock:
@@ -676,6 +679,33 @@ def test_a_cache_root_that_is_a_file_still_serves_from_memory(
     assert reply.status == 200
     assert decode(reply.body).width == 200
     assert blocker.read_bytes() == b""
+
+
+# -- when the source is read ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("read_on_worker", [True, False])
+def test_a_local_source_is_read_only_once_a_worker_takes_the_job(
+    make: Callable[..., Thumbnailer], sources: CountingSourceStore, read_on_worker: bool
+) -> None:
+    """Queued requests for local sources hold no bytes; remote ones are read first."""
+    sources.read_on_worker = read_on_worker
+    thumbnailer = make(workers=1)
+    release = threading.Event()
+    blocker = threading.Thread(target=thumbnailer.executor.run, args=(release.wait,))
+    blocker.start()
+    replies: list[Reply] = []
+    request = threading.Thread(target=lambda: replies.append(get(thumbnailer, CONTROL)))
+    request.start()
+    deadline = time.monotonic() + 10
+    while thumbnailer.executor.stats().queued == 0:
+        assert time.monotonic() < deadline, "the request never reached the queue"
+        time.sleep(0.001)
+    assert sources.reads == (0 if read_on_worker else 1)
+    release.set()
+    for thread in (blocker, request):
+        thread.join(10)
+    assert replies[0].status == 200 and sources.reads == 1
 
 
 # -- encoding variants (BAD_INPUTS row 7) --------------------------------------------

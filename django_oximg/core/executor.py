@@ -15,6 +15,13 @@ process in three ways:
 * **Memory budget.** Each job declares its estimated peak memory as ``cost``; it
   starts only once that many bytes can be reserved from ``memory_budget``, so many
   large images arriving together wait rather than exhaust the process.
+* **Staged jobs** (:meth:`Executor.run_staged`) learn their cost only once they
+  run: a worker first runs the job's ``prepare`` (read the source, read its
+  header, estimate), then reserves the cost it returned, then runs the work.
+  Queued requests therefore hold nothing: at most ``workers`` sources are in
+  memory, not one per queued request (a deep queue of 13.5 MB photos held
+  600-800 MiB before this). While a worker waits for budget, no other job
+  starts, so the waits stay in arrival order.
 
 Fairness: jobs start strictly in arrival order. When the job at the head of the
 queue is waiting for budget, the jobs behind it wait too, even small ones that would
@@ -23,7 +30,8 @@ never be starved by a stream of small ones, and its wait is bounded by the queue
 deadline like everyone else's.
 
 The running time of a job is not bounded here: the render deadline is enforced inside
-the pipeline (libvips progress callbacks), where the work can actually be stopped.
+the pipeline (a watchdog thread kills libvips work), where the work can actually be
+stopped.
 """
 
 from __future__ import annotations
@@ -87,15 +95,28 @@ class _State(enum.Enum):
 
 
 class _Job(Generic[T]):
-    """One call to :meth:`Executor.run`: its function, cost, outcome and wake-up condition.
+    """One call to :meth:`Executor.run` or :meth:`Executor.run_staged`: its steps, cost,
+    outcome and wake-up condition.
 
     ``changed`` shares the executor's lock, so the caller can wait for its own job
     without being woken by every other job's progress.
     """
 
-    def __init__(self, fn: Callable[[], T], cost: int, lock: threading.Lock) -> None:
-        self.fn = fn
+    def __init__(
+        self,
+        lock: threading.Lock,
+        cost: int,
+        prepare: Callable[[], tuple[int, Callable[[], T]]],
+        staged: bool,
+    ) -> None:
+        #: Returns the job's cost and its work; for a plain job, ``cost`` and the
+        #: function itself, known before the job starts.
+        self.prepare = prepare
+        #: Whether the cost is reserved only after ``prepare`` (:meth:`Executor.run_staged`).
+        self.staged = staged
         self.cost = cost
+        #: When the job must have started (set at admission).
+        self.deadline = math.inf
         self.changed = threading.Condition(lock)
         self.state = _State.QUEUED
         self.result: T | None = None
@@ -138,6 +159,8 @@ class Executor:
         self._lock = threading.Lock()
         self._work_ready = threading.Condition(self._lock)
         self._waiting: deque[_Job[Any]] = deque()
+        #: Staged jobs, prepared on a worker, waiting in order for their budget.
+        self._budget_waiters: deque[_Job[Any]] = deque()
         self._threads: list[threading.Thread] = []
         self._shutting_down = False
         self._running = 0
@@ -157,12 +180,32 @@ class Executor:
         """
         if cost < 0:
             raise ValueError("cost must not be negative")
+        self._check_fits(cost)
+        return self._submit(_Job(self._lock, cost, lambda: (cost, fn), staged=False))
+
+    def run_staged(self, prepare: Callable[[], tuple[int, Callable[[], T]]]) -> T:
+        """Run ``prepare`` on a worker, reserve the cost it returns, then run its work.
+
+        ``prepare()`` returns ``(cost, work)``. It runs once a worker takes the
+        job (in arrival order, like :meth:`run`); the worker then waits for
+        ``cost`` bytes of budget (in arrival order among staged jobs, until the
+        job's queue deadline: :class:`ProcessingTimeout`), runs ``work()`` and
+        frees the budget. A cost above the whole budget raises
+        :class:`SourceTooLarge` without running ``work``. For jobs that must
+        read something big before their cost is known, so that waiting
+        requests hold nothing.
+        """
+        return self._submit(_Job(self._lock, 0, prepare, staged=True))
+
+    def _check_fits(self, cost: int) -> None:
         if cost > self.memory_budget:
             raise SourceTooLarge(
                 f"job needs {cost} bytes, which exceeds the memory budget "
                 f"of {self.memory_budget} bytes"
             )
-        job: _Job[T] = _Job(fn, cost, self._lock)
+
+    def _submit(self, job: _Job[T]) -> T:
+        """Admit ``job``, wait until it is done and hand back its result or error."""
         with self._lock:
             self._admit(job)
             try:
@@ -237,12 +280,13 @@ class Executor:
         """Queue ``job`` or refuse it at once; the caller holds the lock."""
         self._refuse_if_full()
         self._start_workers()
+        job.deadline = self._clock() + self.queue_timeout
         self._waiting.append(job)
         self._work_ready.notify()
 
     def _wait_for_start(self, job: _Job[T]) -> None:
         """Block until a worker takes ``job``, or abandon it at the queue deadline."""
-        deadline = self._clock() + self.queue_timeout
+        deadline = job.deadline
         while job.state is _State.QUEUED:
             remaining = deadline - self._clock()
             if remaining <= 0:
@@ -271,9 +315,14 @@ class Executor:
             self._threads.append(thread)
 
     def _head_can_start(self) -> bool:
-        """Whether the oldest waiting job fits the free budget (strict FIFO)."""
-        return bool(self._waiting) and (
-            self._waiting[0].cost <= self.memory_budget - self._reserved
+        """Whether the oldest waiting job fits the free budget (strict FIFO).
+
+        Nothing starts while a staged job waits for budget: it arrived first.
+        """
+        return (
+            bool(self._waiting)
+            and not self._budget_waiters
+            and self._waiting[0].cost <= self.memory_budget - self._reserved
         )
 
     def _work(self) -> None:
@@ -286,6 +335,35 @@ class Executor:
                     self._work_ready.wait()
                 job = self._take_head()
             self._execute(job)
+
+    def _reserve(self, job: _Job[Any], cost: int) -> None:
+        """Wait, in arrival order, until ``cost`` fits the budget; reserve it for ``job``.
+
+        Called on the worker running a staged job, outside the lock. Gives up
+        at the job's queue deadline. No deadlock: a waiting worker holds no
+        budget, so once every running job has finished the first waiter fits
+        (its cost is within the whole budget).
+        """
+        with self._lock:
+            self._budget_waiters.append(job)
+            try:
+                while not (
+                    self._budget_waiters[0] is job and cost <= self.memory_budget - self._reserved
+                ):
+                    remaining = job.deadline - self._clock()
+                    if remaining <= 0:
+                        self._rejected_timeout += 1
+                        raise ProcessingTimeout(
+                            f"no memory budget for {cost} bytes within {self.queue_timeout:g} s "
+                            f"({self._reserved} bytes reserved)"
+                        )
+                    self._work_ready.wait(remaining)
+            finally:
+                self._budget_waiters.remove(job)
+                self._work_ready.notify_all()  # the next waiter, or the queue's head
+            job.cost = cost
+            self._reserved += cost
+            self._peak_reserved = max(self._peak_reserved, self._reserved)
 
     def _take_head(self) -> _Job[Any]:
         """Reserve the head job's cost and mark it running; the caller holds the lock."""
@@ -302,7 +380,11 @@ class Executor:
     def _execute(self, job: _Job[Any]) -> None:
         """Run one job outside the lock, then record its outcome and free its slot."""
         try:
-            job.result = job.fn()
+            cost, work = job.prepare()
+            if job.staged:
+                self._check_fits(cost)
+                self._reserve(job, cost)
+            job.result = work()
         except BaseException as error:  # not swallowed: run() re-raises it in the caller
             job.error = error
         finally:

@@ -80,7 +80,14 @@ class CacheEntry:
 
 
 class SourceStore(Protocol):
-    """Reads source images by jailed name."""
+    """Reads source images by jailed name.
+
+    A store may set ``read_on_worker = True`` when its reads are as cheap as
+    a local disk's: the thumbnailer then reads on the render worker, once the
+    render may start (queued requests hold nothing). Stores without it (S3,
+    HTTP) are read on the request thread, so network waits never hold a
+    render slot.
+    """
 
     def read(self, name: str, max_bytes: int) -> bytes:
         """Return the source's bytes.
@@ -165,6 +172,10 @@ def path_inside(root: Path, name: str) -> Path:
 
 class FileSystemSourceStore:
     """Sources read from a directory on local disk."""
+
+    #: A read costs about a memory copy, so the thumbnailer reads on the render
+    #: worker, when the render's turn has come (see ``Thumbnailer.produce``).
+    read_on_worker = True
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)

@@ -310,8 +310,28 @@ class Thumbnailer:
         )
 
     def produce(self, job: Job) -> pipeline.Rendered:
-        """Read, check, render within budget and deadline, then cache the result."""
-        self.executor.check_capacity()  # shed load before reading the source
+        """Read, check, render within budget and deadline, then cache the result.
+
+        A local source is read on the executor's worker once the job's turn
+        has come (a staged job), so requests waiting in the queue hold no
+        source bytes and the memory budget really bounds the process. A
+        remote one (S3, HTTP: no ``read_on_worker``) is read here, on the
+        request thread, so a network wait never holds a render slot; the
+        queue is checked first, so a refused request reads nothing.
+        """
+        if getattr(self.sources[job.source_alias], "read_on_worker", False):
+            rendered = self.executor.run_staged(lambda: self.prepare_render(job))
+        else:
+            self.executor.check_capacity()
+            cost, render = self.prepare_render(job)
+            rendered = self.executor.run(render, cost=cost)
+        with self._lock:
+            self.renders += 1
+        self.store_result(job.key, rendered.data)
+        return rendered
+
+    def prepare_render(self, job: Job) -> tuple[int, Callable[[], pipeline.Rendered]]:
+        """Read and check the source; return the render's memory estimate and the render."""
         data, info = self.source_reads.do(
             f"{job.source_alias}:{job.source_name}", lambda: self.load_source(job)
         )[0]
@@ -329,11 +349,7 @@ class Thumbnailer:
             finally:  # failed and killed renders took their time too
                 self.metrics.observe_render(time.monotonic() - started)
 
-        rendered = self.executor.run(render, cost=cost)
-        with self._lock:
-            self.renders += 1
-        self.store_result(job.key, rendered.data)
-        return rendered
+        return cost, render
 
     def load_source(self, job: Job) -> tuple[bytes, pipeline.SourceInfo]:
         """Read the source and its header (shared by concurrent jobs on one source)."""
