@@ -168,17 +168,17 @@ class OximgSettings:
     """libvips threads per render. 1 with ``WORKERS`` = CPUs keeps every core
     busy on separate requests without oversubscription; see docs/operations.md."""
 
-    JPEG_SHRINK_MARGIN: float = 1.5
+    JPEG_SHRINK_MARGIN: float = 1.0
     """How much larger than the thumbnail a JPEG is decoded, at least, before
     the final resize (1 to 8). JPEG decoders can scale by 1/2, 1/4 or 1/8 as
-    they decode; the smallest scale leaving this margin is used. libvips' own
-    rule is 2. The default, 1.5, decodes a 7360 px photo for a 500 px
-    thumbnail at 1/8 (920 px) instead of 1/4: about 20 % less CPU for no
-    measurable quality loss (SSIMULACRA2 -0.15); a 2000 px photo is still
-    decoded at 1000 px. 1 decodes as close to the thumbnail as Pillow's draft
-    mode does (2000 px to 500 px: 10 % less CPU, SSIMULACRA2 -0.7). Measured
-    in docs/BENCHMARKS.md (JPEG decode scale). Values other than 2 are part
-    of the result cache key."""
+    they decode; the smallest scale leaving this margin is used. The default,
+    1, is the rule of imgproxy and of Pillow's draft mode (thumbor): decode
+    as close to the thumbnail as the DCT allows. libvips' own rule is 2. On a
+    2000 px photo fitted into 500 px, 1 took 11 % less CPU than 1.5 and
+    scored 0.7 lower on SSIMULACRA2 (78.5 against 79.2; thumbor 76.7); on a
+    7360 px photo 1 and 1.5 decode alike, 2 took 20 % more CPU. Measured in
+    docs/BENCHMARKS.md (JPEG decode scale). Values other than 2 are part of
+    the result cache key."""
 
     JPEG_DECODER: str = "libjpeg-turbo"
     """Who decodes the pixels of JPEG sources: ``"libjpeg-turbo"`` (through

@@ -185,7 +185,7 @@ def test_oximg_bench_quick_writes_its_json_shape(media: Path, tmp_path: Path, ca
     )
     report = json.loads(out.read_text())
     assert set(report) >= {"meta", "results", "ratios", "notes"}
-    assert report["meta"]["jpeg_shrink_margin"] == 1.5
+    assert report["meta"]["jpeg_shrink_margin"] == 1.0
     contenders = {row["contender"] for row in report["results"]}
     assert contenders == {"bare libvips", "pipeline.render", "thumbnailer"}
     for row in report["results"]:

@@ -154,7 +154,7 @@ def test_fast_decode_really_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     data = jpeg_bytes(photo(2000, 1000))
     pipeline.render(data, Options(width=500, height=500), "jpeg", TURBO)
     pipeline.render(data, Options(width=500, height=500), "jpeg", LIBVIPS)
-    assert calls == [2]  # 2000 -> 500 with margin 1.5: 1/2; libvips' decoder not counted
+    assert calls == [4]  # 2000 -> 500 with margin 1: 1/4; libvips' decoder not counted
 
 
 def test_truncated_jpeg_still_fails_as_libvips_says() -> None:
