@@ -183,7 +183,7 @@ class OximgSettings:
     JPEG_DECODER: str = "libjpeg-turbo"
     """Who decodes the pixels of JPEG sources: ``"libjpeg-turbo"`` (through
     the simplejpeg package) or ``"libvips"``. pyvips-binary builds libvips
-    with mozjpeg, whose decoder took 30 % more CPU than libjpeg-turbo for the
+    with mozjpeg, whose decoder took 8-26 % more CPU than libjpeg-turbo for the
     same pixels on the benchmark photos (docs/BENCHMARKS.md, "The JPEG
     decoder"); decoding is most of a JPEG thumbnail's cost. Both give the
     same pixels, so this is not part of the cache key. libvips still reads

@@ -2,8 +2,8 @@
 
 Why not libvips' own loader: pyvips-binary builds libvips against mozjpeg,
 whose decoder is slower than libjpeg-turbo 3 on the same bytes (a 2000x1333
-photo decoded at 1/4: 10.5 against 13.6 ms of CPU; a 7360x4912 one at 1/8:
-119 against 136 ms; docs/BENCHMARKS.md, "The JPEG decoder"), and decoding
+photo decoded at 1/4: 12.8 against 10.4 ms of CPU; a 7360x4912 one at 1/8:
+125 against 115 ms; docs/BENCHMARKS.md, "The JPEG decoder"), and decoding
 is most of a JPEG thumbnail's cost. simplejpeg is a small, maintained
 wrapper that ships libjpeg-turbo in its wheels and releases the GIL while
 it decodes, so the executor's render threads still use every core.
