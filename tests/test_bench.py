@@ -341,3 +341,27 @@ def test_oximg_bench_plot_without_matplotlib_says_how_to_get_it(
             "--plot",
             str(tmp_path / "x.png"),
         )
+
+
+# --- bench/load.py options and bench/overhead.py's baseline app --------------------------
+
+
+def test_alt_settings_are_parsed_as_json() -> None:
+    from bench.load import parse_args
+
+    args = parse_args(["--alt-settings", '{"WORKERS": 3}', "--contenders", "oximg-wsgi-alt"])
+    assert args.alt_settings == {"WORKERS": 3}
+    assert args.contenders == ["oximg-wsgi-alt"]
+    assert parse_args([]).alt_settings is None
+
+
+def test_overhead_hello_app_answers_a_thumbnail_sized_body(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench import overhead
+
+    monkeypatch.setenv(overhead.VARIANT_ENV, "hello")
+    app = overhead.application()
+    started: list[tuple[str, list[tuple[str, str]]]] = []
+    body = b"".join(app({}, lambda status, headers: started.append((status, headers))))
+    assert started[0][0] == "200 OK"
+    assert len(body) == overhead.HELLO_BYTES
+    assert ("Content-Length", str(overhead.HELLO_BYTES)) in started[0][1]
