@@ -234,37 +234,25 @@ def started_servers(
                 running[name] = stack.enter_context(
                     servers.oximg(media, way_in, first, log_dir=logs)
                 )
+
+        def middleware(name: str, **options: Any) -> None:
+            """Another OximgMiddleware server, started like oximg-wsgi."""
+            first = oximg_url(first_case, 500, f"cold-{name}")
+            running[name] = stack.enter_context(
+                servers.oximg(media, "middleware", first, log_dir=logs, name=name, **options)
+            )
+
         if "oximg-wsgi-before" in wanted:
             if before is None:
                 notes.append("oximg-wsgi-before needs --before COMMIT: skipped")
             else:
-                first = oximg_url(first_case, 500, "cold-before")
-                running["oximg-wsgi-before"] = stack.enter_context(
-                    servers.oximg(
-                        media,
-                        "middleware",
-                        first,
-                        log_dir=logs,
-                        package_root=before,
-                        name="oximg-wsgi-before",
-                    )
-                )
+                middleware("oximg-wsgi-before", package_root=before)
         if "oximg-wsgi-alt" in wanted:
             if not alt_settings:
                 notes.append("oximg-wsgi-alt needs --alt-settings JSON: skipped")
             else:
                 notes.append(f"oximg-wsgi-alt runs with OXIMG overrides {alt_settings}")
-                first = oximg_url(first_case, 500, "cold-alt")
-                running["oximg-wsgi-alt"] = stack.enter_context(
-                    servers.oximg(
-                        media,
-                        "middleware",
-                        first,
-                        log_dir=logs,
-                        oximg_settings=alt_settings,
-                        name="oximg-wsgi-alt",
-                    )
-                )
+                middleware("oximg-wsgi-alt", oximg_settings=alt_settings)
         if {"thumbor", "thumbor-close"} & set(wanted):
             if servers.thumbor_available():
                 first = thumbor_path(first_case, 500, "cold")
