@@ -692,19 +692,27 @@ def test_a_local_source_is_read_only_once_a_worker_takes_the_job(
     sources.read_on_worker = read_on_worker
     thumbnailer = make(workers=1)
     release = threading.Event()
-    blocker = threading.Thread(target=thumbnailer.executor.run, args=(release.wait,))
+
+    def until(state: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + 10
+        while not state():
+            assert time.monotonic() < deadline, what
+            time.sleep(0.001)
+
+    blocker = threading.Thread(target=thumbnailer.executor.run, args=(lambda: release.wait(10),))
     blocker.start()
     replies: list[Reply] = []
     request = threading.Thread(target=lambda: replies.append(get(thumbnailer, CONTROL)))
-    request.start()
-    deadline = time.monotonic() + 10
-    while thumbnailer.executor.stats().queued == 0:
-        assert time.monotonic() < deadline, "the request never reached the queue"
-        time.sleep(0.001)
-    assert sources.reads == (0 if read_on_worker else 1)
-    release.set()
-    for thread in (blocker, request):
-        thread.join(10)
+    try:
+        until(lambda: thumbnailer.executor.stats().running == 1, "the blocker never ran")
+        request.start()
+        until(lambda: thumbnailer.executor.stats().queued == 1, "the request never queued")
+        assert sources.reads == (0 if read_on_worker else 1)
+    finally:
+        release.set()
+        blocker.join(10)
+        if request.ident is not None:  # started
+            request.join(10)
     assert replies[0].status == 200 and sources.reads == 1
 
 
