@@ -75,17 +75,16 @@ def __getattr__(name: str) -> Any:
 
 def start(variant: str, media: Path, logs: Path) -> contextlib.AbstractContextManager[Any]:
     """gunicorn serving ``variant``, with the load benchmark's command line and settings."""
-    port = servers.free_port()
-    env = dict(
-        os.environ,
-        DJANGO_SETTINGS_MODULE="bench.bench_settings",
-        OXIMG_BENCH_MEDIA_ROOT=str(media),
-        PYTHONPATH=str(ROOT),
-        **{VARIANT_ENV: variant},
-    )
-    command = servers.gunicorn_command("bench.overhead:app", port, threads=160)
     first = oximg_url(CASES["medium-jpeg"], 500, f"cold-{variant}")
-    return servers.spawn(variant, command, env, port, first, logs / f"{variant}.log")
+    return servers.oximg(
+        media,
+        "middleware",
+        first,
+        log_dir=logs,
+        name=variant,
+        app="bench.overhead:app",
+        extra_env={VARIANT_ENV: variant},
+    )
 
 
 def measure(server: servers.Running, urls: list[str], concurrency: int, seconds: float) -> float:

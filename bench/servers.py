@@ -161,11 +161,16 @@ def oximg(
     log_dir: Path,
     package_root: Path | None = None,
     name: str = "",
+    app: str = "",
+    extra_env: Mapping[str, str] | None = None,
 ) -> Iterator[Running]:
     """django-oximg under gunicorn; ``way_in`` is "view" or "middleware".
 
     ``package_root`` is a directory holding another ``django_oximg`` (an
-    older checkout, for before/after runs) put first on the path.
+    older checkout, for before/after runs) put first on the path. ``app``
+    replaces ``bench.wsgi_apps:<way_in>`` (another WSGI app on the same
+    settings, e.g. bench/overhead.py's); ``extra_env`` is added to the
+    server's environment.
     """
     port = free_port()
     env = dict(os.environ)
@@ -175,9 +180,10 @@ def oximg(
         OXIMG_BENCH_MEDIA_ROOT=str(media),
         OXIMG_BENCH_OVERRIDES=json.dumps(dict(oximg_settings or {})),
         PYTHONPATH=os.pathsep.join([*path, str(ROOT)]),
+        **(extra_env or {}),
     )
     name = name or f"oximg-{way_in}"
-    command = gunicorn_command(f"bench.wsgi_apps:{way_in}", port, threads)
+    command = gunicorn_command(app or f"bench.wsgi_apps:{way_in}", port, threads)
     # ``python -m gunicorn`` puts the working directory first on sys.path: run
     # an older package from its own directory, or the work tree's would win.
     cwd = package_root or ROOT

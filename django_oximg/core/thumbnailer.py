@@ -109,7 +109,9 @@ class Thumbnailer:
         self.cache = cache
         self.executor = executor
         self.flights = SingleFlight()
-        #: Different sizes of one source in flight share one read and probe.
+        #: Different sizes of one source read at the same time share the read and
+        #: probe (remote sources: every request in flight; local ones: the renders
+        #: running together, as they are read on the workers).
         self.source_reads = SingleFlight()
         self.coordinator: Coordinator = coordinator or LocalCoordinator()
         self.clock = clock
