@@ -224,6 +224,7 @@ def started_servers(
     notes: list[str],
     before: Path | None = None,
     alt_settings: dict[str, Any] | None = None,
+    alt_processes: int = 1,
 ) -> Iterator[dict[str, servers.Running]]:
     first_case = CASES["medium-jpeg"]
     running: dict[str, servers.Running] = {}
@@ -248,11 +249,16 @@ def started_servers(
             else:
                 middleware("oximg-wsgi-before", package_root=before)
         if "oximg-wsgi-alt" in wanted:
-            if not alt_settings:
-                notes.append("oximg-wsgi-alt needs --alt-settings JSON: skipped")
+            if not alt_settings and alt_processes == 1:
+                notes.append("oximg-wsgi-alt needs --alt-settings or --alt-processes: skipped")
             else:
-                notes.append(f"oximg-wsgi-alt runs with OXIMG overrides {alt_settings}")
-                middleware("oximg-wsgi-alt", oximg_settings=alt_settings)
+                notes.append(
+                    f"oximg-wsgi-alt runs with OXIMG overrides {alt_settings or {}} "
+                    f"in {alt_processes} gunicorn process(es)"
+                )
+                middleware(
+                    "oximg-wsgi-alt", oximg_settings=alt_settings, processes=alt_processes
+                )
         if {"thumbor", "thumbor-close"} & set(wanted):
             if servers.thumbor_available():
                 first = thumbor_path(first_case, 500, "cold")
@@ -294,7 +300,9 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
 
     cold: dict[str, float] = {}
     before = checkout(args.before, work) if args.before else None
-    with started_servers(wanted, media, work, notes, before, args.alt_settings) as running:
+    with started_servers(
+        wanted, media, work, notes, before, args.alt_settings, args.alt_processes
+    ) as running:
         for name, server in running.items():
             cold[name] = server.cold_start
         # Warm every server on every case (imports, allocator, thumbor's engine).
@@ -541,6 +549,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="JSON",
         help="add oximg-wsgi-alt: the middleware with these OXIMG overrides, "
         "e.g. '{\"JPEG_SHRINK_MARGIN\": 1}'",
+    )
+    parser.add_argument(
+        "--alt-processes",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run oximg-wsgi-alt as N gunicorn worker processes (default 1)",
     )
     args = parser.parse_args(argv)
     if args.quick:

@@ -163,6 +163,7 @@ def oximg(
     name: str = "",
     app: str = "",
     extra_env: Mapping[str, str] | None = None,
+    processes: int = 1,
 ) -> Iterator[Running]:
     """django-oximg under gunicorn; ``way_in`` is "view" or "middleware".
 
@@ -170,7 +171,7 @@ def oximg(
     older checkout, for before/after runs) put first on the path. ``app``
     replaces ``bench.wsgi_apps:<way_in>`` (another WSGI app on the same
     settings, e.g. bench/overhead.py's); ``extra_env`` is added to the
-    server's environment.
+    server's environment. ``processes`` is gunicorn's ``--workers``.
     """
     port = free_port()
     env = dict(os.environ)
@@ -183,7 +184,7 @@ def oximg(
         **(extra_env or {}),
     )
     name = name or f"oximg-{way_in}"
-    command = gunicorn_command(app or f"bench.wsgi_apps:{way_in}", port, threads)
+    command = gunicorn_command(app or f"bench.wsgi_apps:{way_in}", port, threads, processes)
     # ``python -m gunicorn`` puts the working directory first on sys.path: run
     # an older package from its own directory, or the work tree's would win.
     cwd = package_root or ROOT

@@ -397,6 +397,36 @@ def test_unwanted_or_broken_bytes_are_refused(
         pipeline.render(sources[name], Options(width=10), "png", SETTINGS)
 
 
+def libvips_log(configure: bool) -> str:
+    """Python logging's output for one thumbnail and one cut-off JPEG, in a fresh process."""
+    script = (
+        "import logging, pyvips\n"
+        "from django_oximg.core import pipeline\n"
+        "logging.basicConfig(level=logging.DEBUG, format='%(levelname)s %(message)s')\n"
+        f"if {configure}: pipeline.configure(concurrency=1)\n"
+        "data = pipeline.sample_jpeg(120, 80)\n"
+        "pyvips.Image.thumbnail_buffer(data, 50).jpegsave_buffer()\n"
+        "pyvips.Image.new_from_buffer(data[: len(data) // 2], '').avg()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    return done.stderr
+
+
+def test_libvips_info_lines_stay_out_of_python_logging() -> None:
+    """Each would take the GIL from a libvips thread, about ten times per thumbnail."""
+    log = libvips_log(configure=True)
+    assert "INFO VIPS:" not in log and "DEBUG VIPS:" not in log
+    assert "WARNING VIPS: VipsJpeg: premature end of JPEG image" in log
+
+
+def test_unconfigured_pyvips_logs_libvips_info_lines() -> None:
+    """Control for the test above: plain pyvips passes libvips' info lines on."""
+    log = libvips_log(configure=False)
+    assert "INFO VIPS: threadpool completed" in log
+
+
 def test_blocking_is_what_refuses_svg_and_matrix() -> None:
     """Control: without configure() this libvips would load SVG and matrix files."""
     script = (

@@ -179,13 +179,15 @@ def configure(concurrency: int | None = None, block_untrusted: bool = True) -> N
     The operation cache is turned off: it keeps decoded images alive across
     requests (memory the budget cannot see) and every request is different.
     ``concurrency`` is libvips' worker threads per image (None keeps libvips'
-    default, the number of CPUs).
+    default, the number of CPUs). libvips' info and debug messages stop
+    reaching Python logging (:func:`quiet_libvips_info`).
     """
     global _configured
     with _configure_lock:
         pyvips.cache_set_max(0)
         pyvips.cache_set_max_mem(0)
         pyvips.cache_set_max_files(0)
+        quiet_libvips_info()
         if block_untrusted:
             pyvips.block_untrusted_set(True)
             for name in BLOCKED_LOADERS:
@@ -193,6 +195,39 @@ def configure(concurrency: int | None = None, block_untrusted: bool = True) -> N
         if concurrency is not None:
             pyvips.concurrency_set(concurrency)
         _configured = True
+
+
+#: GLib log levels still passed to Python logging (as pyvips does for all).
+LOGGED_LEVELS = (
+    pyvips.GLogLevelFlags.LEVEL_ERROR
+    | pyvips.GLogLevelFlags.LEVEL_CRITICAL
+    | pyvips.GLogLevelFlags.LEVEL_WARNING
+    | pyvips.GLogLevelFlags.LEVEL_MESSAGE
+    | pyvips.GLogLevelFlags.FLAG_FATAL
+    | pyvips.GLogLevelFlags.FLAG_RECURSION
+)
+
+
+def quiet_libvips_info() -> None:
+    """Keep libvips' warnings in Python logging, but not its info and debug lines.
+
+    pyvips routes every libvips log line to a Python callback, and libvips
+    8.18 logs "threadpool completed" at info level after each pass of every
+    image, from its own worker thread: about ten times per thumbnail, each
+    time taking the GIL from a libvips thread while the render threads need
+    it. Below warning level the lines now go to GLib's default handler, which
+    drops them unless ``G_MESSAGES_DEBUG`` asks for them. Relies on two names
+    private to pyvips; without them nothing changes.
+    """
+    handler_id = getattr(pyvips, "_log_handler_id", None)
+    callback = getattr(pyvips, "_log_handler_cb", None)
+    if not handler_id or callback is None:
+        return
+    glib = pyvips.glib_lib
+    glib.g_log_remove_handler(b"VIPS", handler_id)
+    pyvips._log_handler_id = glib.g_log_set_handler(
+        b"VIPS", LOGGED_LEVELS, callback, pyvips.ffi.NULL
+    )
 
 
 def _ensure_configured() -> None:
