@@ -256,9 +256,7 @@ def started_servers(
                     f"oximg-wsgi-alt runs with OXIMG overrides {alt_settings or {}} "
                     f"in {alt_processes} gunicorn process(es)"
                 )
-                middleware(
-                    "oximg-wsgi-alt", oximg_settings=alt_settings, processes=alt_processes
-                )
+                middleware("oximg-wsgi-alt", oximg_settings=alt_settings, processes=alt_processes)
         if {"thumbor", "thumbor-close"} & set(wanted):
             if servers.thumbor_available():
                 first = thumbor_path(first_case, 500, "cold")

@@ -365,3 +365,26 @@ def test_overhead_hello_app_answers_a_thumbnail_sized_body(monkeypatch: pytest.M
     assert started[0][0] == "200 OK"
     assert len(body) == overhead.HELLO_BYTES
     assert ("Content-Length", str(overhead.HELLO_BYTES)) in started[0][1]
+
+
+def test_threads_vs_processes_reports_each_variant(tmp_path: Path) -> None:
+    from bench import threads_vs_processes
+    from django_oximg.core import pipeline
+
+    source = tmp_path / "photo.jpg"
+    source.write_bytes(pipeline.sample_jpeg(640, 480))
+    out = tmp_path / "report.json"
+    report = threads_vs_processes.main(
+        ["--renders", "3", "--runs", "1", "--source", str(source), "--json", str(out)]
+    )
+    assert json.loads(out.read_text())["summary"] == report["summary"]
+    assert set(report["summary"]) == set(threads_vs_processes.VARIANTS)
+    for variant, rows in report["results"].items():
+        (row,) = rows
+        assert row["cpu_ms_per_image"] > 0 and row["cores"] > 0, variant
+    # Images counted: 3 per thread or process, after the warm-up loop.
+    loops = [threads_vs_processes.render_loop(source, 2, 2)]
+    assert loops[0]["images"] == 4
+    assert threads_vs_processes.figures(loops * 2)["images_per_s"] == pytest.approx(
+        8 / loops[0]["wall_s"]
+    )

@@ -1,0 +1,154 @@
+"""The same renders on two threads of one process and on two processes.
+
+    .venv/bin/python bench/threads_vs_processes.py [--renders 300] [--runs 3] [--json F]
+
+No HTTP, no Django: ``core.pipeline.render`` of the medium-JPEG case
+(2000x1333 fitted into 485-500 px, q80) in a loop, the way the executor's
+render threads call it. Interleaved over ``--runs``:
+
+- ``1 thread``: one loop in one process (CPU per image alone);
+- ``2 threads``: two loops on two threads of one process, as one gunicorn
+  process with ``WORKERS = 2`` renders;
+- ``2 processes``: one loop in each of two processes at once, as two
+  single-threaded image servers (thumbor) render.
+
+Each row gives images/s, CPU ms per image and cores kept busy (CPU over
+wall time). The difference between the last two rows is what running two
+renders in one process costs on this machine (docs/BENCHMARKS.md,
+"One process or two").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.driver import spread  # noqa: E402
+
+VARIANTS = ("1 thread", "2 threads", "2 processes")
+
+
+def render_loop(source: Path, renders: int, threads: int) -> dict[str, float]:
+    """Render ``renders`` thumbnails on each of ``threads`` threads; time and CPU of the process."""
+    from bench.cases import CASES, oximg_path
+    from django_oximg.core import pipeline
+    from django_oximg.core.options import parse_path
+
+    pipeline.configure(concurrency=1)
+    case = CASES["medium-jpeg"]
+    data = source.read_bytes()
+    info = pipeline.probe(data)
+    settings = pipeline.RenderSettings()
+    widths = list(range(485, 501))
+    options = [parse_path(oximg_path(case, width, "")[1:]).options for width in widths]
+
+    def loop() -> None:
+        for index in range(renders):
+            deadline = time.monotonic() + 60
+            pipeline.render(
+                data, options[index % len(options)], "jpeg", settings, deadline=deadline, info=info
+            )
+
+    loop()  # warm: imports, allocator, libvips' thread pool
+    started, cpu = time.perf_counter(), time.process_time()
+    workers = [threading.Thread(target=loop) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return {
+        "wall_s": time.perf_counter() - started,
+        "cpu_s": time.process_time() - cpu,
+        "images": renders * threads,
+    }
+
+
+def child(source: Path, renders: int, threads: int) -> subprocess.Popen[str]:
+    command = [sys.executable, __file__, "--child", str(source), str(renders), str(threads)]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+
+
+def collect(processes: list[subprocess.Popen[str]]) -> list[dict[str, float]]:
+    outputs = []
+    for process in processes:
+        out, _ = process.communicate(timeout=600)
+        if process.returncode != 0:
+            raise RuntimeError(f"render loop failed with {process.returncode}")
+        outputs.append(json.loads(out.splitlines()[-1]))
+    return outputs
+
+
+def figures(loops: list[dict[str, float]]) -> dict[str, float]:
+    """Images/s, CPU ms per image and cores busy of loops that ran at the same time."""
+    wall = max(loop["wall_s"] for loop in loops)
+    cpu = sum(loop["cpu_s"] for loop in loops)
+    images = sum(loop["images"] for loop in loops)
+    return {
+        "images_per_s": images / wall,
+        "cpu_ms_per_image": 1000 * cpu / images,
+        "cores": cpu / wall,
+    }
+
+
+def measure(variant: str, source: Path, renders: int) -> dict[str, float]:
+    if variant == "1 thread":
+        return figures(collect([child(source, renders, 1)]))
+    if variant == "2 threads":
+        return figures(collect([child(source, renders, 2)]))
+    return figures(collect([child(source, renders, 1), child(source, renders, 1)]))
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--renders", type=int, default=300, help="per thread or process")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--source", type=Path, help="a JPEG (default: bench/images.py's medium)")
+    args = parser.parse_args(argv)
+    source = args.source
+    if source is None:
+        from bench.images import write_set
+
+        source = write_set(Path(tempfile.mkdtemp(prefix="oximg-tvp-")))["medium.jpg"]
+    results: dict[str, list[dict[str, float]]] = {variant: [] for variant in VARIANTS}
+    for run in range(args.runs):
+        for variant in VARIANTS:
+            row = measure(variant, source, args.renders)
+            results[variant].append(row)
+            print(
+                f"run {run + 1} {variant:<12} {row['images_per_s']:6.1f} images/s "
+                f"{row['cpu_ms_per_image']:6.2f} CPU ms/image {row['cores']:5.2f} cores",
+                flush=True,
+            )
+    summary = {
+        variant: {name: spread(row[name] for row in rows).to_dict() for name in rows[0]}
+        for variant, rows in results.items()
+    }
+    print(f"\n{source.name} -> 485-500 px q80, medians (min-max) of {args.runs} runs:")
+    for variant, row in summary.items():
+        cells = "  ".join(
+            f"{name} {row[name]['median']:.2f} ({row[name]['low']:.2f}-{row[name]['high']:.2f})"
+            for name in ("images_per_s", "cpu_ms_per_image", "cores")
+        )
+        print(f"  {variant:<12} {cells}")
+    report = {"renders": args.renders, "runs": args.runs, "results": results, "summary": summary}
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1))
+    return report
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "--child":
+        print(json.dumps(render_loop(Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))))
+    else:
+        main()
