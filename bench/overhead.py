@@ -14,8 +14,14 @@ the medium JPEG case, interleaved over ``--runs``:
   with fsync, response): the serving overhead per cache miss;
 - ``served``: the real thing, render included.
 
-``canned - hello`` is django-oximg's Python per request on top of the WSGI
+``canned - hello`` is django-oximg's own work per request on top of the WSGI
 server; ``served - canned`` is the render as the server runs it.
+
+``--perf`` (needs Linux ``perf``) then splits ``canned - hello`` by where
+the CPU went: one more run of ``hello`` and ``canned`` each under ``perf
+record``, samples per shared object (the Python interpreter, the kernel,
+libc, libvips, ...) turned into ms per request, and the difference scaled
+by the unsampled ``canned - hello`` (sampling itself costs CPU).
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
+import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -98,26 +107,84 @@ def measure(server: servers.Running, urls: list[str], concurrency: int, seconds:
     return 1000 * (after - before) / stats.requests
 
 
+def perf_shares(report: str) -> dict[str, float]:
+    """Share of samples (0..1) per shared object from ``perf report --sort dso`` text."""
+    shares: dict[str, float] = {}
+    for line in report.splitlines():
+        match = re.match(r"\s*([\d.]+)%\s+(\S+)", line)
+        if match and not line.lstrip().startswith("#"):
+            shares[match.group(2)] = shares.get(match.group(2), 0.0) + float(match.group(1)) / 100
+    return shares
+
+
+def sampled(
+    server: servers.Running, urls: list[str], concurrency: int, seconds: float, data: Path
+) -> tuple[float, dict[str, float]]:
+    """CPU ms per request and its share per shared object, over one run under ``perf record``."""
+    pids = ",".join(str(pid) for pid in process_tree(server.pid))
+    recorder = subprocess.Popen(
+        ["perf", "record", "-q", "-F", "1999", "-p", pids, "-o", str(data)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        cpu = measure(server, urls, concurrency, seconds)
+    finally:
+        recorder.send_signal(2)  # SIGINT: perf writes its file and exits
+        recorder.wait(timeout=60)
+    report = subprocess.run(
+        ["perf", "report", "-i", str(data), "--sort", "dso", "--stdio", "-g", "none"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    return cpu, perf_shares(report)
+
+
+def split_by_object(
+    hello: tuple[float, dict[str, float]], canned: tuple[float, dict[str, float]], unsampled: float
+) -> dict[str, float]:
+    """``canned - hello`` in ms per request per shared object, scaled to the unsampled figure."""
+    (hello_cpu, hello_shares), (canned_cpu, canned_shares) = hello, canned
+    scale = unsampled / (canned_cpu - hello_cpu)
+    names = set(hello_shares) | set(canned_shares)
+    return {
+        name: scale
+        * (canned_cpu * canned_shares.get(name, 0.0) - hello_cpu * hello_shares.get(name, 0.0))
+        for name in names
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--perf", action="store_true", help="split canned - hello by shared object")
     args = parser.parse_args()
+    if args.perf and not shutil.which("perf"):
+        parser.error("--perf needs Linux perf (Debian: apt-get install linux-perf)")
     work = Path(tempfile.mkdtemp(prefix="oximg-overhead-"))
     media = work / "media"
     write_set(media)
     case = CASES["medium-jpeg"]
     results: dict[str, list[float]] = {"hello": [], "canned": [], "served": []}
+    taken: dict[str, tuple[float, dict[str, float]]] = {}
+    count = max(2000, int(args.seconds * 1500))
     with contextlib.ExitStack() as stack:
         running = [stack.enter_context(start(variant, media, work)) for variant in results]
         for run in range(args.runs):
             for server in running:
-                count = max(2000, int(args.seconds * 1500))
                 urls = url_list(case, count, "diverse", f"r{run}{server.name}", oximg_url)
                 cpu = measure(server, urls, args.concurrency, args.seconds)
                 results[server.name].append(cpu)
                 print(f"run {run + 1} {server.name:7s} {cpu:6.3f} CPU ms/request", flush=True)
+        if args.perf:
+            for server in running[:2]:  # hello, canned
+                urls = url_list(case, count, "diverse", f"perf{server.name}", oximg_url)
+                data = work / f"{server.name}.perf"
+                taken[server.name] = sampled(server, urls, args.concurrency, args.seconds, data)
     print(f"\nmedium JPEG, diverse URLs, c={args.concurrency}, medians (min-max) of {args.runs}:")
     for name, values in results.items():
         s = spread(values)
@@ -125,6 +192,11 @@ def main() -> None:
     hello, canned, served = (spread(v).median for v in results.values())
     print(f"  django-oximg on top of the WSGI server (canned - hello): {canned - hello:.3f} ms")
     print(f"  render as served (served - canned): {served - canned:.3f} ms")
+    if taken:
+        split = split_by_object(taken["hello"], taken["canned"], canned - hello)
+        print("  canned - hello by shared object (ms per request, perf-sampled run, scaled):")
+        for name, ms in sorted(split.items(), key=lambda item: -abs(item[1]))[:8]:
+            print(f"    {ms:6.3f}  {name}")
 
 
 if __name__ == "__main__":

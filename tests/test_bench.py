@@ -388,3 +388,33 @@ def test_threads_vs_processes_reports_each_variant(tmp_path: Path) -> None:
     assert threads_vs_processes.figures(loops * 2)["images_per_s"] == pytest.approx(
         8 / loops[0]["wall_s"]
     )
+
+
+def test_perf_report_shares_are_read_per_shared_object() -> None:
+    from bench.overhead import perf_shares
+
+    report = (
+        "# Samples: 12K of event 'cpu-clock'\n"
+        "#\n"
+        "    53.43%  [kernel.kallsyms]\n"
+        "    35.34%  libpython3.11.so.1.0\n"
+        "     4.30%  libvips-e42572c0.so.42\n"
+    )
+    assert perf_shares(report) == pytest.approx(
+        {
+            "[kernel.kallsyms]": 0.5343,
+            "libpython3.11.so.1.0": 0.3534,
+            "libvips-e42572c0.so.42": 0.043,
+        }
+    )
+
+
+def test_split_by_object_subtracts_hello_and_scales_to_the_unsampled_difference() -> None:
+    from bench.overhead import split_by_object
+
+    hello = (0.5, {"python": 0.4, "kernel": 0.6})
+    canned = (2.5, {"python": 0.4, "kernel": 0.5, "libvips": 0.1})
+    split = split_by_object(hello, canned, unsampled=1.0)
+    # Sampled difference 2.0 ms, unsampled 1.0 ms: every share is halved.
+    assert split == pytest.approx({"python": 0.4, "kernel": 0.475, "libvips": 0.125})
+    assert sum(split.values()) == pytest.approx(1.0)
