@@ -415,7 +415,7 @@ def libvips_log(configure: bool) -> str:
 
 
 def test_libvips_info_lines_stay_out_of_python_logging() -> None:
-    """Each would take the GIL from a libvips thread, about ten times per thumbnail."""
+    """Each would take the GIL from inside a C call, about ten times per thumbnail."""
     log = libvips_log(configure=True)
     assert "INFO VIPS:" not in log and "DEBUG VIPS:" not in log
     assert "WARNING VIPS: VipsJpeg: premature end of JPEG image" in log

@@ -212,12 +212,12 @@ def quiet_libvips_info() -> None:
     """Keep libvips' warnings in Python logging, but not its info and debug lines.
 
     pyvips routes every libvips log line to a Python callback, and libvips
-    8.18 logs "threadpool completed" at info level after each pass of every
-    image, from its own worker thread: about ten times per thumbnail, each
-    time taking the GIL from a libvips thread while the render threads need
-    it. Below warning level the lines now go to GLib's default handler, which
-    drops them unless ``G_MESSAGES_DEBUG`` asks for them. Relies on two names
-    private to pyvips; without them nothing changes.
+    8.18 writes about ten info and debug lines per thumbnail (the loader it
+    picked, the shrink plan, the resize kernels, "threadpool completed"),
+    each from inside a C call, so each takes the GIL back while the render
+    threads need it. Below warning level the lines now go to GLib's default
+    handler, which drops them unless ``G_MESSAGES_DEBUG`` asks for them.
+    Relies on two names private to pyvips; without them nothing changes.
     """
     handler_id = getattr(pyvips, "_log_handler_id", None)
     callback = getattr(pyvips, "_log_handler_cb", None)
