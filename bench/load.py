@@ -38,7 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -361,12 +361,38 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
                         result.pop("concurrency"),
                         result,
                     )
+    notes.extend(outlier_notes(points.values()))
     return {
         "meta": metadata(use_wrk, args),
         "notes": notes,
         "cold_start_s": cold,
         "points": [point.summary() for point in points.values()],
     }
+
+
+#: A run whose CPU per request is this far from its point's median (either
+#: way) did different work: cache hits or shared renders in a run meant to
+#: miss, or a stall. Noise between runs is about 10 %.
+OUTLIER_CPU_RATIO = 0.7
+
+
+def outlier_notes(points: Iterable[Point]) -> list[str]:
+    """A note for each run whose CPU per request is far from its point's median."""
+    notes = []
+    for point in points:
+        cpus = [run.get("cpu_ms_per_request") or math.nan for run in point.runs]
+        median = spread(cpus).median
+        for number, (run, cpu) in enumerate(zip(point.runs, cpus, strict=True), start=1):
+            if math.isnan(median) or math.isnan(cpu) or len(cpus) < 2:
+                continue
+            if not OUTLIER_CPU_RATIO <= cpu / median <= 1 / OUTLIER_CPU_RATIO:
+                notes.append(
+                    f"outlier: {point.contender} {point.case} {point.kind} "
+                    f"c={point.concurrency} run {number}: {run.get('rps', math.nan):.1f} req/s "
+                    f"at {cpu:.1f} CPU ms/req against a median of {median:.1f}; "
+                    "read that point's range with care"
+                )
+    return notes
 
 
 def checkout(commit: str, work: Path) -> Path:

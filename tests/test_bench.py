@@ -418,3 +418,21 @@ def test_split_by_object_subtracts_hello_and_scales_to_the_unsampled_difference(
     # Sampled difference 2.0 ms, unsampled 1.0 ms: every share is halved.
     assert split == pytest.approx({"python": 0.4, "kernel": 0.475, "libvips": 0.125})
     assert sum(split.values()) == pytest.approx(1.0)
+
+
+def test_runs_far_from_their_points_median_cpu_are_noted() -> None:
+    from bench.load import Point, outlier_notes
+
+    steady = Point("oximg-wsgi", "medium-jpeg", "diverse", 8)
+    steady.runs = [{"rps": 110.0, "cpu_ms_per_request": c} for c in (16.1, 17.0, 16.5)]
+    odd = Point("oximg-wsgi-alt", "medium-jpeg", "diverse", 8)
+    odd.runs = [
+        {"rps": 114.7, "cpu_ms_per_request": 16.9},
+        {"rps": 232.0, "cpu_ms_per_request": 7.9},
+        {"rps": 111.6, "cpu_ms_per_request": 17.1},
+    ]
+    single = Point("pipeline", "medium-jpeg", "diverse", 2)
+    single.runs = [{"rps": 120.0, "cpu_ms_per_request": 14.3}]
+    (note,) = outlier_notes([steady, odd, single])
+    assert note.startswith("outlier: oximg-wsgi-alt medium-jpeg diverse c=8 run 2: 232.0 req/s")
+    assert "7.9 CPU ms/req against a median of 16.9" in note
