@@ -31,6 +31,7 @@ import contextlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -111,8 +112,8 @@ def perf_shares(report: str) -> dict[str, float]:
     """Share of samples (0..1) per shared object from ``perf report --sort dso`` text."""
     shares: dict[str, float] = {}
     for line in report.splitlines():
-        match = re.match(r"\s*([\d.]+)%\s+(\S+)", line)
-        if match and not line.lstrip().startswith("#"):
+        match = re.match(r"\s*([\d.]+)%\s+(\S+)", line)  # "#" comment lines never match
+        if match:
             shares[match.group(2)] = shares.get(match.group(2), 0.0) + float(match.group(1)) / 100
     return shares
 
@@ -130,7 +131,7 @@ def sampled(
     try:
         cpu = measure(server, urls, concurrency, seconds)
     finally:
-        recorder.send_signal(2)  # SIGINT: perf writes its file and exits
+        recorder.send_signal(signal.SIGINT)  # perf writes its file and exits
         recorder.wait(timeout=60)
     report = subprocess.run(
         ["perf", "report", "-i", str(data), "--sort", "dso", "--stdio", "-g", "none"],

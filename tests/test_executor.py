@@ -402,6 +402,17 @@ class Staged(threading.Thread):
             self.error = error
 
 
+def started_staged(
+    executor: Executor, cost: int, name: str, log: list[str], reached: str
+) -> Staged:
+    """A started :class:`Staged` caller, once it has ``reached`` "prepared" or "work"."""
+    job = Staged(executor, cost, name, log)
+    job.start()
+    event = job.prepared if reached == "prepared" else job.work.started
+    assert event.wait(PATIENCE), f"{name} never {reached}"
+    return job
+
+
 def test_staged_jobs_prepare_only_on_a_free_worker(
     make_executor: Callable[..., Executor],
 ) -> None:
@@ -428,12 +439,9 @@ def test_staged_job_waits_for_budget_in_arrival_order(
 ) -> None:
     executor = make_executor(workers=3, queue_size=10, memory_budget=100)
     log: list[str] = []
-    holder = Staged(executor, 60, "holder", log)
-    holder.start()
-    assert holder.work.started.wait(PATIENCE)
-    big = Staged(executor, 90, "big", log)
-    big.start()
-    assert big.prepared.wait(PATIENCE)  # prepared, now waiting for 90 of the 40 free
+    holder = started_staged(executor, 60, "holder", log, reached="work")
+    # prepared, now waiting for 90 of the 40 free
+    big = started_staged(executor, 90, "big", log, reached="prepared")
     small = Staged(executor, 10, "small", log)
     small.start()
     wait_until(lambda: queued_and_running(executor) == 3)
@@ -471,12 +479,8 @@ def test_staged_budget_wait_ends_at_the_queue_deadline(
         workers=2, memory_budget=100, queue_timeout=5.0, clock=lambda: clock[0]
     )
     log: list[str] = []
-    holder = Staged(executor, 80, "holder", log)
-    holder.start()
-    assert holder.work.started.wait(PATIENCE)
-    waiting = Staged(executor, 50, "waiting", log)
-    waiting.start()
-    assert waiting.prepared.wait(PATIENCE)
+    holder = started_staged(executor, 80, "holder", log, reached="work")
+    waiting = started_staged(executor, 50, "waiting", log, reached="prepared")
     clock[0] = 6.0
     with executor._lock:  # wake the waiter so it reads the moved clock
         executor._work_ready.notify_all()
