@@ -196,8 +196,9 @@ def weight_cases(paths: dict[str, Path]) -> list[Case]:
             cases.append(Case(f"{name}>webp-anim", str(path), FIT, "webp"))
         elif name.endswith(("-16mp", "-36mp")):
             cases.append(Case(f"{name}+crop", str(path), CROP, "jpeg"))
-    # A large box: baseline JPEG with little or no shrink-on-load.
-    for mp, box in ((36, 2000), (36, 3000)):
+    # A large box: baseline JPEG with little or no shrink-on-load; the first
+    # two are the largest results core/encoder.py encodes (1.2 and 1.9 MP).
+    for mp, box in ((16, 1350), (36, 1700), (36, 2000), (36, 3000)):
         path = paths[f"jpeg-baseline-420-{mp}mp"]
         cases.append(
             Case(f"jpeg-baseline-420-{mp}mp@{box}", str(path), f"rs:fit:{box}:{box}", "jpeg")

@@ -191,6 +191,19 @@ class OximgSettings:
     it warns about, and requests that keep all metadata
     (``strip_metadata`` off)."""
 
+    ENCODER: str = "pillow"
+    """Who encodes JPEG and WebP results whose source pixels are all in
+    memory (JPEG sources decoded by libjpeg-turbo, and ``sm`` gravity):
+    ``"pillow"`` or ``"libvips"``. With ``"pillow"`` the result is computed
+    in one piece on the render thread and Pillow encodes it there; libvips'
+    savers hand every 16 lines between a worker and a writer thread, and two
+    renders in one process then left a fifth of the two cores idle: on the
+    2000 px benchmark photo ``"pillow"`` rendered 11-15 % more thumbnails a
+    second in one process (docs/BENCHMARKS.md, "Encoding on the render
+    thread"). The JPEGs decode to the same pixels and the WebPs are the same
+    bytes, so this is not part of the cache key. Results over 2 MP, and
+    results that keep EXIF, XMP or IPTC, are always encoded by libvips."""
+
     COORDINATION_CACHE: str = ""
     """Alias in ``CACHES`` (Redis or Memcached) through which processes that
     share a result cache agree who renders a hot key, so it is rendered once
@@ -230,6 +243,9 @@ COUNTS = (
 
 #: Values of ``JPEG_DECODER`` (see core/jpeg.py and core/pipeline.py).
 JPEG_DECODERS = ("libjpeg-turbo", "libvips")
+
+#: Values of ``ENCODER`` (see core/encoder.py and core/pipeline.py).
+ENCODERS = ("pillow", "libvips")
 
 #: A URL path of RFC 3986 segment characters, starting and ending with "/":
 #: anything else (spaces, "?", "#", quotes) would be changed by browsers or
@@ -373,6 +389,10 @@ def _validate(conf: OximgSettings) -> None:
     if conf.JPEG_DECODER not in JPEG_DECODERS:
         raise ImproperlyConfigured(
             f"OXIMG: JPEG_DECODER must be one of {', '.join(map(repr, JPEG_DECODERS))}."
+        )
+    if conf.ENCODER not in ENCODERS:
+        raise ImproperlyConfigured(
+            f"OXIMG: ENCODER must be one of {', '.join(map(repr, ENCODERS))}."
         )
     _validate_quality(conf.QUALITY)
     _validate_sources(conf.SOURCES)

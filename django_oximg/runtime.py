@@ -86,6 +86,7 @@ def thumbnailer_config(settings: conf.OximgSettings) -> ThumbnailerConfig:
             max_animation_frames=settings.MAX_ANIMATION_FRAMES,
             jpeg_shrink_margin=settings.JPEG_SHRINK_MARGIN,
             jpeg_decoder=settings.JPEG_DECODER,
+            encoder=settings.ENCODER,
         ),
         presets=dict(settings.PRESETS),
         allow_unsigned=settings.ALLOW_UNSIGNED,

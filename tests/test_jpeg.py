@@ -3,6 +3,8 @@
 The promise pinned down here: whichever decoder runs (``RenderSettings.
 jpeg_decoder``), a JPEG source gives the same output bytes, and every file the
 fast decoder declines still renders (or fails) exactly as libvips decides.
+The byte comparisons let libvips encode both (``encoder="libvips"``): the
+encoder's own promise is pinned in tests/test_encoder.py.
 """
 
 from __future__ import annotations
@@ -130,7 +132,9 @@ def test_both_decoders_give_the_same_bytes(source, options: Options, margin: flo
             data,
             options,
             fmt,
-            pipeline.RenderSettings(jpeg_shrink_margin=margin, jpeg_decoder=decoder),
+            pipeline.RenderSettings(
+                jpeg_shrink_margin=margin, jpeg_decoder=decoder, encoder="libvips"
+            ),
         )
         for decoder in ("libjpeg-turbo", "libvips")
         for fmt in ("jpeg", "png")

@@ -12,7 +12,9 @@ and sets libvips' thread count.
 2. per frame: ``rotate``/``flip`` -> ``crop`` -> resize to plan -> colour to
    8-bit sRGB -> crop to the requested box (gravity) -> ``blur`` ->
    ``sharpen`` -> ``extend`` -> ``padding`` -> flatten alpha
-3. strip metadata, encode (again at lower quality for ``max_bytes``)
+3. strip metadata, encode (again at lower quality for ``max_bytes``); a
+   JPEG or WebP result of pixels already in memory is computed on the
+   calling thread and encoded by :mod:`django_oximg.core.encoder`
 
 :func:`summarise` gives the ``/info`` endpoint a source's BlurHash and dominant
 colour from one tiny shrink-on-load thumbnail.
@@ -27,13 +29,15 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, NamedTuple
 
 import blurhash
 import pyvips
 
-from django_oximg.core import jpeg
+from django_oximg.core import encoder, jpeg
 from django_oximg.core.errors import (
     InvalidImage,
     OximgError,
@@ -88,6 +92,10 @@ class RenderSettings:
     #: Who decodes JPEG pixels: "libjpeg-turbo" (simplejpeg, faster than the
     #: mozjpeg inside pyvips-binary; :mod:`django_oximg.core.jpeg`) or "libvips".
     jpeg_decoder: str = "libjpeg-turbo"
+    #: Who encodes JPEG and WebP results whose pixels are already in memory:
+    #: "pillow" (on the render thread; :mod:`django_oximg.core.encoder`) or
+    #: "libvips" (its savers, with their own threads).
+    encoder: str = "pillow"
 
 
 @dataclass(frozen=True)
@@ -546,6 +554,16 @@ def upright_size(info: SourceInfo, options: Options) -> tuple[int, int]:
     return info.width, info.height
 
 
+class Loaded(NamedTuple):
+    """A loaded source, and whether its pixels are all in memory already."""
+
+    image: Image
+    #: True when nothing upstream streams from a decoder (libjpeg-turbo
+    #: decoded it whole, or it was copied to memory): computing the result in
+    #: one piece then costs only the result's own pixels.
+    in_memory: bool
+
+
 def load_thumbnail(
     data: bytes,
     geometry: Geometry,
@@ -553,7 +571,7 @@ def load_thumbnail(
     animated: bool,
     info: SourceInfo | None = None,
     settings: RenderSettings | None = None,
-) -> Image:
+) -> Loaded:
     """Load straight at the planned scaled size (shrink-on-load), upright.
 
     libvips picks the cheapest decode (JPEG DCT scaling, WebP/HEIF scaling,
@@ -568,7 +586,7 @@ def load_thumbnail(
     does the rest (rotation, CMYK import and the resize, exactly as above).
     With ``settings.jpeg_decoder`` "libjpeg-turbo" (the default) the pixels
     of that decode come from :func:`turbo_decoded` instead, at any margin;
-    what it declines, libvips decodes.
+    what it declines, libvips decodes. Only that decode is :attr:`Loaded.in_memory`.
     """
     width, height = geometry.scaled_width, geometry.scaled_height
     if options.rotate % 180 == 90:
@@ -580,16 +598,18 @@ def load_thumbnail(
         decoded = None
         if settings.jpeg_decoder == "libjpeg-turbo":
             decoded = turbo_decoded(data, shrink, info, options)
+        in_memory = decoded is not None
         libvips_shrink = jpeg_shrink(upright_w, upright_h, width, height, LIBVIPS_SHRINK_MARGIN)
         if decoded is None and shrink > libvips_shrink:
             decoded = pyvips.Image.jpegload_source(
                 memory_source(data), shrink=shrink, access="sequential", fail_on="truncated"
             )
         if decoded is not None:
-            return decoded.thumbnail_image(
+            image = decoded.thumbnail_image(
                 width, height=height, size="force", no_rotate=not options.auto_rotate
             )
-    return pyvips.Image.thumbnail_source(
+            return Loaded(image, in_memory)
+    image = pyvips.Image.thumbnail_source(
         memory_source(data),
         width,
         height=height,
@@ -597,6 +617,7 @@ def load_thumbnail(
         no_rotate=not options.auto_rotate,
         option_string=_loader_options(animated),
     )
+    return Loaded(image, False)
 
 
 def turbo_decoded(data: bytes, shrink: int, info: SourceInfo, options: Options) -> Image | None:
@@ -908,19 +929,60 @@ def next_quality(quality: int, size: int, max_bytes: int) -> int:
     return int(quality * factor)
 
 
+def encodes_in_memory(image: Image, fmt: str, keep: int, settings: RenderSettings) -> bool:
+    """Whether :mod:`django_oximg.core.encoder` takes this result (given its pixels are in memory).
+
+    Not when the result keeps EXIF, XMP or IPTC (libvips rewrites those) or
+    is too large to hold whole; ``settings.encoder`` "libvips" turns it off.
+    """
+    return (
+        settings.encoder == "pillow"
+        and not keep & ~int(pyvips.enums.ForeignKeep.ICC)
+        and encoder.can_encode(fmt, image.width, image.height, image.bands)
+    )
+
+
+#: Result rows computed per region fetch. One fetch of the whole result makes
+#: every step of the pipeline hold its whole output at once: 109 MiB for a
+#: 1350x900 result of a 2448x1632 decode, against 34 MiB in strips of 64
+#: rows (libvips' saver: 23 MiB); the CPU is the same (docs/BENCHMARKS.md).
+FETCH_ROWS = 64
+
+
+def computed_encoder(image: Image, fmt: str, keep: int) -> Callable[[int], bytes]:
+    """Compute ``image`` in one piece on this thread; return its encoder by quality.
+
+    Region fetches run the pipeline on the calling thread, without libvips'
+    thread pool, :data:`FETCH_ROWS` rows at a time, so the caller must know
+    every pixel upstream is in memory already (:attr:`Loaded.in_memory`);
+    the result is held once.
+    """
+    width, height, bands = image.width, image.height, image.bands
+    region = pyvips.Region.new(image)
+    pixels = bytearray(width * height * bands)
+    row_bytes = width * bands
+    for top in range(0, height, FETCH_ROWS):
+        rows = min(FETCH_ROWS, height - top)
+        pixels[top * row_bytes : (top + rows) * row_bytes] = region.fetch(0, top, width, rows)
+    icc_profile = None
+    if keep & int(pyvips.enums.ForeignKeep.ICC) and image.get_typeof(ICC_FIELD):
+        icc_profile = bytes(image.get(ICC_FIELD))
+    return partial(encoder.encode, pixels, width, height, bands, fmt, icc_profile=icc_profile)
+
+
 def encode_within_limit(
-    image: Image, fmt: str, options: Options, settings: RenderSettings, keep: int
+    encode_at: Callable[[int], bytes], fmt: str, options: Options, settings: RenderSettings
 ) -> bytes:
-    """Encode, lowering the quality until the result fits ``max_bytes``."""
+    """Encode with ``encode_at(quality)``, lowering the quality until it fits ``max_bytes``."""
     quality = quality_for(fmt, options, settings)
-    data = encode(image, fmt, quality, keep, settings)
+    data = encode_at(quality)
     if not options.max_bytes:
         return data
     while len(data) > options.max_bytes:
         if fmt not in LOSSY_FORMATS or quality <= MIN_QUALITY:
             raise ResultTooLarge(f"{len(data)} bytes > max_bytes {options.max_bytes}")
         quality = max(MIN_QUALITY, next_quality(quality, len(data), options.max_bytes))
-        data = encode(image, fmt, quality, keep, settings)
+        data = encode_at(quality)
     return data
 
 
@@ -972,22 +1034,26 @@ def _render_watched(
     )
     try:
         if options.crop is None:
-            source = load_thumbnail(data, geometry, options, animated, info, settings)
+            source, in_memory = load_thumbnail(data, geometry, options, animated, info, settings)
         else:
-            source = load_full(data, options, animated)
+            source, in_memory = load_full(data, options, animated), False
         if options.gravity.type == "sm" and not animated:
             # The attention crop reads the frame twice: compute it once, watched.
-            source = watch.watch(source).copy_memory()
+            source, in_memory = watch.watch(source).copy_memory(), True
         frames = [
             process_frame(frame, geometry, options, fmt, animated)
             for frame in split_frames(source, animated)
         ]
         image = join_frames(frames, source)
         image, keep = strip_metadata(image, options)
-        if options.max_bytes:
-            # The max_bytes loop may encode again: decode and process only once.
-            image = watch.watch(image).copy_memory()
-        encoded = encode_within_limit(watch.watch(image), fmt, options, settings, keep)
+        if in_memory and encodes_in_memory(image, fmt, keep, settings):
+            encode_at = computed_encoder(watch.watch(image), fmt, keep)
+        else:
+            if options.max_bytes:
+                # The max_bytes loop may encode again: decode and process only once.
+                image = watch.watch(image).copy_memory()
+            encode_at = partial(encode, watch.watch(image), fmt, keep=keep, settings=settings)
+        encoded = encode_within_limit(encode_at, fmt, options, settings)
     except pyvips.Error as error:
         raise watch.failure(error) from error
     return Rendered(encoded, fmt, int(frames[0].width), int(frames[0].height), len(frames))

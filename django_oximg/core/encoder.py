@@ -1,0 +1,90 @@
+"""JPEG and WebP encoding of pixels already in memory, on the calling thread (Pillow).
+
+Why not libvips' savers for these: a libvips saver pulls the image through
+libvips' thread pool, a worker thread computing strips and a write-behind
+thread encoding them, the render thread waiting on both, a hand-off every
+16 lines. Two such renders in one process kept 1.5 of 2 cores busy where two
+processes kept 1.95, even driven from C with the GIL out of the way
+(docs/BENCHMARKS.md, "Encoding on the render thread"). When the pixels are
+already in memory (a JPEG decoded by libjpeg-turbo, :mod:`.jpeg`), the
+pipeline computes the result in one piece on the render thread and hands it
+here: Pillow's encoders (libjpeg-turbo, libwebp) run on that same thread with
+the GIL released, and nothing waits for anything.
+
+The output is libvips' own: a JPEG decodes to the same pixels as
+``jpegsave`` with ``optimize_coding`` (Pillow adds an 18-byte JFIF header),
+a WebP is byte-identical to ``webpsave`` at ``effort`` 4 (tests/test_encoder.py).
+Metadata beyond an ICC profile is left to libvips (the pipeline decides).
+This module imports no pyvips and no Django.
+"""
+
+from __future__ import annotations
+
+import io
+
+from PIL import Image as PILImage
+
+#: Output formats encoded here.
+FORMATS = frozenset({"jpeg", "webp"})
+
+#: Pillow image mode for each band count of 8-bit sRGB pixels.
+MODES = {1: "L", 3: "RGB", 4: "RGBA"}
+
+#: Largest result (pixels) encoded here. The whole result is held several
+#: times over while it is encoded (libvips' region, its copy, Pillow's
+#: 4-byte pixels, libjpeg's coefficients for ``optimize``): about 18 bytes a
+#: pixel where libvips' savers stream strips. Thumbnails are far below this;
+#: larger results go to libvips. core/budget.py counts with it.
+MAX_PIXELS = 2_000_000
+
+#: Longest side each format can hold; longer results go to libvips, whose
+#: saver reports it as an error.
+MAX_SIDE = {"jpeg": 65_500, "webp": 16_383}
+
+#: libvips' ``jpegsave`` subsamples chroma (4:2:0) below this quality and
+#: keeps it whole (4:4:4) from it on; Pillow's numbers for the two.
+FULL_CHROMA_QUALITY = 90
+SUBSAMPLING_444, SUBSAMPLING_420 = 0, 2
+
+#: libvips' ``webpsave`` effort as the pipeline uses it (Pillow calls it ``method``).
+WEBP_EFFORT = 4
+
+
+def can_encode(fmt: str, width: int, height: int, bands: int) -> bool:
+    """Whether a ``width`` x ``height`` result of ``bands`` bands in ``fmt`` is encoded here."""
+    return (
+        fmt in FORMATS
+        and bands in MODES
+        and width * height <= MAX_PIXELS
+        and max(width, height) <= MAX_SIDE[fmt]
+    )
+
+
+def encode(
+    pixels: bytes | bytearray,
+    width: int,
+    height: int,
+    bands: int,
+    fmt: str,
+    quality: int,
+    icc_profile: bytes | None = None,
+) -> bytes:
+    """Encode interleaved 8-bit sRGB ``pixels`` (rows top to bottom) as ``fmt``.
+
+
+    ``icc_profile`` is embedded when given. The settings are the ones
+    :func:`django_oximg.core.pipeline.encode` gives libvips: JPEG with
+    optimised Huffman tables, WebP lossy at effort 4.
+    """
+    mode = MODES[bands]
+    image = PILImage.frombuffer(mode, (width, height), pixels, "raw", mode, 0, 1)
+    extra = {"icc_profile": icc_profile} if icc_profile else {}
+    out = io.BytesIO()
+    if fmt == "jpeg":
+        subsampling = SUBSAMPLING_444 if quality >= FULL_CHROMA_QUALITY else SUBSAMPLING_420
+        image.save(out, "JPEG", quality=quality, optimize=True, subsampling=subsampling, **extra)
+    elif fmt == "webp":
+        image.save(out, "WEBP", quality=quality, method=WEBP_EFFORT, **extra)
+    else:
+        raise ValueError(f"not encoded here: {fmt!r}")
+    return out.getvalue()
