@@ -1,6 +1,7 @@
 """The same renders on two threads of one process and on two processes.
 
     .venv/bin/python bench/threads_vs_processes.py [--renders 300] [--runs 3] [--json F]
+        [--encoders pillow,libvips]
 
 No HTTP, no Django: ``core.pipeline.render`` of the medium-JPEG case
 (2000x1333 fitted into 485-500 px, q80) in a loop, the way the executor's
@@ -13,7 +14,9 @@ render threads call it. Interleaved over ``--runs``:
   single-threaded image servers (thumbor) render.
 
 Each row gives images/s, CPU ms per image and cores kept busy (CPU over
-wall time). The difference between the last two rows is what running two
+wall time). ``--encoders`` repeats every variant with each ``ENCODER``
+(``RenderSettings.encoder``), interleaved; rows are then named
+"2 threads, libvips" and so on. The difference between the last two rows is what running two
 renders in one process costs on this machine (docs/BENCHMARKS.md,
 "One process or two").
 """
@@ -38,7 +41,9 @@ from bench.driver import spread  # noqa: E402
 VARIANTS = ("1 thread", "2 threads", "2 processes")
 
 
-def render_loop(source: Path, renders: int, threads: int) -> dict[str, float]:
+def render_loop(
+    source: Path, renders: int, threads: int, encoder: str = "pillow"
+) -> dict[str, float]:
     """Render ``renders`` thumbnails on each of ``threads`` threads; time and CPU of the process."""
     from bench.cases import CASES, oximg_path
     from django_oximg.core import pipeline
@@ -48,7 +53,7 @@ def render_loop(source: Path, renders: int, threads: int) -> dict[str, float]:
     case = CASES["medium-jpeg"]
     data = source.read_bytes()
     info = pipeline.probe(data)
-    settings = pipeline.RenderSettings()
+    settings = pipeline.RenderSettings(encoder=encoder)
     widths = list(range(485, 501))
     options = [parse_path(oximg_path(case, width, "")[1:]).options for width in widths]
 
@@ -73,8 +78,16 @@ def render_loop(source: Path, renders: int, threads: int) -> dict[str, float]:
     }
 
 
-def child(source: Path, renders: int, threads: int) -> subprocess.Popen[str]:
-    command = [sys.executable, __file__, "--child", str(source), str(renders), str(threads)]
+def child(source: Path, renders: int, threads: int, encoder: str) -> subprocess.Popen[str]:
+    command = [
+        sys.executable,
+        __file__,
+        "--child",
+        str(source),
+        str(renders),
+        str(threads),
+        encoder,
+    ]
     return subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
 
 
@@ -100,12 +113,20 @@ def figures(loops: list[dict[str, float]]) -> dict[str, float]:
     }
 
 
-def measure(variant: str, source: Path, renders: int) -> dict[str, float]:
+def measure(variant: str, source: Path, renders: int, encoder: str) -> dict[str, float]:
     if variant == "1 thread":
-        return figures(collect([child(source, renders, 1)]))
+        return figures(collect([child(source, renders, 1, encoder)]))
     if variant == "2 threads":
-        return figures(collect([child(source, renders, 2)]))
-    return figures(collect([child(source, renders, 1), child(source, renders, 1)]))
+        return figures(collect([child(source, renders, 2, encoder)]))
+    pair = [child(source, renders, 1, encoder), child(source, renders, 1, encoder)]
+    return figures(collect(pair))
+
+
+def row_names(encoders: list[str]) -> list[tuple[str, str, str]]:
+    """(row name, variant, encoder) in run order; plain variant names for one encoder."""
+    if len(encoders) == 1:
+        return [(variant, variant, encoders[0]) for variant in VARIANTS]
+    return [(f"{v}, {e}", v, e) for v in VARIANTS for e in encoders]
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -114,19 +135,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--source", type=Path, help="a JPEG (default: bench/images.py's medium)")
+    parser.add_argument("--encoders", default="pillow", help="comma-separated ENCODER values")
     args = parser.parse_args(argv)
+    rows = row_names(args.encoders.split(","))
     source = args.source
     if source is None:
         from bench.images import write_set
 
         source = write_set(Path(tempfile.mkdtemp(prefix="oximg-tvp-")))["medium.jpg"]
-    results: dict[str, list[dict[str, float]]] = {variant: [] for variant in VARIANTS}
+    results: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in rows}
     for run in range(args.runs):
-        for variant in VARIANTS:
-            row = measure(variant, source, args.renders)
-            results[variant].append(row)
+        for name, variant, encoder in rows:
+            row = measure(variant, source, args.renders, encoder)
+            results[name].append(row)
             print(
-                f"run {run + 1} {variant:<12} {row['images_per_s']:6.1f} images/s "
+                f"run {run + 1} {name:<22} {row['images_per_s']:6.1f} images/s "
                 f"{row['cpu_ms_per_image']:6.2f} CPU ms/image {row['cores']:5.2f} cores",
                 flush=True,
             )
@@ -140,7 +163,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             f"{name} {row[name]['median']:.2f} ({row[name]['low']:.2f}-{row[name]['high']:.2f})"
             for name in ("images_per_s", "cpu_ms_per_image", "cores")
         )
-        print(f"  {variant:<12} {cells}")
+        print(f"  {variant:<22} {cells}")
     report = {"renders": args.renders, "runs": args.runs, "results": results, "summary": summary}
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
@@ -148,7 +171,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "--child":
-        print(json.dumps(render_loop(Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))))
+    if len(sys.argv) == 6 and sys.argv[1] == "--child":
+        _, _, path, renders, threads, encoder = sys.argv
+        print(json.dumps(render_loop(Path(path), int(renders), int(threads), encoder)))
     else:
         main()

@@ -390,6 +390,18 @@ def test_threads_vs_processes_reports_each_variant(tmp_path: Path) -> None:
     )
 
 
+def test_threads_vs_processes_names_rows_by_encoder() -> None:
+    from bench.threads_vs_processes import VARIANTS, row_names
+
+    assert row_names(["pillow"]) == [(v, v, "pillow") for v in VARIANTS]
+    rows = row_names(["pillow", "libvips"])
+    assert rows[:2] == [
+        ("1 thread, pillow", "1 thread", "pillow"),
+        ("1 thread, libvips", "1 thread", "libvips"),
+    ]
+    assert len(rows) == 2 * len(VARIANTS)
+
+
 def test_perf_report_shares_are_read_per_shared_object() -> None:
     from bench.overhead import perf_shares
 
