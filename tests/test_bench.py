@@ -390,6 +390,17 @@ def test_threads_vs_processes_reports_each_variant(tmp_path: Path) -> None:
     )
 
 
+def test_saver_threads_saves_through_libvips_and_pillow(tmp_path: Path) -> None:
+    from bench import saver_threads
+
+    sizes = {encoder: saver_threads.saver(encoder)() for encoder in saver_threads.ENCODERS}
+    # The same pixels and settings: the same size but for Pillow's 18-byte JFIF header.
+    assert 1000 < sizes["libvips"] <= sizes["pillow"] <= sizes["libvips"] + 64
+    report = saver_threads.main(["--saves", "2", "--runs", "1", "--json", str(tmp_path / "r")])
+    assert len(report["summary"]) == len(saver_threads.VARIANTS) * len(saver_threads.ENCODERS)
+    assert all(rows[0]["cores"] > 0 for rows in report["results"].values())
+
+
 def test_threads_vs_processes_names_rows_by_encoder() -> None:
     from bench.threads_vs_processes import VARIANTS, row_names
 

@@ -9,6 +9,7 @@ encoder's own promise is pinned in tests/test_encoder.py.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
@@ -159,6 +160,31 @@ def test_fast_decode_really_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     pipeline.render(data, Options(width=500, height=500), "jpeg", TURBO)
     pipeline.render(data, Options(width=500, height=500), "jpeg", LIBVIPS)
     assert calls == [4]  # 2000 -> 500 with margin 1: 1/4; libvips' decoder not counted
+
+
+def test_header_read_by_probe_is_not_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """render() takes the ICC profile and resolution from probe()'s header parse."""
+    data = jpeg_bytes(photo(800, 600).icc_transform("p3", input_profile="srgb"))
+    info = pipeline.probe(data)
+    opened = []
+    real = pipeline.memory_source
+
+    def counting(source: bytes) -> object:
+        opened.append(len(source))
+        return real(source)
+
+    monkeypatch.setattr(pipeline, "memory_source", counting)
+    options = Options(width=200, strip_color_profile=False)
+    reused = pipeline.render(data, options, "jpeg", TURBO, info=info)
+    assert opened == []
+    # Control: without the probe's header, the turbo path parses it itself.
+    fresh = pipeline.render(
+        data, options, "jpeg", TURBO, info=dataclasses.replace(info, header=None)
+    )
+    assert opened == [len(data)]
+    assert reused.data == fresh.data
+    out = pyvips.Image.new_from_buffer(reused.data, "")
+    assert out.get("icc-profile-data") == info.header.get("icc-profile-data")
 
 
 def test_truncated_jpeg_still_fails_as_libvips_says() -> None:

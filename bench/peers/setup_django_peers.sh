@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # easy-thumbnails and sorl-thumbnail (both on Pillow) in a venv of their own
-# (bench/peers/.venv-django-peers), so Pillow never enters the project's venv.
+# (bench/peers/.venv-django-peers), so their pinned versions never mix with the project's venv.
 #
 #   bash bench/peers/setup_django_peers.sh
 set -euo pipefail

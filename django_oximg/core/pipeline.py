@@ -67,6 +67,9 @@ class SourceInfo:
     has_alpha: bool = False
     #: Progressive JPEG / interlaced PNG or GIF: these cost more memory to decode.
     interlaced: bool = False
+    #: The header as libvips read it (a pyvips image, no pixels decoded), so
+    #: that :func:`render` need not parse it again; None when not at hand.
+    header: Image = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -392,6 +395,7 @@ def probe(data: bytes) -> SourceInfo:
             orientation=orientation if 1 <= orientation <= 8 else 1,
             has_alpha=bool(image.hasalpha()),
             interlaced=bool(_int_field(image, fields, "interlaced", 0)),
+            header=image,
         )
     except pyvips.Error as error:
         raise _wrap_error(error, data) from error
@@ -627,7 +631,8 @@ def turbo_decoded(data: bytes, shrink: int, info: SourceInfo, options: Options) 
     libvips, or when the output keeps all metadata (``strip_metadata`` off:
     libvips' loader carries every EXIF, XMP and IPTC field). Otherwise the
     fields the later steps read come from libvips' header parse, which
-    decodes no pixels: the ICC profile, resolution, orientation and, for
+    decodes no pixels (:attr:`SourceInfo.header`, read by :func:`probe`):
+    the ICC profile, resolution, orientation and, for
     ``keep_copyright``, the EXIF block with its Copyright and Artist tags
     (:func:`strip_metadata` would drop every other tag anyway). The pixels
     are the same as libvips' (tests/test_jpeg.py), so the output bytes are too.
@@ -637,7 +642,9 @@ def turbo_decoded(data: bytes, shrink: int, info: SourceInfo, options: Options) 
     decoded = jpeg.decode_scaled(data, shrink)
     if decoded is None:
         return None
-    header = pyvips.Image.jpegload_source(memory_source(data), access="sequential")
+    header = info.header
+    if header is None:
+        header = pyvips.Image.jpegload_source(memory_source(data), access="sequential")
     image = pyvips.Image.new_from_memory(
         decoded.pixels, decoded.width, decoded.height, decoded.bands, "uchar"
     )

@@ -1,0 +1,183 @@
+"""libvips' JPEG saver alone, from C, on two threads of one process against two processes.
+
+    .venv/bin/python bench/saver_threads.py [--saves 600] [--runs 3] [--json F]
+
+The question: when two renders in one process keep fewer cores busy than
+two processes, is it the GIL or libvips? Here Python is out of the way:
+each save is one ``ctypes`` call into libvips (``vips_jpegsave_buffer`` of a
+500x333 image held in memory, q80, optimised Huffman tables, one libvips
+thread), and ctypes releases the GIL for the whole call. For contrast the
+same pixels are encoded by Pillow with the same settings
+(core/encoder.py), which releases the GIL while it encodes.
+
+Each row: saves/s, CPU ms per save and cores kept busy, for one thread,
+two threads of one process and two processes (docs/BENCHMARKS.md,
+"Encoding on the render thread").
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.driver import spread  # noqa: E402
+
+VARIANTS = ("1 thread", "2 threads", "2 processes")
+ENCODERS = ("libvips", "pillow")
+
+#: The thumbnail encoded: the medium benchmark photo's size after the fit.
+WIDTH, HEIGHT = 500, 333
+
+
+def libvips_library() -> ctypes.CDLL:
+    """The libvips shared library pyvips has loaded (pyvips-binary's or the system's)."""
+    import pyvips
+
+    binary = Path(pyvips.__file__).parent.parent / "pyvips_binary.libs"
+    candidates = sorted(binary.glob("libvips-*.so.42")) or [Path("libvips.so.42")]
+    library = ctypes.CDLL(str(candidates[0]))
+    library.vips_image_new_from_memory.restype = ctypes.c_void_p
+    library.vips_image_new_from_memory.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+    ]
+    library.vips_jpegsave_buffer.restype = ctypes.c_int
+    library.g_object_unref.argtypes = [ctypes.c_void_p]
+    library.g_free.argtypes = [ctypes.c_void_p]
+    return library
+
+
+def saver(encoder: str) -> Callable[[], int]:
+    """One save of the same pixels per call; returns the encoded size."""
+    from bench.images import photo
+    from django_oximg.core import encoder as pillow_encoder
+    from django_oximg.core import pipeline
+
+    pipeline.configure(concurrency=1)
+    pixels = bytes(photo(WIDTH, HEIGHT).write_to_memory())
+    if encoder == "pillow":
+        return lambda: len(pillow_encoder.encode(pixels, WIDTH, HEIGHT, 3, "jpeg", 80))
+    library = libvips_library()
+    held = ctypes.create_string_buffer(pixels, len(pixels))
+    uchar = 0  # VIPS_FORMAT_UCHAR
+
+    def save() -> int:
+        image = library.vips_image_new_from_memory(
+            ctypes.addressof(held), len(pixels), WIDTH, HEIGHT, 3, uchar
+        )
+        out, size = ctypes.c_void_p(), ctypes.c_size_t()
+        status = library.vips_jpegsave_buffer(
+            ctypes.c_void_p(image),
+            ctypes.byref(out),
+            ctypes.byref(size),
+            b"Q",
+            ctypes.c_int(80),
+            b"optimize_coding",
+            ctypes.c_int(1),
+            b"keep",
+            ctypes.c_int(0),
+            None,
+        )
+        library.g_object_unref(image)
+        if status != 0:
+            raise RuntimeError("vips_jpegsave_buffer failed")
+        library.g_free(out)
+        return size.value
+
+    return save
+
+
+def save_loop(encoder: str, saves: int, threads: int) -> dict[str, float]:
+    """``saves`` saves on each of ``threads`` threads; wall time and CPU of the process."""
+    save = saver(encoder)
+    for _ in range(20):  # warm: libvips' thread set, allocator
+        save()
+
+    def loop() -> None:
+        for _ in range(saves):
+            save()
+
+    started, cpu = time.perf_counter(), time.process_time()
+    workers = [threading.Thread(target=loop) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    return {
+        "wall_s": time.perf_counter() - started,
+        "cpu_s": time.process_time() - cpu,
+        "images": saves * threads,
+    }
+
+
+def child(encoder: str, saves: int, threads: int) -> subprocess.Popen[str]:
+    command = [sys.executable, __file__, "--child", encoder, str(saves), str(threads)]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+
+
+def measure(variant: str, encoder: str, saves: int) -> dict[str, float]:
+    from bench.threads_vs_processes import collect, figures
+
+    if variant == "2 processes":
+        return figures(collect([child(encoder, saves, 1), child(encoder, saves, 1)]))
+    threads = 2 if variant == "2 threads" else 1
+    return figures(collect([child(encoder, saves, threads)]))
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--saves", type=int, default=600, help="per thread or process")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    rows = [
+        (f"{variant}, {encoder}", variant, encoder) for variant in VARIANTS for encoder in ENCODERS
+    ]
+    results: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in rows}
+    for run in range(args.runs):
+        for name, variant, encoder in rows:
+            row = measure(variant, encoder, args.saves)
+            results[name].append(row)
+            print(
+                f"run {run + 1} {name:<22} {row['images_per_s']:7.1f} saves/s "
+                f"{row['cpu_ms_per_image']:5.2f} CPU ms/save {row['cores']:5.2f} cores",
+                flush=True,
+            )
+    summary = {
+        name: {key: spread(row[key] for row in found).to_dict() for key in found[0]}
+        for name, found in results.items()
+    }
+    print(f"\n{WIDTH}x{HEIGHT} JPEG q80 saves, medians (min-max) of {args.runs} runs:")
+    for name, row in summary.items():
+        cells = "  ".join(
+            f"{key} {row[key]['median']:.2f} ({row[key]['low']:.2f}-{row[key]['high']:.2f})"
+            for key in ("images_per_s", "cpu_ms_per_image", "cores")
+        )
+        print(f"  {name:<22} {cells}")
+    report = {"saves": args.saves, "runs": args.runs, "results": results, "summary": summary}
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1))
+    return report
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "--child":
+        _, _, encoder, saves, threads = sys.argv
+        print(json.dumps(save_loop(encoder, int(saves), int(threads))))
+    else:
+        main()
