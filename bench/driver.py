@@ -436,3 +436,24 @@ class ProcessSample:
         # Peak RSS: the largest VmHWM of any process of the tree (workers, not the sum).
         stats.peak_rss_mib = max((rss_mib(p, "VmHWM") for p in pids), default=math.nan)
         return stats
+
+
+def wait_until_idle(
+    root: int, interval: float = 0.2, busy: float = 0.05, limit: float = 30.0
+) -> float:
+    """Wait until the process tree of ``root`` uses under ``busy`` CPUs; return the seconds waited.
+
+    A server still rendering requests the driver stopped waiting for (thumbor
+    keeps working through its queue after wrk exits: 0.35 CPUs of a slow
+    fill case spilled into the next contender's run) would otherwise take
+    the CPU of whatever is measured next. Gives up after ``limit`` seconds.
+    """
+    started = time.monotonic()
+    before = sum(cpu_seconds(pid) for pid in process_tree(root))
+    while time.monotonic() - started < limit:
+        time.sleep(interval)
+        after = sum(cpu_seconds(pid) for pid in process_tree(root))
+        if after - before < busy * interval:
+            break
+        before = after
+    return time.monotonic() - started

@@ -55,6 +55,7 @@ from bench.driver import (  # noqa: E402
     closed_loop,
     per_connection,
     spread,
+    wait_until_idle,
     wrk_available,
 )
 
@@ -159,6 +160,7 @@ def measure_http(
     server_cpu = stats.cpu_ms_per_request * stats.ok / 1000 if stats.ok else 0.0
     result = stats.to_dict()
     result["other_cpus"] = machine.others(server_cpu + own_cpu() - mine)
+    result["settle_s"] = wait_until_idle(server.pid)
     return result
 
 
@@ -292,7 +294,8 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
             f"  {contender:<14} {case.name:<16} {kind:<8} c={concurrency:<3} "
             f"{rps:7.1f} req/s  p50 {result.get('p50_ms') or math.nan:7.1f} ms  "
             f"cpu {result.get('cpu_ms_per_request') or math.nan:6.1f} ms/req  "
-            f"others {result.get('other_cpus', math.nan):.2f} CPUs",
+            f"others {result.get('other_cpus', math.nan):.2f} CPUs"
+            + (f"  busy {result['settle_s']:.1f} s after" if result.get("settle_s", 0) > 1 else ""),
             flush=True,
         )
 

@@ -459,3 +459,20 @@ def test_runs_far_from_their_points_median_cpu_are_noted() -> None:
     (note,) = outlier_notes([steady, odd, single])
     assert note.startswith("outlier: oximg-wsgi-alt medium-jpeg diverse c=8 run 2: 232.0 req/s")
     assert "7.9 CPU ms/req against a median of 16.9" in note
+
+
+def test_wait_until_idle_returns_at_once_for_an_idle_server_and_gives_up_on_a_busy_one() -> None:
+    import subprocess
+    import sys
+
+    from bench.driver import wait_until_idle
+
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        assert wait_until_idle(idle.pid, interval=0.1, limit=20.0) < 20.0
+        assert wait_until_idle(busy.pid, interval=0.1, limit=0.5) >= 0.5
+    finally:
+        for process in (idle, busy):
+            process.kill()
+            process.wait()
