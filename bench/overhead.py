@@ -1,10 +1,11 @@
 """The served path's own cost: CPU per request of django-oximg without its render.
 
     .venv/bin/python bench/overhead.py [--runs 3] [--seconds 5] [--concurrency 4]
+        [--case medium-jpeg]
 
 Three gunicorn servers, the load benchmark's settings (bench/servers.py:
 gthread, one process), driven with the same diverse cache-missing URLs of
-the medium JPEG case, interleaved over ``--runs``:
+one load case (``--case``, default the medium JPEG), interleaved over ``--runs``:
 
 - ``hello``: a WSGI app answering every request with 10 KB of bytes: what
   gunicorn, HTTP on 127.0.0.1 and the driver cost, with no application;
@@ -163,13 +164,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--perf", action="store_true", help="split canned - hello by shared object")
+    parser.add_argument("--case", choices=sorted(CASES), default="medium-jpeg")
     args = parser.parse_args()
     if args.perf and not shutil.which("perf"):
         parser.error("--perf needs Linux perf (Debian: apt-get install linux-perf)")
     work = Path(tempfile.mkdtemp(prefix="oximg-overhead-"))
     media = work / "media"
     write_set(media)
-    case = CASES["medium-jpeg"]
+    case = CASES[args.case]
     results: dict[str, list[float]] = {"hello": [], "canned": [], "served": []}
     taken: dict[str, tuple[float, dict[str, float]]] = {}
     count = max(2000, int(args.seconds * 1500))
@@ -186,7 +188,7 @@ def main() -> None:
                 urls = url_list(case, count, "diverse", f"perf{server.name}", oximg_url)
                 data = work / f"{server.name}.perf"
                 taken[server.name] = sampled(server, urls, args.concurrency, args.seconds, data)
-    print(f"\nmedium JPEG, diverse URLs, c={args.concurrency}, medians (min-max) of {args.runs}:")
+    print(f"\n{case.name}, diverse URLs, c={args.concurrency}, medians (min-max) of {args.runs}:")
     for name, values in results.items():
         s = spread(values)
         print(f"  {name:7s} {s.median:6.3f} ({s.low:.3f}-{s.high:.3f}) CPU ms/request")

@@ -9,7 +9,6 @@ whole, pixels still streaming from a decoder) still goes to libvips.
 from __future__ import annotations
 
 import io
-import os
 import time
 
 import pytest
@@ -112,31 +111,6 @@ def test_icc_profile_is_embedded() -> None:
 def test_can_encode(fmt: str, width: int, height: int, bands: int, expected: bool) -> None:
     assert encoder.MAX_PIXELS == 2_000_000  # the 2000 x 1000 rows sit on the limit
     assert encoder.can_encode(fmt, width, height, bands) is expected
-
-
-@pytest.mark.skipif(not hasattr(os, "memfd_create"), reason="Linux's memfd_create only")
-def test_jpeg_goes_through_an_in_memory_file(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pillow releases the GIL only when it encodes into a file descriptor."""
-    made = []
-    real = os.memfd_create
-
-    def counting(name: str, flags: int = os.MFD_CLOEXEC) -> int:
-        made.append(name)
-        return real(name, flags)
-
-    monkeypatch.setattr(os, "memfd_create", counting)
-    data = encoder.encode(pixels_of(photo(200, 100)), 200, 100, 3, "jpeg", 80)
-    assert made == ["oximg-encode"]
-    assert decoded(data).width == 200
-    encoder.encode(pixels_of(photo(200, 100)), 200, 100, 3, "webp", 75)
-    assert made == ["oximg-encode"]  # Pillow's WebP encoder releases the GIL anyway
-
-
-def test_without_memfd_the_bytes_are_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
-    pixels = pixels_of(photo(200, 100))
-    through_file = encoder.encode(pixels, 200, 100, 3, "jpeg", 80)
-    monkeypatch.delattr(os, "memfd_create", raising=False)
-    assert encoder.encode(pixels, 200, 100, 3, "jpeg", 80) == through_file
 
 
 def test_unknown_format_is_refused() -> None:

@@ -7,13 +7,12 @@ thread encoding them, the render thread waiting on both, a hand-off every
 processes kept 1.95, even driven from C with the GIL out of the way
 (docs/BENCHMARKS.md, "Encoding on the render thread"). When the pixels are
 already in memory (a JPEG decoded by libjpeg-turbo, :mod:`.jpeg`), the
-pipeline computes the result in one piece on the render thread and hands it
-here: Pillow's encoders (libjpeg-turbo, libwebp) run on that same thread with
-the GIL released, and nothing waits for anything. (Pillow releases the GIL
-while it encodes a JPEG into a file descriptor, not into a ``BytesIO``: two
-threads then kept 1.98 cores busy against 1.00, so a JPEG goes through an
-anonymous in-memory file, :func:`jpeg_through_file`. Its WebP encoder
-releases the GIL either way.)
+pipeline computes the result on the render thread and hands it here:
+Pillow's encoders (libjpeg-turbo, libwebp) run on that same thread, and
+nothing waits for anything. (Pillow's JPEG encoder holds the GIL while it
+writes into a ``BytesIO``, as here; writing into a file descriptor
+released it, but the server was no faster for it, so that was not kept:
+docs/BENCHMARKS.md.)
 
 The output is libvips' own: a JPEG decodes to the same pixels as
 ``jpegsave`` with ``optimize_coding`` (Pillow adds an 18-byte JFIF header),
@@ -25,8 +24,6 @@ This module imports no pyvips and no Django.
 from __future__ import annotations
 
 import io
-import os
-from typing import Any
 
 from PIL import Image as PILImage
 
@@ -85,32 +82,12 @@ def encode(
     mode = MODES[bands]
     image = PILImage.frombuffer(mode, (width, height), pixels, "raw", mode, 0, 1)
     extra = {"icc_profile": icc_profile} if icc_profile else {}
+    out = io.BytesIO()
     if fmt == "jpeg":
         subsampling = SUBSAMPLING_444 if quality >= FULL_CHROMA_QUALITY else SUBSAMPLING_420
-        return jpeg_through_file(
-            image, quality=quality, optimize=True, subsampling=subsampling, **extra
-        )
-    if fmt == "webp":
-        out = io.BytesIO()
+        image.save(out, "JPEG", quality=quality, optimize=True, subsampling=subsampling, **extra)
+    elif fmt == "webp":
         image.save(out, "WEBP", quality=quality, method=WEBP_EFFORT, **extra)
-        return out.getvalue()
-    raise ValueError(f"not encoded here: {fmt!r}")
-
-
-def jpeg_through_file(image: PILImage.Image, **params: Any) -> bytes:
-    """``image`` saved by Pillow as JPEG, through an anonymous in-memory file where there is one.
-
-    Pillow's JPEG encoder holds the GIL when it writes into a ``BytesIO``
-    and releases it when it writes into a file descriptor: a 1200x1200
-    result then no longer stalls the other threads for the ~8 ms of its
-    encode. Linux's ``memfd_create`` gives a file that lives in memory
-    only; elsewhere a ``BytesIO`` is used (the same bytes, holding the GIL).
-    """
-    if not hasattr(os, "memfd_create"):
-        out = io.BytesIO()
-        image.save(out, "JPEG", **params)
-        return out.getvalue()
-    with open(os.memfd_create("oximg-encode", os.MFD_CLOEXEC), "w+b", buffering=0) as file:
-        image.save(file, "JPEG", **params)
-        descriptor = file.fileno()
-        return os.pread(descriptor, os.fstat(descriptor).st_size, 0)
+    else:
+        raise ValueError(f"not encoded here: {fmt!r}")
+    return out.getvalue()
