@@ -22,8 +22,6 @@ import ctypes
 import json
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,7 +29,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.driver import spread  # noqa: E402
+from bench.threads_vs_processes import (  # noqa: E402
+    collect,
+    figures,
+    interleaved,
+    on_threads,
+    summarised,
+)
 
 VARIANTS = ("1 thread", "2 threads", "2 processes")
 ENCODERS = ("libvips", "pillow")
@@ -112,17 +116,7 @@ def save_loop(encoder: str, saves: int, threads: int) -> dict[str, float]:
         for _ in range(saves):
             save()
 
-    started, cpu = time.perf_counter(), time.process_time()
-    workers = [threading.Thread(target=loop) for _ in range(threads)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    return {
-        "wall_s": time.perf_counter() - started,
-        "cpu_s": time.process_time() - cpu,
-        "images": saves * threads,
-    }
+    return on_threads(loop, threads, saves)
 
 
 def child(encoder: str, saves: int, threads: int) -> subprocess.Popen[str]:
@@ -131,8 +125,6 @@ def child(encoder: str, saves: int, threads: int) -> subprocess.Popen[str]:
 
 
 def measure(variant: str, encoder: str, saves: int) -> dict[str, float]:
-    from bench.threads_vs_processes import collect, figures
-
     if variant == "2 processes":
         return figures(collect([child(encoder, saves, 1), child(encoder, saves, 1)]))
     threads = 2 if variant == "2 threads" else 1
@@ -148,27 +140,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     rows = [
         (f"{variant}, {encoder}", variant, encoder) for variant in VARIANTS for encoder in ENCODERS
     ]
-    results: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in rows}
-    for run in range(args.runs):
-        for name, variant, encoder in rows:
-            row = measure(variant, encoder, args.saves)
-            results[name].append(row)
-            print(
-                f"run {run + 1} {name:<22} {row['images_per_s']:7.1f} saves/s "
-                f"{row['cpu_ms_per_image']:5.2f} CPU ms/save {row['cores']:5.2f} cores",
-                flush=True,
-            )
-    summary = {
-        name: {key: spread(row[key] for row in found).to_dict() for key in found[0]}
-        for name, found in results.items()
-    }
-    print(f"\n{WIDTH}x{HEIGHT} JPEG q80 saves, medians (min-max) of {args.runs} runs:")
-    for name, row in summary.items():
-        cells = "  ".join(
-            f"{key} {row[key]['median']:.2f} ({row[key]['low']:.2f}-{row[key]['high']:.2f})"
-            for key in ("images_per_s", "cpu_ms_per_image", "cores")
-        )
-        print(f"  {name:<22} {cells}")
+    results = interleaved(
+        rows, lambda variant, encoder: measure(variant, encoder, args.saves), args.runs, "saves"
+    )
+    title = f"{WIDTH}x{HEIGHT} JPEG q80 saves, medians (min-max) of {args.runs} runs:"
+    summary = summarised(results, title)
     report = {"saves": args.saves, "runs": args.runs, "results": results, "summary": summary}
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))

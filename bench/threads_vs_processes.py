@@ -30,6 +30,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,11 @@ def render_loop(
             )
 
     loop()  # warm: imports, allocator, libvips' thread pool
+    return on_threads(loop, threads, renders)
+
+
+def on_threads(loop: Callable[[], None], threads: int, per_thread: int) -> dict[str, float]:
+    """Run ``loop`` (``per_thread`` images) on ``threads`` threads at once; wall time and CPU."""
     started, cpu = time.perf_counter(), time.process_time()
     workers = [threading.Thread(target=loop) for _ in range(threads)]
     for worker in workers:
@@ -74,7 +80,7 @@ def render_loop(
     return {
         "wall_s": time.perf_counter() - started,
         "cpu_s": time.process_time() - cpu,
-        "images": renders * threads,
+        "images": per_thread * threads,
     }
 
 
@@ -129,6 +135,44 @@ def row_names(encoders: list[str]) -> list[tuple[str, str, str]]:
     return [(f"{v}, {e}", v, e) for v in VARIANTS for e in encoders]
 
 
+def interleaved(
+    rows: list[tuple[str, str, str]],
+    measure_row: Callable[[str, str], dict[str, float]],
+    runs: int,
+    unit: str,
+) -> dict[str, list[dict[str, float]]]:
+    """Every (name, variant, encoder) row measured once per run, rows interleaved, each printed."""
+    results: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in rows}
+    for run in range(runs):
+        for name, variant, encoder in rows:
+            row = measure_row(variant, encoder)
+            results[name].append(row)
+            print(
+                f"run {run + 1} {name:<22} {row['images_per_s']:7.1f} {unit}/s "
+                f"{row['cpu_ms_per_image']:6.2f} CPU ms each {row['cores']:5.2f} cores",
+                flush=True,
+            )
+    return results
+
+
+def summarised(
+    results: dict[str, list[dict[str, float]]], title: str
+) -> dict[str, dict[str, dict[str, float]]]:
+    """Median and min-max of each figure per row, printed under ``title``."""
+    summary = {
+        name: {key: spread(row[key] for row in found).to_dict() for key in found[0]}
+        for name, found in results.items()
+    }
+    print(f"\n{title}")
+    for name, row in summary.items():
+        cells = "  ".join(
+            f"{key} {row[key]['median']:.2f} ({row[key]['low']:.2f}-{row[key]['high']:.2f})"
+            for key in ("images_per_s", "cpu_ms_per_image", "cores")
+        )
+        print(f"  {name:<22} {cells}")
+    return summary
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--renders", type=int, default=300, help="per thread or process")
@@ -143,27 +187,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         from bench.images import write_set
 
         source = write_set(Path(tempfile.mkdtemp(prefix="oximg-tvp-")))["medium.jpg"]
-    results: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in rows}
-    for run in range(args.runs):
-        for name, variant, encoder in rows:
-            row = measure(variant, source, args.renders, encoder)
-            results[name].append(row)
-            print(
-                f"run {run + 1} {name:<22} {row['images_per_s']:6.1f} images/s "
-                f"{row['cpu_ms_per_image']:6.2f} CPU ms/image {row['cores']:5.2f} cores",
-                flush=True,
-            )
-    summary = {
-        variant: {name: spread(row[name] for row in rows).to_dict() for name in rows[0]}
-        for variant, rows in results.items()
-    }
-    print(f"\n{source.name} -> 485-500 px q80, medians (min-max) of {args.runs} runs:")
-    for variant, row in summary.items():
-        cells = "  ".join(
-            f"{name} {row[name]['median']:.2f} ({row[name]['low']:.2f}-{row[name]['high']:.2f})"
-            for name in ("images_per_s", "cpu_ms_per_image", "cores")
-        )
-        print(f"  {variant:<22} {cells}")
+    results = interleaved(
+        rows,
+        lambda variant, encoder: measure(variant, source, args.renders, encoder),
+        args.runs,
+        "images",
+    )
+    summary = summarised(
+        results, f"{source.name} -> 485-500 px q80, medians (min-max) of {args.runs} runs:"
+    )
     report = {"renders": args.renders, "runs": args.runs, "results": results, "summary": summary}
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
