@@ -1,13 +1,16 @@
 """Profile the served path: py-spy samples the gunicorn worker under diverse-URL load.
 
     .venv/bin/python bench/profile_served.py [--case medium-jpeg] [--seconds 15] [--way middleware]
+        [--connections 2] [--gil]
 
 Starts django-oximg under gunicorn (bench/servers.py), drives it with
 2 keep-alive connections of cache-missing URLs, and has py-spy (``pip install
 py-spy``; a tool, not a dependency) record the worker process for
-``--seconds`` (``--gil`` off, all threads, idle samples dropped). Prints the
-share of samples per innermost function of ours or of pyvips, summed over
-the collapsed stacks: where a request's wall time goes, rendering included.
+``--seconds`` (all threads, idle samples dropped). Prints the share of
+samples per function of ours or of pyvips, summed over the collapsed
+stacks: where a request's wall time goes, rendering included. ``--gil``
+samples only the thread holding the GIL: what the other threads of the
+process queue behind.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ def main() -> None:
     parser.add_argument("--way", default="middleware", choices=("middleware", "view"))
     parser.add_argument("--connections", type=int, default=2)
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--gil", action="store_true", help="only the thread holding the GIL")
     args = parser.parse_args()
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     work = Path(tempfile.mkdtemp(prefix="oximg-profile-"))
@@ -69,15 +73,16 @@ def main() -> None:
                 "-o",
                 str(out),
                 "--nonblocking",
+                *(["--gil"] if args.gil else []),
             ],
             check=True,
             capture_output=True,
         )
         load.join()
-    summarise(out, args.top)
+    summarise(out, args.top, "GIL holder only" if args.gil else "all threads")
 
 
-def summarise(path: Path, top: int) -> None:
+def summarise(path: Path, top: int, sampled: str = "all threads") -> None:
     """Inclusive share of samples per function (each stack counts a function once)."""
     inclusive: collections.Counter[str] = collections.Counter()
     total = 0
@@ -94,7 +99,7 @@ def summarise(path: Path, top: int) -> None:
             if label not in seen:
                 seen.add(label)
                 inclusive[label] += samples
-    print(f"{total} samples (all threads, idle dropped)")
+    print(f"{total} samples ({sampled}, idle dropped)")
     for label, samples in inclusive.most_common(top):
         print(f"{100 * samples / total:6.1f} %  {label}")
 
