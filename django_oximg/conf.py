@@ -195,14 +195,15 @@ class OximgSettings:
     """Who encodes JPEG and WebP results whose source pixels are all in
     memory (JPEG sources decoded by libjpeg-turbo, and ``sm`` gravity):
     ``"pillow"`` or ``"libvips"``. With ``"pillow"`` the result is computed
-    in one piece on the render thread and Pillow encodes it there; libvips'
-    savers hand every 16 lines between a worker and a writer thread, and two
-    renders in one process then left a fifth of the two cores idle: on the
-    2000 px benchmark photo ``"pillow"`` rendered 11-15 % more thumbnails a
-    second in one process (docs/BENCHMARKS.md, "Encoding on the render
-    thread"). The JPEGs decode to the same pixels and the WebPs are the same
-    bytes, so this is not part of the cache key. Results over 2 MP, and
-    results that keep EXIF, XMP or IPTC, are always encoded by libvips."""
+    on the render thread, 64 rows at a time, and Pillow encodes it there;
+    libvips' savers hand every 16 lines between a worker and a writer
+    thread, and two renders in one process then left a fifth of the two
+    cores idle: on the 2000 px benchmark photo one process served 12 % more
+    thumbnails a second with ``"pillow"`` (17 % more in the render loop
+    alone; docs/BENCHMARKS.md, "Encoding on the render thread"). The JPEGs
+    decode to the same pixels and the WebPs are the same bytes, so this is
+    not part of the cache key. Results over 2 MP, and results that keep
+    EXIF, XMP or IPTC, are always encoded by libvips."""
 
     COORDINATION_CACHE: str = ""
     """Alias in ``CACHES`` (Redis or Memcached) through which processes that

@@ -33,11 +33,12 @@ FORMATS = frozenset({"jpeg", "webp"})
 #: Pillow image mode for each band count of 8-bit sRGB pixels.
 MODES = {1: "L", 3: "RGB", 4: "RGBA"}
 
-#: Largest result (pixels) encoded here. The whole result is held several
-#: times over while it is encoded (libvips' region, its copy, Pillow's
-#: 4-byte pixels, libjpeg's coefficients for ``optimize``): about 18 bytes a
-#: pixel where libvips' savers stream strips. Thumbnails are far below this;
-#: larger results go to libvips. core/budget.py counts with it.
+#: Largest result (pixels) encoded here. The whole result is held a few
+#: times over while it is encoded (the fetched pixels, Pillow's 4-byte
+#: copy, libjpeg's coefficients for ``optimize``) where libvips' savers
+#: stream strips. Thumbnails are far below this; larger results go to
+#: libvips. ``bench/memory.py weights`` measures the largest results taken
+#: here, and core/budget.py's estimates stay above them.
 MAX_PIXELS = 2_000_000
 
 #: Longest side each format can hold; longer results go to libvips, whose

@@ -563,8 +563,8 @@ class Loaded(NamedTuple):
 
     image: Image
     #: True when nothing upstream streams from a decoder (libjpeg-turbo
-    #: decoded it whole, or it was copied to memory): computing the result in
-    #: one piece then costs only the result's own pixels.
+    #: decoded it whole, or it was copied to memory): computing the result on
+    #: the render thread then holds little more than the result's pixels.
     in_memory: bool
 
 
@@ -957,7 +957,7 @@ FETCH_ROWS = 64
 
 
 def computed_encoder(image: Image, fmt: str, keep: int) -> Callable[[int], bytes]:
-    """Compute ``image`` in one piece on this thread; return its encoder by quality.
+    """Compute ``image`` on this thread; return its encoder by quality.
 
     Region fetches run the pipeline on the calling thread, without libvips'
     thread pool, :data:`FETCH_ROWS` rows at a time, so the caller must know
