@@ -29,15 +29,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench import threads_vs_processes  # noqa: E402
 from bench.threads_vs_processes import (  # noqa: E402
     collect,
     figures,
     interleaved,
     on_threads,
+    row_names,
     summarised,
 )
 
-VARIANTS = ("1 thread", "2 threads", "2 processes")
+#: One thread, two threads, two processes: bench/threads_vs_processes.py's arrangements.
+VARIANTS = threads_vs_processes.VARIANTS
 ENCODERS = ("libvips", "pillow")
 
 #: The thumbnail encoded: the medium benchmark photo's size after the fit.
@@ -137,9 +140,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
-    rows = [
-        (f"{variant}, {encoder}", variant, encoder) for variant in VARIANTS for encoder in ENCODERS
-    ]
+    rows = row_names(list(ENCODERS))
     results = interleaved(
         rows, lambda variant, encoder: measure(variant, encoder, args.saves), args.runs, "saves"
     )

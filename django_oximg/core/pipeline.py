@@ -936,19 +936,6 @@ def next_quality(quality: int, size: int, max_bytes: int) -> int:
     return int(quality * factor)
 
 
-def encodes_in_memory(image: Image, fmt: str, keep: int, settings: RenderSettings) -> bool:
-    """Whether :mod:`django_oximg.core.encoder` takes this result (given its pixels are in memory).
-
-    Not when the result keeps EXIF, XMP or IPTC (libvips rewrites those) or
-    is too large to hold whole; ``settings.encoder`` "libvips" turns it off.
-    """
-    return (
-        settings.encoder == "pillow"
-        and not keep & ~int(pyvips.enums.ForeignKeep.ICC)
-        and encoder.can_encode(fmt, image.width, image.height, image.bands)
-    )
-
-
 #: Result rows computed per region fetch. One fetch of the whole result makes
 #: every step of the pipeline hold its whole output at once: 109 MiB for a
 #: 1350x900 result of a 2448x1632 decode, against 34 MiB in strips of 64
@@ -956,16 +943,27 @@ def encodes_in_memory(image: Image, fmt: str, keep: int, settings: RenderSetting
 FETCH_ROWS = 64
 
 
-def computed_encoder(image: Image, fmt: str, keep: int) -> Callable[[int], bytes]:
-    """Compute ``image`` on this thread; return its encoder by quality.
+def in_memory_encoder(
+    image: Image, fmt: str, keep: int, settings: RenderSettings, watch: Deadline
+) -> Callable[[int], bytes] | None:
+    """Compute ``image`` on this thread and return its encoder by quality, or None.
 
-    Region fetches run the pipeline on the calling thread, without libvips'
-    thread pool, :data:`FETCH_ROWS` rows at a time, so the caller must know
-    every pixel upstream is in memory already (:attr:`Loaded.in_memory`);
-    the result is held once.
+    None leaves the result to libvips' savers: with ``settings.encoder``
+    "libvips", when the result keeps EXIF, XMP or IPTC (libvips rewrites
+    those), or when :mod:`django_oximg.core.encoder` does not take its size,
+    bands or format. Region fetches run the pipeline on the calling thread,
+    without libvips' thread pool, :data:`FETCH_ROWS` rows at a time, so the
+    caller must know every pixel upstream is in memory already
+    (:attr:`Loaded.in_memory`); the result is held once.
     """
     width, height, bands = image.width, image.height, image.bands
-    region = pyvips.Region.new(image)
+    if (
+        settings.encoder != "pillow"
+        or keep & ~int(pyvips.enums.ForeignKeep.ICC)
+        or not encoder.can_encode(fmt, width, height, bands)
+    ):
+        return None
+    region = pyvips.Region.new(watch.watch(image))
     pixels = bytearray(width * height * bands)
     row_bytes = width * bands
     for top in range(0, height, FETCH_ROWS):
@@ -1053,9 +1051,8 @@ def _render_watched(
         ]
         image = join_frames(frames, source)
         image, keep = strip_metadata(image, options)
-        if in_memory and encodes_in_memory(image, fmt, keep, settings):
-            encode_at = computed_encoder(watch.watch(image), fmt, keep)
-        else:
+        encode_at = in_memory_encoder(image, fmt, keep, settings, watch) if in_memory else None
+        if encode_at is None:
             if options.max_bytes:
                 # The max_bytes loop may encode again: decode and process only once.
                 image = watch.watch(image).copy_memory()
