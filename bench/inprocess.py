@@ -14,6 +14,7 @@ per render (the server's default ``LIBVIPS_CONCURRENCY``):
   largest N that stays >= the target) then ``resize``: decode without
   libvips' 2x margin;
 - ``pipeline``: ``core.pipeline.render`` (probe, plan, load, steps, encode);
+  with ``--read-each-time`` each render first reads and probes the file;
 - ``thumbnailer``: ``core.thumbnailer.Thumbnailer.reply`` on a raw signed path
   with file stores and the executor, without Django or HTTP: the whole served
   path minus the server.
@@ -108,18 +109,32 @@ def shrink_pyvips(case: Case, data: bytes) -> Callable[[int], bytes]:
     return run
 
 
-def pipeline_render(case: Case, data: bytes, settings: Any) -> Callable[[int], bytes]:
-    """``core.pipeline.render`` with a render deadline, as the thumbnailer calls it."""
+def pipeline_render(
+    case: Case, data: bytes, settings: Any, read_from: Path | None = None
+) -> Callable[[int], bytes]:
+    """``core.pipeline.render`` with a render deadline, as the thumbnailer calls it.
+
+    With ``read_from`` (a file) every render reads and probes the source
+    first, as a served miss does; otherwise all renders share ``data`` and
+    one probe, and the source stays in the CPU's cache between renders.
+    """
     from django_oximg.core import pipeline
     from django_oximg.core.options import parse_path
 
-    info = pipeline.probe(data)
+    shared = (data, pipeline.probe(data))
+
+    def source() -> tuple[bytes, pipeline.SourceInfo]:
+        if read_from is None:
+            return shared
+        fresh = read_from.read_bytes()
+        return fresh, pipeline.probe(fresh)
 
     def run(width: int) -> bytes:
         options = parse_path(oximg_path(case, width, "")[1:]).options
         deadline = time.monotonic() + RENDER_TIMEOUT
+        source_data, info = source()
         return pipeline.render(
-            data, options, case.format, settings, deadline=deadline, info=info
+            source_data, options, case.format, settings, deadline=deadline, info=info
         ).data
 
     return run
@@ -226,6 +241,11 @@ def main() -> None:
     parser.add_argument(
         "--no-fsync", action="store_true", help="thumbnailer: cache writes without fsync"
     )
+    parser.add_argument(
+        "--read-each-time",
+        action="store_true",
+        help="pipeline: read and probe the source file before every render, as a miss does",
+    )
     args = parser.parse_args()
 
     from django_oximg.core import pipeline
@@ -241,7 +261,9 @@ def main() -> None:
     builders = {
         "pyvips": lambda: bare_pyvips(case, data),
         "pyvips-shrink": lambda: shrink_pyvips(case, data),
-        "pipeline": lambda: pipeline_render(case, data, settings),
+        "pipeline": lambda: pipeline_render(
+            case, data, settings, args.images / case.source if args.read_each_time else None
+        ),
         "thumbnailer": lambda: thumbnailer_reply(case, args.images, settings, not args.no_fsync),
     }
     result = measure(builders[args.contender](), case, args.threads, args.seconds, args.kind)

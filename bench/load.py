@@ -227,6 +227,7 @@ def started_servers(
     before: Path | None = None,
     alt_settings: dict[str, Any] | None = None,
     alt_processes: int = 1,
+    alt_worker_class: str = "gthread",
 ) -> Iterator[dict[str, servers.Running]]:
     first_case = CASES["medium-jpeg"]
     running: dict[str, servers.Running] = {}
@@ -251,14 +252,22 @@ def started_servers(
             else:
                 middleware("oximg-wsgi-before", package_root=before)
         if "oximg-wsgi-alt" in wanted:
-            if not alt_settings and alt_processes == 1:
-                notes.append("oximg-wsgi-alt needs --alt-settings or --alt-processes: skipped")
+            if not alt_settings and alt_processes == 1 and alt_worker_class == "gthread":
+                notes.append(
+                    "oximg-wsgi-alt needs --alt-settings, --alt-processes or "
+                    "--alt-worker-class: skipped"
+                )
             else:
                 notes.append(
                     f"oximg-wsgi-alt runs with OXIMG overrides {alt_settings or {}} "
-                    f"in {alt_processes} gunicorn process(es)"
+                    f"in {alt_processes} gunicorn {alt_worker_class} process(es)"
                 )
-                middleware("oximg-wsgi-alt", oximg_settings=alt_settings, processes=alt_processes)
+                middleware(
+                    "oximg-wsgi-alt",
+                    oximg_settings=alt_settings,
+                    processes=alt_processes,
+                    worker_class=alt_worker_class,
+                )
         if {"thumbor", "thumbor-close"} & set(wanted):
             if servers.thumbor_available():
                 first = thumbor_path(first_case, 500, "cold")
@@ -302,7 +311,14 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
     cold: dict[str, float] = {}
     before = checkout(args.before, work) if args.before else None
     with started_servers(
-        wanted, media, work, notes, before, args.alt_settings, args.alt_processes
+        wanted,
+        media,
+        work,
+        notes,
+        before,
+        args.alt_settings,
+        args.alt_processes,
+        args.alt_worker_class,
     ) as running:
         for name, server in running.items():
             cold[name] = server.cold_start
@@ -583,6 +599,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=1,
         metavar="N",
         help="run oximg-wsgi-alt as N gunicorn worker processes (default 1)",
+    )
+    parser.add_argument(
+        "--alt-worker-class",
+        choices=("gthread", "sync"),
+        default="gthread",
+        help="oximg-wsgi-alt's gunicorn worker class (sync: one request at a time "
+        "per process, no keep-alive)",
     )
     args = parser.parse_args(argv)
     if args.quick:

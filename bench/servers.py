@@ -124,7 +124,10 @@ def spawn(
         stop(process)
 
 
-def gunicorn_command(app: str, port: int, threads: int, workers: int = 1) -> list[str]:
+def gunicorn_command(
+    app: str, port: int, threads: int, workers: int = 1, worker_class: str = "gthread"
+) -> list[str]:
+    """gunicorn's command line; a ``sync`` worker gets one thread (more would make it gthread)."""
     from tests.servers import without_control_socket
 
     return [
@@ -134,11 +137,11 @@ def gunicorn_command(app: str, port: int, threads: int, workers: int = 1) -> lis
         "--bind",
         f"127.0.0.1:{port}",
         "--worker-class",
-        "gthread",
+        worker_class,
         "--workers",
         str(workers),
         "--threads",
-        str(threads),
+        str(threads if worker_class == "gthread" else 1),
         "--backlog",
         "2048",
         "--keep-alive",
@@ -164,6 +167,7 @@ def oximg(
     app: str = "",
     extra_env: Mapping[str, str] | None = None,
     processes: int = 1,
+    worker_class: str = "gthread",
 ) -> Iterator[Running]:
     """django-oximg under gunicorn; ``way_in`` is "view" or "middleware".
 
@@ -171,7 +175,8 @@ def oximg(
     older checkout, for before/after runs) put first on the path. ``app``
     replaces ``bench.wsgi_apps:<way_in>`` (another WSGI app on the same
     settings, e.g. bench/overhead.py's); ``extra_env`` is added to the
-    server's environment. ``processes`` is gunicorn's ``--workers``.
+    server's environment. ``processes`` is gunicorn's ``--workers``,
+    ``worker_class`` its ``--worker-class``.
     """
     port = free_port()
     env = dict(os.environ)
@@ -184,7 +189,9 @@ def oximg(
         **(extra_env or {}),
     )
     name = name or f"oximg-{way_in}"
-    command = gunicorn_command(app or f"bench.wsgi_apps:{way_in}", port, threads, processes)
+    command = gunicorn_command(
+        app or f"bench.wsgi_apps:{way_in}", port, threads, processes, worker_class
+    )
     # ``python -m gunicorn`` puts the working directory first on sys.path: run
     # an older package from its own directory, or the work tree's would win.
     cwd = package_root or ROOT

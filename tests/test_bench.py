@@ -355,6 +355,25 @@ def test_alt_settings_are_parsed_as_json() -> None:
     assert parse_args([]).alt_settings is None
 
 
+def test_a_sync_alt_server_runs_gunicorns_sync_worker_with_one_thread() -> None:
+    """gunicorn turns a sync worker with more than one thread into gthread, silently."""
+    from bench.load import parse_args
+    from bench.servers import gunicorn_command
+
+    args = parse_args(["--alt-worker-class", "sync", "--alt-processes", "3"])
+    assert (args.alt_worker_class, args.alt_processes) == ("sync", 3)
+    assert parse_args([]).alt_worker_class == "gthread"
+
+    def option(command: list[str], name: str) -> str:
+        return command[command.index(name) + 1]
+
+    sync = gunicorn_command("app:app", 8000, 160, 3, "sync")
+    assert (option(sync, "--worker-class"), option(sync, "--threads")) == ("sync", "1")
+    assert option(sync, "--workers") == "3"
+    threaded = gunicorn_command("app:app", 8000, 160)
+    assert (option(threaded, "--worker-class"), option(threaded, "--threads")) == ("gthread", "160")
+
+
 def test_overhead_hello_app_answers_a_thumbnail_sized_body(monkeypatch: pytest.MonkeyPatch) -> None:
     from bench import overhead
 
