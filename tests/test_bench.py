@@ -495,3 +495,15 @@ def test_wait_until_idle_returns_at_once_for_an_idle_server_and_gives_up_on_a_bu
         for process in (idle, busy):
             process.kill()
             process.wait()
+
+
+def test_instruction_count_is_read_from_cachegrinds_summary() -> None:
+    from bench.instructions import instructions
+
+    report = (
+        "==41== Cachegrind, a high-precision tracing profiler\n"
+        "==41== I   refs:      1,234,567,890\n"
+    )
+    assert instructions(report) == 1_234_567_890
+    with pytest.raises(ValueError):
+        instructions("==41== ERROR SUMMARY: 0 errors\n")
