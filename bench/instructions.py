@@ -5,7 +5,8 @@
 On this shared VM a 2-3 % change in CPU per render is inside the run-to-run
 noise of any timing, and the VM exposes no hardware counters to ``perf
 stat``. valgrind's cachegrind counts every user-space instruction the
-process executes, the same number on every run. The script runs
+process executes: four runs of the same code here were within 0.7 % of
+each other, where timings move by 5-10 %. The script runs
 ``core.pipeline.render`` in a loop of ``--few`` and of ``--many`` renders
 (one thread, diverse widths, one probe) and prints the difference divided
 by the extra renders: start-up and imports cancel out.
@@ -27,7 +28,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,20 +71,16 @@ def count(root: Path, case: str, images: Path, renders: int) -> int:
 
 
 def loop(case_name: str, images: Path, renders: int) -> None:
-    """The measured process: ``renders`` renders on this thread."""
-    from bench.cases import CASES, oximg_path
+    """The measured process: ``renders`` renders on this thread, as bench/inprocess.py's."""
+    from bench.cases import CASES
+    from bench.inprocess import pipeline_render
     from django_oximg.core import pipeline
-    from django_oximg.core.options import parse_path
 
     pipeline.configure(concurrency=1)
     case = CASES[case_name]
-    data = (images / case.source).read_bytes()
-    info = pipeline.probe(data)
-    settings = pipeline.RenderSettings()
+    run = pipeline_render(case, (images / case.source).read_bytes(), pipeline.RenderSettings())
     for index in range(renders):
-        options = parse_path(oximg_path(case, case.widths(1, index)[0], "")[1:]).options
-        deadline = time.monotonic() + 60
-        pipeline.render(data, options, case.format, settings, deadline=deadline, info=info)
+        run(case.widths(1, index)[0])
 
 
 def main() -> None:
@@ -93,7 +89,7 @@ def main() -> None:
     parser.add_argument("--root", type=Path, default=ROOT, help="checkout holding django_oximg")
     parser.add_argument("--images", type=Path, help="the image set (default: generated)")
     parser.add_argument("--few", type=int, default=5)
-    parser.add_argument("--many", type=int, default=25)
+    parser.add_argument("--many", type=int, default=45)
     parser.add_argument("--loop", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.loop is not None:

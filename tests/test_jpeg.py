@@ -146,6 +146,27 @@ def test_both_decoders_give_the_same_bytes(source, options: Options, margin: flo
     assert (turbo_jpeg.width, turbo_jpeg.height) == (vips_jpeg.width, vips_jpeg.height)
 
 
+@pytest.mark.parametrize("orientation", range(1, 9))
+@pytest.mark.parametrize("auto_rotate", [True, False])
+def test_every_orientation_is_resized_and_turned_as_libvips_does(
+    orientation: int, auto_rotate: bool
+) -> None:
+    """The turbo path resizes and turns itself (``resize_decoded``), not with thumbnail_image."""
+    data = tagged(photo(480, 320), orientation=orientation)
+    options = Options(width=130, height=100, resizing_type="fill", auto_rotate=auto_rotate)
+    turbo, vips = (
+        pipeline.render(
+            data,
+            options,
+            "png",
+            pipeline.RenderSettings(jpeg_shrink_margin=1.0, jpeg_decoder=decoder),
+        )
+        for decoder in ("libjpeg-turbo", "libvips")
+    )
+    assert turbo.data == vips.data
+    assert (turbo.width, turbo.height) == (130, 100)
+
+
 def test_fast_decode_really_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """The equality above is not vacuous: the default settings take the turbo path."""
     calls = []
