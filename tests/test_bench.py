@@ -111,10 +111,11 @@ def test_wrk_output_is_parsed_from_our_json_line() -> None:
         "Running 5s test @ http://127.0.0.1:1\n"
         'WRKJSON {"requests": 200, "micros": 4000000, "p50": 12000, "p95": 30000, '
         '"p99": 45000, "non2xx": 10, "connect": 0, "read": 1, "write": 0, "timeout": 0, '
-        '"bytes": 1900000}\n'
+        '"bytes": 1900000, "wrapped": 2}\n'
     )
     stats = driver.parse_wrk_output(output)
     assert stats.driver == "wrk"
+    assert stats.wrapped == 2
     assert stats.statuses == {200: 190, 599: 10, 0: 1}
     assert stats.rps == 190 / 4.0
     assert (stats.p50_ms, stats.p95_ms, stats.p99_ms) == (12.0, 30.0, 45.0)
@@ -123,12 +124,64 @@ def test_wrk_output_is_parsed_from_our_json_line() -> None:
         driver.parse_wrk_output("no summary here")
 
 
-def test_wrk_script_gives_each_connection_its_own_list() -> None:
-    script = driver.wrk_script([["/a", "/b"], ["/c"]], close=True)
-    assert '{"/a","/b"}' in script
-    assert '{"/c"}' in script
+def test_wrk_threads_each_read_their_own_list_file(tmp_path: Path) -> None:
+    driver.write_path_lists([["/a", "/b"], ["/c"]], tmp_path)
+    assert (tmp_path / "1").read_text() == "/a\n/b\n"
+    assert (tmp_path / "2").read_text() == "/c\n"
+    script = driver.wrk_script(tmp_path, close=True)
+    assert f'local directory = "{tmp_path}"' in script
+    assert 'io.lines(directory .. "/" .. id)' in script
+    assert "/a" not in script  # the lists stay out of every thread's Lua state
     assert 'wrk.headers["Connection"] = "close"' in script
-    assert "Connection" not in driver.wrk_script([["/a"]], close=False).split("local threads")[1]
+    assert "Connection" not in driver.wrk_script(tmp_path, close=False).split("local threads")[1]
+
+
+def test_the_python_driver_counts_connections_that_ran_out_of_paths() -> None:
+    """A connection that starts its list over may get cache hits: the run must say so."""
+    import http.server
+    import threading
+
+    class Answer(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        plenty = [f"/p{index}" for index in range(100_000)]
+        stats = driver.python_closed_loop(server.server_address[1], [["/one"], plenty], 0.3)
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert stats.ok > 2
+    assert stats.wrapped == 1
+
+
+def test_each_connection_gets_urls_for_a_core_to_itself() -> None:
+    from bench.load import PER_CONNECTION_RATE, url_count
+
+    for seconds, concurrency in ((5.0, 1), (5.0, 8), (3.0, 64)):
+        assert url_count(seconds, concurrency) // concurrency >= seconds * PER_CONNECTION_RATE
+
+
+def test_runs_whose_connections_wrapped_are_noted() -> None:
+    from bench.load import Point, wrapped_notes
+
+    clean = Point("oximg-wsgi", "medium-jpeg", "diverse", 8)
+    clean.runs = [{"rps": 110.0, "wrapped": 0}, {"rps": 112.0}]
+    hit = Point("oximg-wsgi-alt", "medium-jpeg", "diverse", 8)
+    hit.runs = [{"rps": 120.0, "wrapped": 0}, {"rps": 474.0, "wrapped": 1}]
+    (note,) = wrapped_notes([clean, hit])
+    assert note.startswith("wrapped: oximg-wsgi-alt medium-jpeg diverse c=8 run 2: 1 connection")
 
 
 def test_parse_head_reads_status_and_headers() -> None:
