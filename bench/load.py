@@ -241,6 +241,7 @@ def started_servers(
     alt_settings: dict[str, Any] | None = None,
     alt_processes: int = 1,
     alt_worker_class: str = "gthread",
+    alt_threads: int = servers.GTHREAD_THREADS,
 ) -> Iterator[dict[str, servers.Running]]:
     first_case = CASES["medium-jpeg"]
     running: dict[str, servers.Running] = {}
@@ -265,21 +266,28 @@ def started_servers(
             else:
                 middleware("oximg-wsgi-before", package_root=before)
         if "oximg-wsgi-alt" in wanted:
-            if not alt_settings and alt_processes == 1 and alt_worker_class == "gthread":
+            if (
+                not alt_settings
+                and alt_processes == 1
+                and alt_worker_class == "gthread"
+                and alt_threads == servers.GTHREAD_THREADS
+            ):
                 notes.append(
-                    "oximg-wsgi-alt needs --alt-settings, --alt-processes or "
-                    "--alt-worker-class: skipped"
+                    "oximg-wsgi-alt needs --alt-settings, --alt-processes, "
+                    "--alt-worker-class or --alt-threads: skipped"
                 )
             else:
                 notes.append(
                     f"oximg-wsgi-alt runs with OXIMG overrides {alt_settings or {}} "
                     f"in {alt_processes} gunicorn {alt_worker_class} process(es)"
+                    + (f" of {alt_threads} threads" if alt_worker_class == "gthread" else "")
                 )
                 middleware(
                     "oximg-wsgi-alt",
                     oximg_settings=alt_settings,
                     processes=alt_processes,
                     worker_class=alt_worker_class,
+                    threads=alt_threads,
                 )
         if {"thumbor", "thumbor-close"} & set(wanted):
             if servers.thumbor_available():
@@ -332,6 +340,7 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
         args.alt_settings,
         args.alt_processes,
         args.alt_worker_class,
+        args.alt_threads,
     ) as running:
         for name, server in running.items():
             cold[name] = server.cold_start
@@ -632,6 +641,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="gthread",
         help="oximg-wsgi-alt's gunicorn worker class (sync: one request at a time "
         "per process, no keep-alive)",
+    )
+    parser.add_argument(
+        "--alt-threads",
+        type=int,
+        default=servers.GTHREAD_THREADS,
+        metavar="N",
+        help=f"oximg-wsgi-alt's gunicorn --threads (default {servers.GTHREAD_THREADS})",
     )
     args = parser.parse_args(argv)
     if args.quick:

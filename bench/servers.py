@@ -153,13 +153,18 @@ def gunicorn_command(
     ]
 
 
+#: gunicorn's ``--threads`` for django-oximg's servers: above ``WORKERS +
+#: QUEUE_SIZE`` so that the executor, not gunicorn's own queue, refuses.
+GTHREAD_THREADS = 160
+
+
 @contextmanager
 def oximg(
     media: Path,
     way_in: str,
     first_path: str,
     *,
-    threads: int = 160,
+    threads: int = GTHREAD_THREADS,
     oximg_settings: Mapping[str, Any] | None = None,
     log_dir: Path,
     package_root: Path | None = None,

@@ -415,7 +415,9 @@ def test_a_sync_alt_server_runs_gunicorns_sync_worker_with_one_thread() -> None:
 
     args = parse_args(["--alt-worker-class", "sync", "--alt-processes", "3"])
     assert (args.alt_worker_class, args.alt_processes) == ("sync", 3)
-    assert parse_args([]).alt_worker_class == "gthread"
+    defaults = parse_args([])
+    assert (defaults.alt_worker_class, defaults.alt_threads) == ("gthread", 160)
+    assert parse_args(["--alt-threads", "40"]).alt_threads == 40
 
     def option(command: list[str], name: str) -> str:
         return command[command.index(name) + 1]
