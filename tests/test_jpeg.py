@@ -167,6 +167,20 @@ def test_every_orientation_is_resized_and_turned_as_libvips_does(
     assert (turbo.width, turbo.height) == (130, 100)
 
 
+@pytest.mark.parametrize("width", [320, 160, 80, 150])
+def test_a_decode_already_at_the_target_size_is_left_as_libvips_leaves_it(width: int) -> None:
+    """320/160/80 are the 1/2, 1/4 and 1/8 DCT scales of 640: no resize at all; 150 is one."""
+    data = jpeg_bytes(photo(640, 480))
+    turbo, vips = (
+        pipeline.render(
+            data, Options(width=width), "png", pipeline.RenderSettings(jpeg_decoder=decoder)
+        )
+        for decoder in ("libjpeg-turbo", "libvips")
+    )
+    assert turbo.data == vips.data
+    assert turbo.width == width
+
+
 def test_fast_decode_really_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     """The equality above is not vacuous: the default settings take the turbo path."""
     calls = []
