@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -231,6 +231,28 @@ def url_count(seconds: float, concurrency: int) -> int:
     return max(400, concurrency * math.ceil(seconds * PER_CONNECTION_RATE))
 
 
+@dataclass(frozen=True)
+class AltServer:
+    """How ``oximg-wsgi-alt`` differs from ``oximg-wsgi`` (the ``--alt-*`` options)."""
+
+    settings: dict[str, Any] | None = None
+    processes: int = 1
+    worker_class: str = "gthread"
+    threads: int = servers.GTHREAD_THREADS
+
+    @property
+    def differs(self) -> bool:
+        """Whether anything is set: an alt server like oximg-wsgi measures nothing new."""
+        return bool(self.settings) or replace(self, settings=None) != AltServer()
+
+    def describe(self) -> str:
+        threads = f" of {self.threads} threads" if self.worker_class == "gthread" else ""
+        return (
+            f"oximg-wsgi-alt runs with OXIMG overrides {self.settings or {}} "
+            f"in {self.processes} gunicorn {self.worker_class} process(es){threads}"
+        )
+
+
 @contextlib.contextmanager
 def started_servers(
     wanted: list[str],
@@ -238,10 +260,7 @@ def started_servers(
     logs: Path,
     notes: list[str],
     before: Path | None = None,
-    alt_settings: dict[str, Any] | None = None,
-    alt_processes: int = 1,
-    alt_worker_class: str = "gthread",
-    alt_threads: int = servers.GTHREAD_THREADS,
+    alt: AltServer = AltServer(),
 ) -> Iterator[dict[str, servers.Running]]:
     first_case = CASES["medium-jpeg"]
     running: dict[str, servers.Running] = {}
@@ -266,28 +285,19 @@ def started_servers(
             else:
                 middleware("oximg-wsgi-before", package_root=before)
         if "oximg-wsgi-alt" in wanted:
-            if (
-                not alt_settings
-                and alt_processes == 1
-                and alt_worker_class == "gthread"
-                and alt_threads == servers.GTHREAD_THREADS
-            ):
+            if not alt.differs:
                 notes.append(
                     "oximg-wsgi-alt needs --alt-settings, --alt-processes, "
                     "--alt-worker-class or --alt-threads: skipped"
                 )
             else:
-                notes.append(
-                    f"oximg-wsgi-alt runs with OXIMG overrides {alt_settings or {}} "
-                    f"in {alt_processes} gunicorn {alt_worker_class} process(es)"
-                    + (f" of {alt_threads} threads" if alt_worker_class == "gthread" else "")
-                )
+                notes.append(alt.describe())
                 middleware(
                     "oximg-wsgi-alt",
-                    oximg_settings=alt_settings,
-                    processes=alt_processes,
-                    worker_class=alt_worker_class,
-                    threads=alt_threads,
+                    oximg_settings=alt.settings,
+                    processes=alt.processes,
+                    worker_class=alt.worker_class,
+                    threads=alt.threads,
                 )
         if {"thumbor", "thumbor-close"} & set(wanted):
             if servers.thumbor_available():
@@ -331,17 +341,8 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
 
     cold: dict[str, float] = {}
     before = checkout(args.before, work) if args.before else None
-    with started_servers(
-        wanted,
-        media,
-        work,
-        notes,
-        before,
-        args.alt_settings,
-        args.alt_processes,
-        args.alt_worker_class,
-        args.alt_threads,
-    ) as running:
+    alt = AltServer(args.alt_settings, args.alt_processes, args.alt_worker_class, args.alt_threads)
+    with started_servers(wanted, media, work, notes, before, alt) as running:
         for name, server in running.items():
             cold[name] = server.cold_start
         # Warm every server on every case (imports, allocator, thumbor's engine).

@@ -429,6 +429,17 @@ def test_a_sync_alt_server_runs_gunicorns_sync_worker_with_one_thread() -> None:
     assert (option(threaded, "--worker-class"), option(threaded, "--threads")) == ("gthread", "160")
 
 
+def test_an_alt_server_is_started_only_when_it_differs() -> None:
+    from bench.load import AltServer
+
+    assert not AltServer().differs
+    assert not AltServer(settings={}).differs
+    assert AltServer(settings={"WORKERS": 1}).differs
+    assert AltServer(threads=40).differs
+    described = AltServer(processes=2).describe()
+    assert described.endswith("in 2 gunicorn gthread process(es) of 160 threads")
+
+
 def test_overhead_hello_app_answers_a_thumbnail_sized_body(monkeypatch: pytest.MonkeyPatch) -> None:
     from bench import overhead
 

@@ -45,7 +45,12 @@ from django_oximg.core.errors import (
     ResultTooLarge,
     UnsupportedFormat,
 )
-from django_oximg.core.geometry import Geometry, place, plan_geometry
+from django_oximg.core.geometry import (
+    QUARTER_TURN_ORIENTATIONS,
+    Geometry,
+    place,
+    plan_geometry,
+)
 from django_oximg.core.options import Gravity, Options
 
 #: A pyvips image; pyvips ships no type information.
@@ -600,19 +605,15 @@ def load_thumbnail(
     if info is not None and info.format == "jpeg":
         upright_w, upright_h = upright_size(info, options)
         shrink = jpeg_shrink(upright_w, upright_h, width, height, settings.jpeg_shrink_margin)
-        decoded = None
         if settings.jpeg_decoder == "libjpeg-turbo":
             decoded = turbo_decoded(data, shrink, info, options)
-        in_memory = decoded is not None
-        libvips_shrink = jpeg_shrink(upright_w, upright_h, width, height, LIBVIPS_SHRINK_MARGIN)
-        if decoded is None and shrink > libvips_shrink:
+            if decoded is not None:
+                turn = info.orientation if options.auto_rotate else 1
+                return Loaded(resize_decoded(decoded, width, height, turn), True)
+        if shrink > jpeg_shrink(upright_w, upright_h, width, height, LIBVIPS_SHRINK_MARGIN):
             decoded = pyvips.Image.jpegload_source(
                 memory_source(data), shrink=shrink, access="sequential", fail_on="truncated"
             )
-        if in_memory:
-            turn = info.orientation if options.auto_rotate else 1
-            return Loaded(resize_decoded(decoded, width, height, turn), True)
-        if decoded is not None:
             image = decoded.thumbnail_image(
                 width, height=height, size="force", no_rotate=not options.auto_rotate
             )
@@ -635,10 +636,10 @@ def resize_decoded(image: Image, width: int, height: int, orientation: int) -> I
     import nor shrinking on load, so of ``thumbnail_image``'s steps only
     the resize and the EXIF ``orientation`` (1: none) are left; both are
     done here, in that order, as it does. Same pixels (tests/test_jpeg.py
-    compares every orientation and option with libvips' own decode), 1.4 %
-    fewer instructions per medium render (docs/BENCHMARKS.md).
+    compares every orientation and option with libvips' own decode), about
+    2 % fewer instructions per medium render (docs/BENCHMARKS.md).
     """
-    if orientation >= 5:  # a quarter turn: resize to the size before it
+    if orientation in QUARTER_TURN_ORIENTATIONS:  # resize to the size before the turn
         width, height = height, width
     image = resize_to(image, width, height)
     return image if orientation == 1 else image.autorot()
