@@ -1,4 +1,4 @@
-"""JPEG decode alone: libvips (pyvips-binary's mozjpeg) against libjpeg-turbo (simplejpeg).
+"""JPEG decode alone: libvips (mozjpeg), libjpeg-turbo (simplejpeg, ours) and Pillow (thumbor's).
 
     .venv/bin/python bench/jpeg_decoders.py [--rounds 60]
 
@@ -6,13 +6,19 @@ For the medium (2000x1333) and large (7360x4912) photos of bench/images.py,
 each at the DCT scales a 500 px thumbnail uses (margin 1 and libvips' 2),
 decode to pixels in memory on one thread, interleaved round by round, and
 print the median process CPU per decode (libvips decodes on its own worker
-thread, so thread CPU would miss it). Also checks the two decoders give the
-same pixels (largest difference per sample).
+thread, so thread CPU would miss it). Also checks the decoders give the
+same pixels (largest difference per sample against libvips').
+
+The Pillow column decodes as thumbor's PIL engine does (``Image.open`` on a
+``BytesIO`` of the file, ``draft`` to the scale, ``load``; Pillow in this
+venv, not thumbor's own): the decode the two servers share, which bounds
+how far ahead of thumbor a JPEG thumbnail can get (docs/BENCHMARKS.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import statistics
 import sys
 import tempfile
@@ -24,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import pyvips  # noqa: E402
+from PIL import Image as PILImage  # noqa: E402
 
 from bench.images import write_set  # noqa: E402
 from django_oximg.core import jpeg, pipeline  # noqa: E402
@@ -48,6 +55,32 @@ def turbo_decode(data: bytes, shrink: int) -> pyvips.Image:
     )
 
 
+def pillow_decode(data: bytes, shrink: int) -> PILImage.Image:
+    image = PILImage.open(io.BytesIO(data))
+    image.draft("RGB", (image.width // shrink, image.height // shrink))
+    image.load()
+    return image
+
+
+def pillow_pixels(data: bytes, shrink: int) -> pyvips.Image:
+    """Pillow's decode as a libvips image, for the pixel check (not timed)."""
+    image = pillow_decode(data, shrink)
+    return pyvips.Image.new_from_memory(image.tobytes(), image.width, image.height, 3, "uchar")
+
+
+#: Column name: the decode that is timed, and its pixels as a libvips image.
+DECODERS: dict[str, tuple[Callable[[bytes, int], object], Callable[[bytes, int], pyvips.Image]]] = {
+    "libvips (mozjpeg)": (libvips_decode, libvips_decode),
+    "libjpeg-turbo (simplejpeg)": (turbo_decode, turbo_decode),
+    "Pillow (thumbor's)": (pillow_decode, pillow_pixels),
+}
+
+
+def largest_difference(image: pyvips.Image, reference: pyvips.Image) -> float:
+    image = image.crop(0, 0, reference.width, reference.height)
+    return float((image.cast("int") - reference.cast("int")).abs().max())
+
+
 def cpu_ms(decode: Callable[[bytes, int], object], data: bytes, shrink: int) -> float:
     started = time.process_time()
     decode(data, shrink)
@@ -61,25 +94,24 @@ def main() -> None:
     pipeline.configure(concurrency=1)
     images = Path(tempfile.mkdtemp(prefix="oximg-decoders-"))
     write_set(images)
-    print("| source | scale | libvips (mozjpeg) CPU ms | libjpeg-turbo CPU ms | ratio | max diff |")
-    print("|---|---|---|---|---|---|")
+    names = list(DECODERS)
+    print("| source | scale | " + " | ".join(f"{name} CPU ms" for name in names) + " | max diff |")
+    print("|---|---|" + "---|" * len(names) + "---|")
     for name, shrinks in SCALES.items():
         data = (images / name).read_bytes()
         rounds = max(3, args.rounds // (10 if name == "large.jpg" else 1))
         for shrink in shrinks:
             reference = libvips_decode(data, shrink)
-            ours = turbo_decode(data, shrink).crop(0, 0, reference.width, reference.height)
-            difference = (ours.cast("int") - reference.cast("int")).abs().max()
-            timings: dict[str, list[float]] = {"libvips": [], "turbo": []}
-            for _ in range(rounds):
-                timings["libvips"].append(cpu_ms(libvips_decode, data, shrink))
-                timings["turbo"].append(cpu_ms(turbo_decode, data, shrink))
-            vips_ms = statistics.median(timings["libvips"])
-            turbo_ms = statistics.median(timings["turbo"])
-            print(
-                f"| {name} | 1/{shrink} | {vips_ms:.2f} | {turbo_ms:.2f} | "
-                f"{vips_ms / turbo_ms:.2f} | {difference:g} |"
+            difference = max(
+                largest_difference(pixels(data, shrink), reference)
+                for _decode, pixels in DECODERS.values()
             )
+            timings: dict[str, list[float]] = {decoder: [] for decoder in names}
+            for _ in range(rounds):
+                for decoder, (decode, _pixels) in DECODERS.items():
+                    timings[decoder].append(cpu_ms(decode, data, shrink))
+            medians = " | ".join(f"{statistics.median(timings[d]):.2f}" for d in names)
+            print(f"| {name} | 1/{shrink} | {medians} | {difference:g} |")
 
 
 if __name__ == "__main__":
