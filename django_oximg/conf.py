@@ -97,6 +97,14 @@ class OximgSettings:
     """Alias in ``STORAGES`` for the result cache. Empty: a
     ``FileSystemStorage`` under ``MEDIA_ROOT/oximg``."""
 
+    CACHE_FSYNC: bool = True
+    """fsync each result on a local-disk cache before renaming it into place,
+    so that a power cut cannot leave a torn or empty file under a final name
+    (served for a year under ``CACHE_CONTROL``). It costs about 1 ms of CPU
+    per miss (docs/BENCHMARKS.md). Turn off only when the cache directory
+    does not outlive a crash (tmpfs, or emptied at boot): the write stays
+    atomic for readers either way. Other storages write as they do."""
+
     CACHE_REDIRECT: bool = False
     """On a hit in an S3 result cache, answer ``302`` to the object's own
     URL (``storage.url()``: presigned, or on ``custom_domain``) instead of

@@ -59,10 +59,10 @@ def source_store(storage: Storage) -> SourceStore:
 
 def cache_store(storage: Storage) -> CacheStore:
     """The result cache store for ``storage``."""
+    settings = conf.get_settings()
     if isinstance(storage, FileSystemStorage):
-        return FileSystemCacheStore(storage.location)
+        return FileSystemCacheStore(storage.location, fsync=settings.CACHE_FSYNC)
     if is_s3(storage):
-        settings = conf.get_settings()
         return S3CacheStore(
             storage, cache_control=settings.CACHE_CONTROL, redirect=settings.CACHE_REDIRECT
         )

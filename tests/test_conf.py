@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
+from django.core.files.storage import FileSystemStorage
 
-from django_oximg import conf, runtime
+from django_oximg import conf, runtime, storage
 from django_oximg.conf import OximgSettings, build_settings, get_settings, settings_reference
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -40,6 +41,7 @@ def test_defaults_are_the_documented_ones() -> None:
     assert built.SOURCE_STORAGE == "default"
     assert dict(built.SOURCES) == {}
     assert built.CACHE_STORAGE == ""
+    assert built.CACHE_FSYNC is True
     assert built.QUEUE_TIMEOUT == 5.0
     assert built.RENDER_TIMEOUT == 10.0
     assert built.MAX_SRC_RESOLUTION == 50_000_000
@@ -239,6 +241,16 @@ def test_the_runtime_is_rebuilt_when_storages_change(settings: Any, tmp_path: Pa
         },
     }
     assert runtime.get_thumbnailer() is not before
+
+
+@pytest.mark.parametrize("fsync", [True, False])
+def test_cache_fsync_reaches_the_local_cache_store(
+    settings: Any, tmp_path: Path, fsync: bool
+) -> None:
+    settings.OXIMG = {**settings.OXIMG, "CACHE_FSYNC": fsync}
+    store = storage.cache_store(FileSystemStorage(location=str(tmp_path)))
+    assert isinstance(store, storage.FileSystemCacheStore)
+    assert store.fsync is fsync
 
 
 def test_settings_are_built_once_until_changed() -> None:

@@ -173,6 +173,25 @@ def test_overwriting_a_result_replaces_it_whole(tmp_path: Path) -> None:
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.parametrize("fsync", [True, False])
+def test_cache_store_fsyncs_each_result_before_naming_it_unless_told_not_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fsync: bool
+) -> None:
+    """``CACHE_FSYNC``: the whole temporary file is synced while the final name is unused."""
+    synced: list[tuple[int, bool]] = []
+    real_fsync = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append((os.fstat(fd).st_size, (tmp_path / KEY).exists()))
+        real_fsync(fd)
+
+    monkeypatch.setattr("django_oximg.core.stores.os.fsync", spy)
+    FileSystemCacheStore(tmp_path, fsync=fsync).put(KEY, b"result bytes")
+    assert synced == ([(len(b"result bytes"), False)] if fsync else [])
+    assert (tmp_path / KEY).read_bytes() == b"result bytes"
+    assert leftovers(tmp_path) == []
+
+
 @pytest.mark.parametrize("failing", ["fsync", "replace", "chmod"])
 def test_a_write_failing_midway_leaves_no_temp_file_and_no_final_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str

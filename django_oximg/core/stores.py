@@ -12,7 +12,9 @@ Two rules hold for every store:
   directory, flushed and fsynced, then ``os.replace``-d onto its final name. A
   crash at any point leaves either nothing or the whole file under the final
   name, never a partial one. Orphaned temporary files carry :data:`TEMP_PREFIX`
-  so that they can be found and removed.
+  so that they can be found and removed. (Without the fsync, which
+  ``CACHE_FSYNC`` can turn off, that still holds for a crashed process, not
+  for a power cut.)
 
 Cache stores can also be listed and pruned (:meth:`CacheStore.iter_entries`,
 :meth:`CacheStore.delete_prefix`), which the operator commands and the purge
@@ -220,8 +222,10 @@ class FileSystemCacheStore:
     handling, without reading the file into Python.
     """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
+    def __init__(self, root: str | os.PathLike[str], fsync: bool = True) -> None:
         self.root = Path(root)
+        #: Make each result durable before it gets its name (``CACHE_FSYNC``).
+        self.fsync = fsync
 
     def _path(self, key: str) -> Path:
         return self.root / jail_name(key)
@@ -236,7 +240,7 @@ class FileSystemCacheStore:
         return CachedResult(size=size, path=path)
 
     def put(self, key: str, data: bytes) -> None:
-        write_atomically(self._path(key), data)
+        write_atomically(self._path(key), data, fsync=self.fsync)
 
     def writable(self) -> bool:
         return directory_is_writable(self.root)
@@ -343,12 +347,14 @@ def directory_is_writable(root: Path) -> bool:
     return path.is_dir() and os.access(path, os.W_OK | os.X_OK)
 
 
-def write_atomically(path: Path, data: bytes) -> None:
+def write_atomically(path: Path, data: bytes, fsync: bool = True) -> None:
     """Write ``data`` to ``path`` so that readers see all of it or nothing.
 
     Temp file in the same directory (so ``os.replace`` is a rename on one file
     system), fsync before the rename so a power cut cannot leave a named but
-    empty file, and the temp file removed if anything fails.
+    empty file (with ``fsync`` False, readers still never see a partial file,
+    but the disk may after a power cut), and the temp file removed if
+    anything fails.
     """
     try:
         fd, temp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
@@ -359,7 +365,8 @@ def write_atomically(path: Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if fsync:
+                os.fsync(handle.fileno())
         os.chmod(temp_name, 0o644)
         os.replace(temp_name, path)
     except BaseException:
