@@ -100,8 +100,8 @@ class OximgSettings:
     CACHE_FSYNC: bool = True
     """fsync each result on a local-disk cache before renaming it into place,
     so that a power cut cannot leave a torn or empty file under a final name
-    (served for a year under ``CACHE_CONTROL``). It costs about 1 ms of CPU
-    per miss (docs/BENCHMARKS.md). Turn off only when the cache directory
+    (served for a year under ``CACHE_CONTROL``). It costs about 0.5 ms of
+    CPU per miss (docs/BENCHMARKS.md). Turn off only when the cache directory
     does not outlive a crash (tmpfs, or emptied at boot): the write stays
     atomic for readers either way. Other storages write as they do."""
 
