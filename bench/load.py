@@ -439,14 +439,17 @@ def outlier_notes(points: Iterable[Point]) -> list[str]:
 
 
 def wrapped_notes(points: Iterable[Point]) -> list[str]:
-    """A note for each run in which a connection ran out of distinct URLs and started over."""
+    """A note for each run in which a connection ran out of distinct URLs and started over.
+
+    Only for diverse URLs: same-URL runs (cache hits) repeat one URL by design.
+    """
     return [
         f"wrapped: {point.contender} {point.case} {point.kind} c={point.concurrency} "
         f"run {number}: {run['wrapped']} connection(s) ran out of distinct URLs, so the "
         "run includes cache hits; raise PER_CONNECTION_RATE in bench/load.py"
         for point in points
         for number, run in enumerate(point.runs, start=1)
-        if run.get("wrapped")
+        if point.kind == "diverse" and run.get("wrapped")
     ]
 
 

@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt
 
 ORDER = (
     "oximg-wsgi",
+    "oximg-wsgi-alt",
     "oximg-wsgi-before",
     "oximg-view",
     "thumbor",
@@ -35,6 +36,7 @@ GROUP_LABELS = {1: "c=1\n(sorl, easy: 1 thread)", 2: "in-process\n2 threads"}
 
 COLOURS = {
     "oximg-wsgi": "#1f5fa8",
+    "oximg-wsgi-alt": "#0b3d75",
     "oximg-wsgi-before": "#8fb3de",
     "oximg-view": "#4a90d9",
     "thumbor": "#d9822b",

@@ -184,6 +184,15 @@ def test_runs_whose_connections_wrapped_are_noted() -> None:
     assert note.startswith("wrapped: oximg-wsgi-alt medium-jpeg diverse c=8 run 2: 1 connection")
 
 
+def test_same_url_runs_are_not_noted_for_repeating_their_url() -> None:
+    """Cache-hit runs walk one URL over and over on purpose."""
+    from bench.load import Point, wrapped_notes
+
+    hits = Point("oximg-wsgi-hit", "medium-jpeg", "same", 64)
+    hits.runs = [{"rps": 1500.0, "wrapped": 64}]
+    assert wrapped_notes([hits]) == []
+
+
 def test_parse_head_reads_status_and_headers() -> None:
     status, headers = driver.parse_head(b"HTTP/1.1 429 Too Many\r\nRetry-After: 1\r\nX: y")
     assert status == 429
