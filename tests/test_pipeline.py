@@ -244,6 +244,56 @@ def test_animation_with_crop_and_rotate_keeps_frames() -> None:
     assert (back.width, int(back.get("page-height"))) == (64, 64)
 
 
+#: Options for an animation, and whether every step left works pixel by pixel
+#: (then the frames are done in one pass over the strip).
+ANIMATION_OPTIONS = [
+    (Options(width=45), True),
+    (Options(width=90), True),
+    (Options(width=45, background=(0, 0, 255)), True),
+    (Options(width=45, strip_color_profile=False), True),
+    (Options(resizing_type="fill", width=40, height=40), False),
+    (Options(width=45, height=45, extend=True), False),
+    (Options(width=45, padding=(2, 2, 2, 2)), False),
+    (Options(width=45, blur=1.0), False),
+    (Options(width=45, sharpen=1.0), False),
+    (Options(width=45, flip_horizontal=True), False),
+    (Options(width=45, rotate=90), False),
+    (Options(width=45, crop=Crop(60, 60)), False),
+]
+
+
+@pytest.mark.parametrize(("options", "expected"), ANIMATION_OPTIONS)
+def test_per_pixel_only_tells_which_animations_need_their_frames_apart(
+    options: Options, expected: bool
+) -> None:
+    geometry = plan_geometry(90, 60, options)
+    frame = pyvips.Image.black(geometry.scaled_width, geometry.scaled_height)
+    assert pipeline.per_pixel_only(frame, geometry, options) is expected
+    # A frame not at its planned size still needs resizing frame by frame.
+    wider = pyvips.Image.black(geometry.scaled_width + 1, geometry.scaled_height)
+    assert pipeline.per_pixel_only(wider, geometry, options) is False
+
+
+@pytest.mark.parametrize("options", [options for options, _ in ANIMATION_OPTIONS])
+@pytest.mark.parametrize("fmt", [pytest.param(f, marks=needs_saver(f)) for f in ("webp", "gif")])
+def test_an_animation_done_in_one_pass_is_the_frame_by_frame_result(
+    options: Options, fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = animated_gif()
+    result = pipeline.render(source, options, fmt, SETTINGS)
+    monkeypatch.setattr(pipeline, "per_pixel_only", lambda *args: False)
+    frame_by_frame = pipeline.render(source, options, fmt, SETTINGS)
+    assert result.data == frame_by_frame.data
+    assert (result.width, result.height, result.frames) == (
+        frame_by_frame.width,
+        frame_by_frame.height,
+        frame_by_frame.frames,
+    )
+    back = pyvips.Image.new_from_buffer(result.data, "", n=-1)
+    assert int(back.get("n-pages")) == 5
+    assert min(back.get("delay")) >= pipeline.MIN_FRAME_DELAY_MS
+
+
 @pytest.mark.parametrize("fmt", [pytest.param(f, marks=needs_saver(f)) for f in ("jpeg", "avif")])
 def test_animation_into_still_format_is_first_frame(fmt: str) -> None:
     result = pipeline.render(animated_gif(), Options(), fmt, SETTINGS)

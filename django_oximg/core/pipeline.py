@@ -712,8 +712,13 @@ def join_frames(frames: list[Image], source: Image) -> Image:
     """Put frames back into one strip with page height, loop and clamped delays."""
     if len(frames) == 1:
         return frames[0]
-    strip = pyvips.Image.arrayjoin(frames, across=1).copy()
-    strip.set_type(pyvips.GValue.gint_type, "page-height", frames[0].height)
+    return animation_strip(pyvips.Image.arrayjoin(frames, across=1), frames[0].height, source)
+
+
+def animation_strip(strip: Image, frame_height: int, source: Image) -> Image:
+    """``strip`` as an animation of ``frame_height`` pages: ``source``'s loop, clamped delays."""
+    strip = strip.copy()
+    strip.set_type(pyvips.GValue.gint_type, "page-height", frame_height)
     if source.get_typeof("loop"):
         strip.set_type(pyvips.GValue.gint_type, "loop", int(source.get("loop")))
     if source.get_typeof("delay"):
@@ -871,6 +876,31 @@ def flatten(image: Image, options: Options, fmt: str) -> Image:
         return image
     colour = list(map(float, options.background or WHITE))
     return image.flatten(background=colour).cast("uchar")
+
+
+def per_pixel_only(frame: Image, geometry: Geometry, options: Options) -> bool:
+    """Whether every step of :func:`process_frame` left for ``frame`` works pixel by pixel.
+
+    Then they can run once over a whole animation strip instead of frame by
+    frame: no rotation or flip, no ``crop``, the frame already at its
+    planned size (``resize_to``, ``crop_to_result`` and ``extend`` have
+    nothing to do), no padding, no blur or sharpening (which would reach
+    across frame edges). What is left, :func:`to_srgb` and :func:`flatten`,
+    gives the same pixels either way.
+    """
+    size = (frame.width, frame.height)
+    return (
+        options.rotate % 360 == 0
+        and not options.flip_horizontal
+        and not options.flip_vertical
+        and options.crop is None
+        and size == (geometry.scaled_width, geometry.scaled_height)
+        and size == (geometry.result_width, geometry.result_height)
+        and size == (geometry.canvas_width, geometry.canvas_height)
+        and not any(geometry.padding)
+        and options.blur <= 0
+        and options.sharpen <= 0
+    )
 
 
 def process_frame(
@@ -1066,11 +1096,18 @@ def _render_watched(
         if options.gravity.type == "sm" and not animated:
             # The attention crop reads the frame twice: compute it once, watched.
             source, in_memory = watch.watch(source).copy_memory(), True
-        frames = [
-            process_frame(frame, geometry, options, fmt, animated)
-            for frame in split_frames(source, animated)
-        ]
-        image = join_frames(frames, source)
+        frames = split_frames(source, animated)
+        frame_width, frame_height = frames[0].width, frames[0].height
+        if len(frames) > 1 and per_pixel_only(frames[0], geometry, options):
+            # One pass over the strip: libvips computes the frames' crops of
+            # a lazy strip anew for each frame (about 40 % more CPU for a
+            # 12-frame GIF, docs/pipeline.md), and these steps need no crops.
+            image = flatten(to_srgb(source, options), options, fmt)
+            image = animation_strip(image, frame_height, source)
+        else:
+            done = [process_frame(frame, geometry, options, fmt, animated) for frame in frames]
+            frame_width, frame_height = done[0].width, done[0].height
+            image = join_frames(done, source)
         image, keep = strip_metadata(image, options)
         encode_at = in_memory_encoder(image, fmt, keep, settings, watch) if in_memory else None
         if encode_at is None:
@@ -1081,7 +1118,7 @@ def _render_watched(
         encoded = encode_within_limit(encode_at, fmt, options, settings)
     except pyvips.Error as error:
         raise watch.failure(error) from error
-    return Rendered(encoded, fmt, int(frames[0].width), int(frames[0].height), len(frames))
+    return Rendered(encoded, fmt, int(frame_width), int(frame_height), len(frames))
 
 
 # --- the benchmark's ceiling ----------------------------------------------------
