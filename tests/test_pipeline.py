@@ -267,10 +267,10 @@ def test_per_pixel_only_tells_which_animations_need_their_frames_apart(
     options: Options, expected: bool
 ) -> None:
     geometry = plan_geometry(90, 60, options)
-    frame = pyvips.Image.black(geometry.scaled_width, geometry.scaled_height)
-    assert pipeline.per_pixel_only(frame, geometry, options) is expected
+    planned = (geometry.scaled_width, geometry.scaled_height)
+    assert pipeline.per_pixel_only(planned, geometry, options) is expected
     # A frame not at its planned size still needs resizing frame by frame.
-    wider = pyvips.Image.black(geometry.scaled_width + 1, geometry.scaled_height)
+    wider = (geometry.scaled_width + 1, geometry.scaled_height)
     assert pipeline.per_pixel_only(wider, geometry, options) is False
 
 

@@ -699,13 +699,20 @@ def load_full(data: bytes, options: Options, animated: bool) -> Image:
     return image
 
 
+def frame_layout(image: Image, animated: bool) -> tuple[int, int]:
+    """How many frames an animation strip holds, and their height (a still image: one)."""
+    if not animated or not image.get_typeof("page-height"):
+        return 1, image.height
+    page_height = int(image.get("page-height"))
+    return image.height // page_height, page_height
+
+
 def split_frames(image: Image, animated: bool) -> list[Image]:
     """The frames of an animation strip (a still image is one frame)."""
-    if not animated or not image.get_typeof("page-height"):
+    count, height = frame_layout(image, animated)
+    if count == 1:
         return [image]
-    page_height = int(image.get("page-height"))
-    count = image.height // page_height
-    return [image.crop(0, i * page_height, image.width, page_height) for i in range(count)]
+    return [image.crop(0, i * height, image.width, height) for i in range(count)]
 
 
 def join_frames(frames: list[Image], source: Image) -> Image:
@@ -878,8 +885,8 @@ def flatten(image: Image, options: Options, fmt: str) -> Image:
     return image.flatten(background=colour).cast("uchar")
 
 
-def per_pixel_only(frame: Image, geometry: Geometry, options: Options) -> bool:
-    """Whether every step of :func:`process_frame` left for ``frame`` works pixel by pixel.
+def per_pixel_only(frame_size: tuple[int, int], geometry: Geometry, options: Options) -> bool:
+    """Whether every :func:`process_frame` step left for frames of this size is per pixel.
 
     Then they can run once over a whole animation strip instead of frame by
     frame: no rotation or flip, no ``crop``, the frame already at its
@@ -888,15 +895,14 @@ def per_pixel_only(frame: Image, geometry: Geometry, options: Options) -> bool:
     across frame edges). What is left, :func:`to_srgb` and :func:`flatten`,
     gives the same pixels either way.
     """
-    size = (frame.width, frame.height)
     return (
         options.rotate % 360 == 0
         and not options.flip_horizontal
         and not options.flip_vertical
         and options.crop is None
-        and size == (geometry.scaled_width, geometry.scaled_height)
-        and size == (geometry.result_width, geometry.result_height)
-        and size == (geometry.canvas_width, geometry.canvas_height)
+        and frame_size == (geometry.scaled_width, geometry.scaled_height)
+        and frame_size == (geometry.result_width, geometry.result_height)
+        and frame_size == (geometry.canvas_width, geometry.canvas_height)
         and not any(geometry.padding)
         and options.blur <= 0
         and options.sharpen <= 0
@@ -1096,18 +1102,21 @@ def _render_watched(
         if options.gravity.type == "sm" and not animated:
             # The attention crop reads the frame twice: compute it once, watched.
             source, in_memory = watch.watch(source).copy_memory(), True
-        frames = split_frames(source, animated)
-        frame_width, frame_height = frames[0].width, frames[0].height
-        if len(frames) > 1 and per_pixel_only(frames[0], geometry, options):
+        count, frame_height = frame_layout(source, animated)
+        frame_width = source.width
+        if count > 1 and per_pixel_only((frame_width, frame_height), geometry, options):
             # One pass over the strip: libvips computes the frames' crops of
             # a lazy strip anew for each frame (about 40 % more CPU for a
             # 12-frame GIF, docs/pipeline.md), and these steps need no crops.
             image = flatten(to_srgb(source, options), options, fmt)
             image = animation_strip(image, frame_height, source)
         else:
-            done = [process_frame(frame, geometry, options, fmt, animated) for frame in frames]
-            frame_width, frame_height = done[0].width, done[0].height
-            image = join_frames(done, source)
+            frames = [
+                process_frame(frame, geometry, options, fmt, animated)
+                for frame in split_frames(source, animated)
+            ]
+            frame_width, frame_height = frames[0].width, frames[0].height
+            image = join_frames(frames, source)
         image, keep = strip_metadata(image, options)
         encode_at = in_memory_encoder(image, fmt, keep, settings, watch) if in_memory else None
         if encode_at is None:
@@ -1118,7 +1127,7 @@ def _render_watched(
         encoded = encode_within_limit(encode_at, fmt, options, settings)
     except pyvips.Error as error:
         raise watch.failure(error) from error
-    return Rendered(encoded, fmt, int(frame_width), int(frame_height), len(frames))
+    return Rendered(encoded, fmt, int(frame_width), int(frame_height), count)
 
 
 # --- the benchmark's ceiling ----------------------------------------------------
