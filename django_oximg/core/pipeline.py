@@ -707,9 +707,8 @@ def frame_layout(image: Image, animated: bool) -> tuple[int, int]:
     return image.height // page_height, page_height
 
 
-def split_frames(image: Image, animated: bool) -> list[Image]:
-    """The frames of an animation strip (a still image is one frame)."""
-    count, height = frame_layout(image, animated)
+def split_frames(image: Image, count: int, height: int) -> list[Image]:
+    """The ``count`` frames of ``height`` rows of a strip (:func:`frame_layout`)."""
     if count == 1:
         return [image]
     return [image.crop(0, i * height, image.width, height) for i in range(count)]
@@ -1113,7 +1112,7 @@ def _render_watched(
         else:
             frames = [
                 process_frame(frame, geometry, options, fmt, animated)
-                for frame in split_frames(source, animated)
+                for frame in split_frames(source, count, frame_height)
             ]
             frame_width, frame_height = frames[0].width, frames[0].height
             image = join_frames(frames, source)
