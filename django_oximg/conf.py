@@ -29,6 +29,7 @@ from django.utils.crypto import salted_hmac
 
 from django_oximg.core.errors import InvalidOptions
 from django_oximg.core.http_source import parse_prefix
+from django_oximg.core.keys import output_fingerprint as output_fingerprint_of
 from django_oximg.core.options import OUTPUT_FORMATS, parse_path
 from django_oximg.core.signing import pairs_from_hex
 
@@ -185,8 +186,8 @@ class OximgSettings:
     2000 px photo fitted into 500 px, 1 took 11 % less CPU than 1.5 and
     scored 0.7 lower on SSIMULACRA2 (78.5 against 79.2; thumbor 76.7); on a
     7360 px photo 1 and 1.5 decode alike, 2 took 20 % more CPU. Measured in
-    docs/BENCHMARKS.md (JPEG decode scale). Values other than 2 are part of
-    the result cache key."""
+    docs/BENCHMARKS.md (JPEG decode scale). Part of the output fingerprint
+    (a change gives new cache keys and tag URLs)."""
 
     JPEG_DECODER: str = "libjpeg-turbo"
     """Who decodes the pixels of JPEG sources: ``"libjpeg-turbo"`` (through
@@ -232,6 +233,22 @@ class OximgSettings:
     time and size are part of the key, so a replaced file gets a new URL at
     once; other storages (S3, ...) are asked again only after this timeout."""
 
+
+#: Settings that change the bytes of some answer. Their values make the
+#: output fingerprint (:func:`output_fingerprint`), which is part of every
+#: result cache key and of every URL the template tags write, so a changed
+#: setting never serves, and no CDN or browser keeps, a result made under the
+#: old one. ``PRESETS`` change bytes too, but through the options they
+#: expand to, which the keys and the tags' URLs already cover. A test lists
+#: every setting as one of these or as not changing output bytes, and fails
+#: for a new setting that is neither.
+OUTPUT_SETTINGS = (
+    "QUALITY",
+    "MAX_RESULT_DIMENSION",
+    "MAX_ANIMATION_FRAMES",
+    "JPEG_SHRINK_MARGIN",
+    "AUTO_FORMAT",
+)
 
 #: Keys whose value may be given as one string or a list of strings.
 LIST_KEYS = ("KEY", "SALT", "HTTP_SOURCES")
@@ -461,6 +478,18 @@ def get_settings() -> OximgSettings:
 def reset() -> None:
     """Forget the cached settings (called on ``setting_changed``)."""
     get_settings.cache_clear()
+    get_output_fingerprint.cache_clear()
+
+
+def output_fingerprint(settings: OximgSettings) -> str:
+    """The fingerprint of ``settings``' :data:`OUTPUT_SETTINGS` (see core/keys.py)."""
+    return output_fingerprint_of({name: getattr(settings, name) for name in OUTPUT_SETTINGS})
+
+
+@functools.cache
+def get_output_fingerprint() -> str:
+    """:func:`output_fingerprint` of this process's settings (cached; see :func:`reset`)."""
+    return output_fingerprint(get_settings())
 
 
 def settings_reference() -> str:

@@ -2,27 +2,20 @@
 
 Used by the ``oximg_purge`` and ``oximg_clean`` commands and by the model hooks
 in :mod:`django_oximg.signals`. Results of one source share one directory of
-the result cache (``Thumbnailer.cache_key``), so purging a source is one prefix
+the result cache (:mod:`django_oximg.core.keys`), so purging a source is one prefix
 delete, and the tag's cached metadata for it is one Django cache key
 (:func:`django_oximg.thumbnails.metadata_key`).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from django_oximg import conf, runtime, storage
+from django_oximg.core.keys import RESULT_KEY, source_directory
 from django_oximg.core.stores import CacheEntry, CacheStore
-from django_oximg.core.thumbnailer import source_directory
 from django_oximg.thumbnails import forget_source_metadata
-
-#: The form of every key ``Thumbnailer.cache_key`` makes: two hex digits, the
-#: source hash, the request hash and the format. Cleaning only ever touches
-#: names of this form, so a result cache pointed at a shared directory or
-#: bucket by mistake does not lose anything else.
-RESULT_KEY = re.compile(r"[0-9a-f]{2}/[0-9a-f]{32}/[0-9a-f]{40}\.[a-z0-9]+")
 
 
 @dataclass(frozen=True)

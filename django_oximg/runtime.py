@@ -22,6 +22,7 @@ from django_oximg.core.coordination import Coordinator
 from django_oximg.core.executor import Executor, default_memory_budget, usable_cpus
 from django_oximg.core.http_source import URL_ALIAS, HttpSourceConfig, HttpSourceStore
 from django_oximg.core.signing import URLSigner, pairs_from_hex
+from django_oximg.core.sources import SourceResolver
 from django_oximg.core.stores import SourceStore
 from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 
@@ -63,6 +64,16 @@ def source_storages(settings: conf.OximgSettings) -> dict[str, Storage]:
     return found
 
 
+@functools.cache
+def get_source_resolver() -> SourceResolver:
+    """This process's source resolver: the thumbnailer and the template tags share it.
+
+    Built without the thumbnailer (no render pool, no libvips), so a page
+    render that only writes URLs never builds either.
+    """
+    return SourceResolver(source_stores(conf.get_settings()))
+
+
 def source_stores(settings: conf.OximgSettings) -> dict[str, SourceStore]:
     """Source stores by alias, plus the HTTP store when ``HTTP_SOURCES`` lists prefixes."""
     stores = {alias: storage.source_store(s) for alias, s in source_storages(settings).items()}
@@ -97,6 +108,7 @@ def thumbnailer_config(settings: conf.OximgSettings) -> ThumbnailerConfig:
         peer_wait=settings.QUEUE_TIMEOUT + settings.RENDER_TIMEOUT,
         cache_control=settings.CACHE_CONTROL,
         metrics=settings.METRICS,
+        fingerprint=conf.output_fingerprint(settings),
     )
 
 
@@ -131,7 +143,7 @@ def build_thumbnailer() -> Thumbnailer:
     return Thumbnailer(
         thumbnailer_config(settings),
         signer(settings),
-        source_stores(settings),
+        get_source_resolver(),
         storage.cache_store(cache_storage(settings)),
         executor(settings),
         coordinator=coordinator(settings),
@@ -146,6 +158,7 @@ def reset() -> None:
     if old is not None:
         old.executor.shutdown(wait=False)
     get_signer.cache_clear()
+    get_source_resolver.cache_clear()
     conf.reset()
 
 

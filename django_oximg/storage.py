@@ -18,7 +18,6 @@ import hashlib
 import logging
 import posixpath
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -35,7 +34,7 @@ from django_oximg.core.errors import (
     SourceTooLarge,
     SourceUnavailable,
 )
-from django_oximg.core.pipeline import CONTENT_TYPES
+from django_oximg.core.keys import content_type
 from django_oximg.core.stores import (
     TEMP_PREFIX,
     CachedResult,
@@ -72,8 +71,13 @@ def cache_store(storage: Storage) -> CacheStore:
 class StorageSourceStore:
     """Sources read through any Django storage."""
 
+    read_on_worker = False
+
     def __init__(self, storage: Storage) -> None:
         self.storage = storage
+
+    def check_name(self, name: str) -> None:
+        jail_name(name)
 
     def read(self, name: str, max_bytes: int) -> bytes:
         name = jail_name(name)
@@ -209,11 +213,6 @@ logger = logging.getLogger("django_oximg")
 #: error, not a missing source: it stays a 502 and is logged.
 NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 
-#: Seconds for which a thread's cache miss answers that thread's next lookup
-#: of the same key without a request (the thumbnailer looks twice in a row on
-#: a miss; see :meth:`S3CacheStore.get`).
-MISS_MEMORY = 1.0
-
 #: Seconds between two log lines about failing cache lookups.
 LOOKUP_ERROR_LOG_INTERVAL = 60.0
 
@@ -284,8 +283,13 @@ class S3SourceStore:
     source costs one request and no transfer, and the read itself is bounded.
     """
 
+    read_on_worker = False
+
     def __init__(self, storage: Storage) -> None:
         self.storage: Any = storage
+
+    def check_name(self, name: str) -> None:
+        jail_name(name)
 
     def read(self, name: str, max_bytes: int) -> bytes:
         key = s3_key(self.storage, name)
@@ -354,31 +358,16 @@ class S3CacheStore(StorageCacheStore):
         self.s3: Any = storage
         self.cache_control = cache_control
         self.redirect = redirect
-        #: Successful puts by this process; a remembered miss is void once it moves.
-        self._puts = 0
-        self._puts_lock = threading.Lock()
-        self._misses = threading.local()
         self._last_lookup_error = float("-inf")
 
     def get(self, key: str) -> CachedResult | None:
-        """One request per lookup, except a repeat of this thread's fresh miss.
-
-        On a miss the thumbnailer looks again inside single-flight, to catch
-        a result stored by a flight of this process that ended in between.
-        That second look costs nothing here: if this process stored nothing
-        since this thread's miss (within :data:`MISS_MEMORY`), it is still a
-        miss. Later looks (polling for another process's render) always ask.
-        """
+        """One GetObject (or HeadObject with ``redirect``); a failing lookup is a miss."""
         key = jail_name(key)
-        if self._repeats_fresh_miss(key):
-            return None
         exceptions = botocore_errors()
         try:
             return self._head(key) if self.redirect else self._get(key)
         except exceptions.ClientError as error:
-            if error_code(error) in NOT_FOUND_CODES:
-                self._remember_miss(key)
-            else:
+            if error_code(error) not in NOT_FOUND_CODES:
                 self._log_lookup_error(key, error)
         except exceptions.BotoCoreError as error:
             self._log_lookup_error(key, error)
@@ -399,8 +388,6 @@ class S3CacheStore(StorageCacheStore):
             self._last_put_failure = self.clock()
             raise OSError(f"S3 PutObject {object_key}: {error}") from error
         self._last_put_failure = None
-        with self._puts_lock:
-            self._puts += 1
 
     def _get(self, key: str) -> CachedResult:
         object_key = s3_key(self.s3, key)
@@ -419,29 +406,12 @@ class S3CacheStore(StorageCacheStore):
     def _write_params(self, object_key: str) -> dict[str, Any]:
         """The storage's object parameters (ACL, encryption, ...) with our type and caching."""
         params: dict[str, Any] = self.s3.get_object_parameters(object_key)
-        extension = posixpath.splitext(object_key)[1][1:]
-        params["ContentType"] = CONTENT_TYPES.get(extension, "application/octet-stream")
+        params["ContentType"] = content_type(object_key)
         if self.cache_control:
             params.setdefault("CacheControl", self.cache_control)
         if "ACL" not in params and getattr(self.s3, "default_acl", None):
             params["ACL"] = self.s3.default_acl
         return params
-
-    def _remember_miss(self, key: str) -> None:
-        self._misses.last = (key, self._puts, self.clock())
-
-    def _repeats_fresh_miss(self, key: str) -> bool:
-        """Whether this lookup repeats this thread's last miss, with nothing stored since.
-
-        The memory is used once: the lookup after it asks S3 again.
-        """
-        last = getattr(self._misses, "last", None)
-        self._misses.last = None
-        if last is None:
-            return False
-        seen_key, puts, seen_at = last
-        fresh: bool = self.clock() - seen_at < MISS_MEMORY
-        return seen_key == key and puts == self._puts and fresh
 
     def _log_lookup_error(self, key: str, error: Exception) -> None:
         """A failing lookup is a miss (the result is rendered); logged once a minute."""

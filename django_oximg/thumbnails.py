@@ -66,6 +66,9 @@ BOOLEAN_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": Fals
 #: by servers that decode the path.
 PLAIN_NAME = re.compile(r"^[A-Za-z0-9._~/-]+$")
 
+#: Hex digits of a URL's version token (:func:`url_version`).
+URL_VERSION_LENGTH = 16
+
 #: Tag keywords that are not processing options.
 TAG_ONLY = frozenset({"preset"})
 
@@ -130,13 +133,16 @@ def thumbnail_for(
     settings = conf.get_settings()
     options = tag_options(geometry, kwargs)
     meta = metadata or source_metadata(source_string)
-    options = replace(options, cachebuster=meta.version)
     prefix = option_prefix(kwargs)
-    path, effective = signed_parts(prefix, options, source_string, settings.PRESETS)
+    effective = effective_options(prefix, options, source_string, settings.PRESETS)
     if not effective.format and not kwargs.get("format"):
         # Nothing chose a format: keep the source's rather than negotiate.
         options = replace(options, format=source_format(source_string))
-        path, effective = signed_parts(prefix, options, source_string, settings.PRESETS)
+        effective = effective_options(prefix, options, source_string, settings.PRESETS)
+    version = url_version(meta.version, effective, source_string)
+    options = replace(options, cachebuster=version)
+    effective = replace(effective, cachebuster=version)
+    path = prefix + build_path(options, source_string, encode=encoding_for(source_string))
     plan = plan_geometry(
         meta.width,
         meta.height,
@@ -161,16 +167,32 @@ def option_prefix(kwargs: dict[str, Any]) -> str:
     return "".join(f"/{segment}" for segment in segments)
 
 
-def signed_parts(
+def effective_options(
     prefix: str, options: Options, source: str, presets: Mapping[str, str]
-) -> tuple[str, Options]:
-    """The path to sign and the options a server will apply for it.
+) -> Options:
+    """The options a server will apply for the URL of ``options`` after ``prefix``.
 
     The path is parsed back exactly as the server will parse it, so the size
     is computed from what will be served, presets and raw options included.
     """
     path = prefix + build_path(options, source, encode=encoding_for(source))
-    return path, parse_path(path, presets).options
+    return parse_path(path, presets).options
+
+
+def url_version(source_version: str, effective: Options, source: str) -> str:
+    """The URL's cachebuster: it changes whenever the image the URL stands for does.
+
+    Thumbnails are cached for a year by browsers and CDNs, which no purge
+    reaches, so a URL must never come to mean other bytes. The token covers
+    the source's content (its storage version), every setting that changes
+    output bytes (:func:`django_oximg.conf.output_fingerprint`) and the
+    options the URL expands to (presets included, which the URL names only
+    as ``pr:name``). Unchanged, it stays the same across processes and
+    deploys, so caches stay warm.
+    """
+    canonical = build_path(replace(effective, cachebuster=""), source)
+    text = "\n".join((source_version, conf.get_output_fingerprint(), canonical))
+    return hashlib.sha256(text.encode()).hexdigest()[:URL_VERSION_LENGTH]
 
 
 def source_name(source: Any) -> str:
@@ -322,11 +344,10 @@ def source_metadata(source: str) -> SourceMetadata:
     storages are not asked at all on a cache hit; their entry expires after
     ``METADATA_CACHE_TIMEOUT`` (or when the purge hooks delete it).
     """
-    thumbnailer = runtime.get_thumbnailer()
-    alias, name = thumbnailer.split_source(source)
-    store = thumbnailer.sources[alias]
+    resolved = runtime.get_source_resolver().resolve(source)
+    store, name = resolved.store, resolved.name
     settings = conf.get_settings()
-    local = runtime.source_is_local(alias)
+    local = runtime.source_is_local(resolved.alias)
     version = store.version(name) if local else ""
     key = metadata_key(source)
     cached = cache.get(key)

@@ -13,6 +13,7 @@ from asgiref.sync import sync_to_async
 from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseBase
 
 from django_oximg import runtime
+from django_oximg.core import responders
 from django_oximg.core.responders import Reply
 from django_oximg.core.wsgi import path_after_prefix, raw_request_path
 
@@ -21,6 +22,8 @@ def serve(request: HttpRequest, path: str) -> HttpResponseBase:
     """Serve one thumbnail; ``path`` is what the URLconf matched after its mount point."""
     mount = request.path[: len(request.path) - len(path)]
     rest = path_after_prefix(raw_request_path(asgi_environ(request)), mount)
+    if rest is None:
+        return django_response(responders.not_found())
     reply = runtime.get_thumbnailer().reply(rest, request.method or "GET", request.META)
     return django_response(reply)
 
@@ -54,6 +57,8 @@ async def serve_async(request: HttpRequest, path: str) -> HttpResponseBase:
     """
     mount = request.path[: len(request.path) - len(path)]
     rest = path_after_prefix(raw_request_path(asgi_environ(request)), mount)
+    if rest is None:
+        return django_response(responders.not_found())
     method = request.method or "GET"
     reply = await sync_to_async(reply_in_memory, thread_sensitive=False)(rest, method, request.META)
     return django_response(reply)

@@ -348,15 +348,6 @@ def test_a_smaller_decode_gives_the_same_picture(orientation: int, path: str) ->
     assert (wide - small).abs().avg() < 4
 
 
-def test_the_margin_is_part_of_the_cache_key_unless_it_is_libvips_own() -> None:
-    from django_oximg.core import pipeline
-    from django_oximg.core.thumbnailer import cache_version
-
-    plain = cache_version(pipeline.RenderSettings(jpeg_shrink_margin=2.0))
-    assert ":m" not in plain
-    assert cache_version(pipeline.RenderSettings(jpeg_shrink_margin=1.5)) == plain + ":m1.5"
-
-
 @pytest.mark.parametrize("margin", [0.5, 9, "2"])
 def test_jpeg_shrink_margin_is_validated(margin: object) -> None:
     from django.core.exceptions import ImproperlyConfigured

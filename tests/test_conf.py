@@ -297,3 +297,117 @@ def test_the_reference_is_printed_without_django_settings() -> None:
         timeout=60,
     ).stdout
     assert printed == settings_reference()
+
+
+# -- settings that change output bytes -----------------------------------------------------
+
+#: Every setting that changes some answer's bytes: a value other than the
+#: default (or than BASE's) and a request whose cache key must change with it.
+OUTPUT_CHANGES: dict[str, tuple[Any, str, str]] = {
+    "QUALITY": ({"jpeg": 60}, "/w:50/plain/a.jpg@jpeg", ""),
+    "MAX_RESULT_DIMENSION": (100, "/w:500/el:1/plain/a.jpg@jpeg", ""),
+    "MAX_ANIMATION_FRAMES": (5, "/w:50/plain/a.gif@gif", ""),
+    "JPEG_SHRINK_MARGIN": (2.0, "/w:50/plain/a.jpg@jpeg", ""),
+    "AUTO_FORMAT": (False, "/w:50/plain/a.jpg", "image/webp,*/*"),
+    # Through the options they expand to, not the fingerprint.
+    "PRESETS": ({"p": "w:60"}, "/pr:p/plain/a.jpg@jpeg", ""),
+}
+
+#: Every other setting, and why it leaves every answer's bytes as they are.
+SAME_BYTES = {
+    "KEY": "signing only",
+    "SALT": "signing only",
+    "SIGNATURE_SIZE": "signing only",
+    "ALLOW_UNSIGNED": "which URLs are accepted, not what they answer",
+    "URL_PREFIX": "where answers are served",
+    "SOURCE_STORAGE": "where sources are read; a source's name is in its key",
+    "SOURCES": "where sources are read; a source's name is in its key",
+    "HTTP_SOURCES": "which URLs may be read (checked before the cache)",
+    "HTTP_TIMEOUT": "whether a source is read, not what it gives",
+    "HTTP_MAX_REDIRECTS": "whether a source is read, not what it gives",
+    "HTTP_ALLOW_PRIVATE_NETWORKS": "whether a source is read, not what it gives",
+    "CACHE_STORAGE": "where answers are kept",
+    "CACHE_FSYNC": "how answers are written",
+    "CACHE_REDIRECT": "how hits are sent",
+    "WORKERS": "how many renders run at once",
+    "QUEUE_SIZE": "load shedding only",
+    "QUEUE_TIMEOUT": "load shedding only",
+    "RENDER_TIMEOUT": "whether a render finishes, not its bytes",
+    "MEMORY_BUDGET": "admission only",
+    "MAX_SRC_RESOLUTION": "refuses sources (422, never cached), changes no answer",
+    "MAX_SRC_FILE_SIZE": "refuses sources (422, never cached), changes no answer",
+    "SRCSET_WIDTHS": "which URLs the tags write; each URL carries its width",
+    "CACHE_CONTROL": "a header, set on each answer as it is sent",
+    "LIBVIPS_CONCURRENCY": "libvips' threads give the same pixels",
+    "JPEG_DECODER": "the same pixels either way (tests/test_jpeg.py)",
+    "ENCODER": "the same pixels either way (tests/test_encoder.py)",
+    "COORDINATION_CACHE": "who renders, not what",
+    "METRICS": "an operational endpoint",
+    "METADATA_CACHE_TIMEOUT": "how long the tags keep a source's size",
+}
+
+BASE = {"PRESETS": {"p": "w:50"}}
+
+
+def key_under(raw: dict[str, Any], path: str, accept: str) -> str:
+    from django_oximg.core.executor import Executor
+    from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
+    from django_oximg.core.thumbnailer import Thumbnailer
+
+    built = build_settings(with_key(**raw))
+    executor = Executor(1, 1, 1.0, 1024)
+    try:
+        thumbnailer = Thumbnailer(
+            runtime.thumbnailer_config(built),
+            runtime.signer(built),
+            {"": FileSystemSourceStore("/nonexistent")},
+            FileSystemCacheStore("/nonexistent"),
+            executor,
+        )
+        return thumbnailer.job_for(runtime.signer(built).signed_path(path), accept).key
+    finally:
+        executor.shutdown()
+
+
+def test_every_setting_is_classified_as_changing_output_bytes_or_not() -> None:
+    """A new setting fails here until it says whether it changes output bytes.
+
+    If it does, it belongs in ``conf.OUTPUT_SETTINGS`` (and OUTPUT_CHANGES
+    above), so that it joins every cache key and every tag URL.
+    """
+    fields = {field.name for field in dataclasses.fields(OximgSettings)}
+    assert set(OUTPUT_CHANGES).isdisjoint(SAME_BYTES)
+    assert fields == set(OUTPUT_CHANGES) | set(SAME_BYTES)
+    assert set(conf.OUTPUT_SETTINGS) == set(OUTPUT_CHANGES) - {"PRESETS"}
+
+
+@pytest.mark.parametrize("name", sorted(OUTPUT_CHANGES))
+def test_an_output_setting_changes_the_cache_key(name: str) -> None:
+    value, path, accept = OUTPUT_CHANGES[name]
+    assert key_under(BASE, path, accept) != key_under({**BASE, name: value}, path, accept)
+
+
+@pytest.mark.parametrize("name", sorted(conf.OUTPUT_SETTINGS))
+def test_an_output_setting_changes_the_fingerprint(name: str) -> None:
+    value = OUTPUT_CHANGES[name][0]
+    assert conf.output_fingerprint(build_settings(with_key())) != conf.output_fingerprint(
+        build_settings(with_key(**{name: value}))
+    )
+
+
+def test_settings_that_keep_the_bytes_keep_the_keys() -> None:
+    """So caches stay warm across deploys that change only these."""
+    path = "/w:50/plain/a.jpg@jpeg"
+    changed = {"WORKERS": 7, "RENDER_TIMEOUT": 3.0, "ENCODER": "libvips", "METRICS": False}
+    assert key_under(BASE, path, "") == key_under({**BASE, **changed}, path, "")
+
+
+def test_the_fingerprint_is_stable_across_processes() -> None:
+    code = (
+        "from django_oximg import conf; "
+        "print(conf.output_fingerprint(conf.OximgSettings(KEY=('00',), SALT=('00',))))"
+    )
+    printed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT
+    ).stdout.strip()
+    assert printed == conf.output_fingerprint(OximgSettings(KEY=("00",), SALT=("00",)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -166,3 +167,41 @@ def test_other_paths_reach_django(server: Server) -> None:
     answer = fetch(server.base + "/not-a-thumbnail/")
     assert answer.status == 404
     assert answer.headers["content-type"].startswith("text/html")
+
+
+def test_one_image_has_one_url_over_real_http(server: Server) -> None:
+    """Other spellings of a signed URL would be other CDN entries: they are 404s."""
+    url = imgproxy_url(server.base, "/rs:fit:90:90/plain/photos/landscape.jpg@jpeg")
+    assert fetch(url).status == 200
+    for other in (url + "?v=2", url + "?", url.replace("/img/", "/im%67/", 1)):
+        answer = fetch(other)
+        assert answer.status == 404, other
+        assert answer.headers["cache-control"] == "no-store"
+        assert answer.headers["x-content-type-options"] == "nosniff"
+
+
+def test_every_answer_says_nosniff_over_real_http(server: Server) -> None:
+    url = imgproxy_url(server.base, "/rs:fit:80:80/plain/photos/landscape.jpg@jpeg")
+    answers = [
+        fetch(url),  # miss
+        fetch(url),  # hit, through sendfile
+        fetch(url, **{"If-None-Match": fetch(url).headers["etag"]}),  # 304
+        fetch(url, Range="bytes=999999-"),  # 416
+        fetch(imgproxy_url(server.base, "/q:500/plain/photos/landscape.jpg@jpeg")),  # 400
+        fetch(server.base + "/img/health"),
+    ]
+    assert [a.status for a in answers] == [200, 200, 304, 416, 400, 200]
+    for answer in answers:
+        assert answer.headers["x-content-type-options"] == "nosniff"
+    assert answers[3].headers["cache-control"] == "no-store"
+
+
+def test_an_expiring_url_is_never_immutable_over_real_http(server: Server) -> None:
+    expires = int(time.time()) + 3600
+    url = imgproxy_url(server.base, f"/exp:{expires}/rs:fit:70:70/plain/photos/landscape.jpg@jpeg")
+    answer = fetch(url)
+    assert answer.status == 200
+    directives = [d.strip() for d in answer.headers["cache-control"].split(",")]
+    assert "immutable" not in directives
+    [max_age] = [int(d.split("=")[1]) for d in directives if d.startswith("max-age=")]
+    assert expires - int(time.time()) - 1 <= max_age <= 3600

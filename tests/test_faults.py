@@ -41,10 +41,12 @@ import pyvips
 from django.core.files.base import ContentFile
 from django.core.files.storage import Storage
 
+from django_oximg import conf
 from django_oximg.core import stores
 from django_oximg.core.executor import Executor
+from django_oximg.core.keys import source_directory
 from django_oximg.core.stores import TEMP_PREFIX, FileSystemSourceStore
-from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig, source_directory
+from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 from django_oximg.storage import StorageSourceStore
 from tests import images
 from tests.servers import REPO_ROOT, Fetched, Server, gunicorn, imgproxy_url, request
@@ -177,8 +179,10 @@ def result_name(width: int) -> str:
     """The cache file name of ``url_path(width)``: its ETag, computed without a request."""
     executor = Executor(1, 1, 1.0, MIB)
     try:
+        # The server runs with the default output settings.
+        fingerprint = conf.output_fingerprint(conf.OximgSettings())
         thumbnailer = Thumbnailer(
-            ThumbnailerConfig(),
+            ThumbnailerConfig(fingerprint=fingerprint),
             SIGNER,
             {"": FileSystemSourceStore("/nonexistent")},
             stores.FileSystemCacheStore("/nonexistent"),

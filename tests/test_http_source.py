@@ -1000,7 +1000,7 @@ def test_settings_enable_http_sources(settings: Any, media: Path, upstream: Upst
         "HTTP_ALLOW_PRIVATE_NETWORKS": True,
         "HTTP_TIMEOUT": 2,
     }
-    store = runtime.get_thumbnailer().sources[URL_ALIAS]
+    store = runtime.get_thumbnailer().sources.stores[URL_ALIAS]
     assert isinstance(store, HttpSourceStore)
     assert store.config == HttpSourceConfig(
         prefixes=(upstream.url("/photos/"),), timeout=2, allow_private_networks=True
@@ -1015,10 +1015,32 @@ def test_settings_enable_http_sources(settings: Any, media: Path, upstream: Upst
 
 def test_http_sources_are_off_by_default(settings: Any, media: Path, canary: Upstream) -> None:
     assert conf.get_settings().HTTP_SOURCES == ()
-    assert URL_ALIAS not in runtime.get_thumbnailer().sources
+    assert URL_ALIAS not in runtime.get_thumbnailer().sources.stores
     path = runtime.get_signer().signed_path(f"/rs:fit:10:10/plain/{canary.url('/a.jpg')}@png")
     assert_not_found(runtime.get_thumbnailer().reply(path, "GET", {}))
     canary.assert_untouched()
+
+
+def test_a_host_removed_from_the_allowlist_is_not_served_from_the_cache(
+    settings: Any, media: Path, upstream: Upstream
+) -> None:
+    """The allowlist is checked (no network) before the cache lookup."""
+    settings.OXIMG = {
+        **settings.OXIMG,
+        "HTTP_SOURCES": upstream.url("/photos/"),
+        "HTTP_ALLOW_PRIVATE_NETWORKS": True,
+    }
+    path = runtime.get_signer().signed_path(
+        f"/rs:fit:100:100/plain/{upstream.url('/photos/a.jpg')}@png"
+    )
+    assert runtime.get_thumbnailer().reply(path, "GET", {}).status == 200
+    assert any((media / "oximg").rglob("*.png"))  # the result is cached
+    requests = len(upstream.requests)
+    settings.OXIMG = {**settings.OXIMG, "HTTP_SOURCES": upstream.url("/other/")}
+    assert_not_found(runtime.get_thumbnailer().reply(path, "GET", {}))
+    settings.OXIMG = {**settings.OXIMG, "HTTP_SOURCES": []}
+    assert_not_found(runtime.get_thumbnailer().reply(path, "GET", {}))
+    assert len(upstream.requests) == requests  # refused without asking the upstream
 
 
 @pytest.mark.parametrize(

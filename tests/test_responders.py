@@ -12,9 +12,11 @@ from django_oximg.core.responders import (
     ERROR_STATUS,
     Reply,
     Result,
+    cache_control,
     error_reply,
     etag_matches,
     method_not_allowed,
+    not_found,
     result_reply,
     status_for,
 )
@@ -148,7 +150,8 @@ def test_if_none_match_uses_weak_comparison(if_none_match: str, matches: bool) -
 
 
 def memory_result(negotiated: bool = False) -> Result:
-    return Result("image/webp", ETAG, negotiated, data=DATA, size=len(DATA))
+    vary = ("Accept",) if negotiated else ()
+    return Result("image/webp", ETAG, vary, data=DATA, size=len(DATA))
 
 
 def test_a_result_in_memory_gets_200_with_all_headers() -> None:
@@ -160,6 +163,7 @@ def test_a_result_in_memory_gets_200_with_all_headers() -> None:
         "Cache-Control": CACHE_CONTROL,
         "ETag": ETAG,
         "Content-Length": str(len(DATA)),
+        "X-Content-Type-Options": "nosniff",
     }
 
 
@@ -196,7 +200,7 @@ def test_head_of_a_result_in_memory_has_its_length_and_no_body() -> None:
 def file_result(tmp_path: Path) -> Result:
     path = tmp_path / "result.webp"
     path.write_bytes(DATA)
-    return Result("image/webp", ETAG, True, path=str(path), size=len(DATA))
+    return Result("image/webp", ETAG, ("Accept",), path=str(path), size=len(DATA))
 
 
 @pytest.fixture
@@ -231,6 +235,8 @@ def test_a_result_on_disk_gets_304_for_its_etag_without_opening_it(
     assert reply.status == 304
     assert reply.file is None
     assert header(reply, "ETag") == ETAG
+    assert header(reply, "Vary") == "Accept"  # a CDN revalidating keeps its variants apart
+    assert header(reply, "X-Content-Type-Options") == "nosniff"
 
 
 def test_a_range_of_a_result_on_disk_gets_206(file_result: Result, replies: list[Reply]) -> None:
@@ -247,6 +253,10 @@ def test_an_unsatisfiable_range_gets_416(file_result: Result, replies: list[Repl
     reply = result_reply(file_result, "GET", {"HTTP_RANGE": "bytes=99999-"}, CACHE_CONTROL)
     replies.append(reply)
     assert reply.status == 416
+    # An error like any other: stored by no one, never sniffed.
+    assert header(reply, "Cache-Control") == "no-store"
+    assert [name for name, _ in reply.headers].count("Cache-Control") == 1
+    assert header(reply, "X-Content-Type-Options") == "nosniff"
 
 
 def test_head_of_a_result_on_disk_opens_nothing(file_result: Result) -> None:
@@ -254,3 +264,51 @@ def test_head_of_a_result_on_disk_opens_nothing(file_result: Result) -> None:
     assert reply.status == 200
     assert reply.file is None
     assert header(reply, "Content-Length") == str(len(DATA))
+
+
+# -- Cache-Control of expiring URLs -------------------------------------------------------
+
+
+NOW = 1_700_000_000.0
+
+
+def test_a_url_without_expiry_keeps_the_configured_cache_control() -> None:
+    assert cache_control(CACHE_CONTROL, 0, NOW) == CACHE_CONTROL
+
+
+@pytest.mark.parametrize("left", [0, 1, 59, 3600, 31536000])
+def test_an_expiring_url_is_kept_no_longer_than_it_has_left(left: int) -> None:
+    value = cache_control("public, max-age=31536000, immutable", int(NOW) + left, NOW)
+    assert value == f"public, max-age={left}"
+
+
+def test_every_lifetime_directive_is_capped_and_one_is_added_when_missing() -> None:
+    expires = int(NOW) + 100
+    assert cache_control("public, max-age=50, s-maxage=31536000", expires, NOW) == (
+        "public, max-age=50, s-maxage=100"
+    )
+    assert cache_control("public, immutable", expires, NOW) == "public, max-age=100"
+    assert cache_control("no-store", expires, NOW) == "no-store"
+
+
+def test_a_url_past_its_expiry_gets_max_age_zero() -> None:
+    assert cache_control(CACHE_CONTROL, int(NOW) - 5, NOW).endswith("max-age=0")
+
+
+# -- every reply ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(200, [("Content-Type", "image/webp")], b"x"),
+        Reply(404),
+        method_not_allowed(),
+        not_found(),
+        error_reply(errors.InvalidOptions("bad")),
+    ],
+)
+def test_every_reply_carries_nosniff_once(reply: Reply) -> None:
+    names = [name.lower() for name, _ in reply.headers]
+    assert names.count("x-content-type-options") == 1
+    assert header(reply, "X-Content-Type-Options") == "nosniff"

@@ -32,7 +32,7 @@ from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from django_oximg import runtime, storage
 from django_oximg.core.errors import SourceNotFound, SourceTimeout, SourceUnavailable
-from django_oximg.thumbnails import get_thumbnail
+from django_oximg.thumbnails import get_info_url, get_thumbnail
 from tests import images
 from tests.servers import fetch as http_fetch
 from tests.servers import gunicorn, imgproxy_url
@@ -467,6 +467,23 @@ def test_cache_redirect_answers_302_to_the_object(
     assert s3_server.count("HEAD", s3_cache.cache) == 2
     assert s3_server.count("GET", s3_cache.cache) == 1
     assert s3_server.count("PUT", s3_cache.cache) == 1
+
+
+def test_an_info_document_is_stored_and_redirected_to_as_json(
+    s3_cache: Buckets, s3_server: S3Server, client: Client, settings: Any
+) -> None:
+    settings.OXIMG = {**settings.OXIMG, "CACHE_REDIRECT": True}
+    url = get_info_url("photos/landscape.jpg")
+    miss = fetch(client, url)
+    assert miss.status == 200
+    assert miss.headers["content-type"] == "application/json"
+    [key] = s3_server.keys(s3_cache.cache)
+    assert key.endswith(".json")
+    hit = fetch(client, url)
+    assert hit.status == 302
+    with urllib.request.urlopen(hit.headers["location"], timeout=30) as response:
+        assert response.read() == miss.body
+        assert response.headers["Content-Type"] == "application/json"
 
 
 def test_a_failing_putobject_still_answers_from_memory_and_caches_nothing(

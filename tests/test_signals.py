@@ -19,7 +19,7 @@ from django.core.files.base import ContentFile
 from django.db import connections, transaction
 
 from django_oximg import runtime
-from django_oximg.core.thumbnailer import source_directory
+from django_oximg.core.keys import source_directory
 from django_oximg.signals import purge_on_change
 from django_oximg.thumbnails import get_thumbnail, metadata_key
 from tests.testapp.models import Document, Photo

@@ -16,11 +16,10 @@ from django_oximg.core.signing import (
     UNSIGNED_SEGMENTS,
     KeyPair,
     URLSigner,
-    check_unsigned,
     pairs_from_hex,
     signature_length,
     split_signed_path,
-    verified_path,
+    verified_rest,
 )
 
 # Published vectors. docs.imgproxy.net "Signing a URL": key "secret", salt "hello".
@@ -94,7 +93,7 @@ def test_signature_length_formula() -> None:
 
 def test_signed_path_is_signature_then_path(signer: URLSigner) -> None:
     assert signer.signed_path(DOCS_PATH) == f"/{DOCS_SIGNATURE}{DOCS_PATH}"
-    assert verified_path(signer.signed_path(PLAIN_PATH), signer) == PLAIN_PATH
+    assert verified_rest(signer.signed_path(PLAIN_PATH), signer) == PLAIN_PATH
 
 
 def test_bytes_path_is_signed_as_is(signer: URLSigner) -> None:
@@ -198,7 +197,7 @@ def test_variants_that_decode_to_the_same_bytes_are_rejected(
     with pytest.raises(InvalidSignature):
         signer.verify(variant, DOCS_PATH)
     with pytest.raises(InvalidSignature):
-        verified_path(f"/{variant}{DOCS_PATH}", signer)
+        verified_rest(f"/{variant}{DOCS_PATH}", signer)
 
 
 def test_last_char_twins_fail_the_canonical_check_not_the_form_check(signer: URLSigner) -> None:
@@ -263,7 +262,7 @@ def test_signature_pasted_again_inside_the_path_is_rejected(
     signer: URLSigner, full_path: str
 ) -> None:
     with pytest.raises(InvalidSignature):
-        verified_path(full_path, signer)
+        verified_rest(full_path, signer)
 
 
 @pytest.mark.parametrize(
@@ -285,9 +284,9 @@ def test_encoding_variants_of_the_path_are_rejected(signer: URLSigner, variant_p
 def test_signed_path_without_the_signature_segment_is_rejected(signer: URLSigner) -> None:
     # Missing segment: the first option is taken for the signature.
     with pytest.raises(InvalidSignature):
-        verified_path(DOCS_PATH, signer)
+        verified_rest(DOCS_PATH, signer)
     with pytest.raises(InvalidSignature):
-        verified_path(PLAIN_PATH, signer)
+        verified_rest(PLAIN_PATH, signer)
 
 
 # Splitting
@@ -311,19 +310,21 @@ def test_split_rejects_missing_or_empty_signature(full_path: str) -> None:
 
 
 @pytest.mark.parametrize("placeholder", sorted(UNSIGNED_SEGMENTS))
-def test_unsigned_mode_accepts_only_placeholders(placeholder: str) -> None:
-    check_unsigned(placeholder)
-    assert verified_path(f"/{placeholder}{PLAIN_PATH}", None) == PLAIN_PATH
+def test_allow_unsigned_takes_the_placeholders(signer: URLSigner, placeholder: str) -> None:
+    assert verified_rest(f"/{placeholder}{PLAIN_PATH}", signer, allow_unsigned=True) == PLAIN_PATH
+
+
+def test_allow_unsigned_keeps_signed_urls_working(signer: URLSigner) -> None:
+    signed = signer.signed_path(PLAIN_PATH)
+    assert verified_rest(signed, signer, allow_unsigned=True) == PLAIN_PATH
 
 
 @pytest.mark.parametrize(
     "segment", ["", "Insecure", "UNSAFE", "unsafe ", "insecure=", "x", DOCS_SIGNATURE]
 )
-def test_unsigned_mode_rejects_anything_else(segment: str) -> None:
+def test_allow_unsigned_rejects_anything_else(signer: URLSigner, segment: str) -> None:
     with pytest.raises(InvalidSignature):
-        check_unsigned(segment)
-    with pytest.raises(InvalidSignature):
-        verified_path(f"/{segment}{PLAIN_PATH}", None)
+        verified_rest(f"/{segment}{PLAIN_PATH}", signer, allow_unsigned=True)
 
 
 @pytest.mark.parametrize("placeholder", sorted(UNSIGNED_SEGMENTS))
@@ -334,7 +335,7 @@ def test_signing_enabled_rejects_placeholders(placeholder: str, size: int) -> No
     with pytest.raises(InvalidSignature, match="unsigned placeholder"):
         sized.verify(placeholder, PLAIN_PATH)
     with pytest.raises(InvalidSignature):
-        verified_path(f"/{placeholder}{PLAIN_PATH}", sized)
+        verified_rest(f"/{placeholder}{PLAIN_PATH}", sized)
 
 
 # Random mutations never pass unless they change nothing

@@ -370,7 +370,7 @@ def test_bad_syntax(text: str) -> None:
 
 
 def test_a_second_render_reads_no_source(sources: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = runtime.get_thumbnailer().sources[""]
+    store = runtime.get_source_resolver().stores[""]
     read = store.read
     reads: list[str] = []
 

@@ -49,8 +49,11 @@ class CountingSourceStore:
         self.inner = FileSystemSourceStore(root)
         self.reads = 0
         self._lock = threading.Lock()
-        #: False: read like a remote store, on the request thread (see Thumbnailer.produce).
+        #: False: read like a remote store, on the request thread (see Thumbnailer.make).
         self.read_on_worker = False
+
+    def check_name(self, name: str) -> None:
+        self.inner.check_name(name)
 
     def read(self, name: str, max_bytes: int) -> bytes:
         with self._lock:
@@ -316,14 +319,15 @@ def test_without_auto_format_the_source_format_is_used_and_no_vary(
 # -- rejections: nothing read, nothing cached ----------------------------------------
 
 
-def assert_rejected(reply: Reply, status: int, cache_dir: Path) -> None:
+def assert_rejected(reply: Reply, status: int, cache_dir: Path, cached: int = 0) -> None:
+    """An error answer, never stored; ``cached`` results of earlier requests stay."""
     assert reply.status == status, reply.body
     assert header(reply, "Cache-Control") == "no-store"
     assert header(reply, "Content-Type") == "text/plain; charset=utf-8"
     assert reply.file is None
     assert 0 < len(reply.body) < 100
     assert header(reply, "Content-Length") == str(len(reply.body))
-    assert cached_files(cache_dir) == []
+    assert len(cached_files(cache_dir)) == cached
 
 
 def flip_one_bit(signature: str) -> str:
@@ -438,6 +442,35 @@ def test_expired_url_gets_404_and_a_future_one_is_served(
     assert expired.body == b"Expired URL\n"
     valid = get(thumbnailer, "/exp:2000000001/rs:fit:50:50/plain/photos/landscape.jpg@jpeg")
     assert valid.status == 200
+
+
+def test_an_expiring_url_is_cached_no_longer_than_it_has_left(
+    make: Callable[..., Thumbnailer], cache_dir: Path
+) -> None:
+    """The answer must not outlive the URL in any cache, so it is never ``immutable``."""
+    now = [2_000_000_000.0]
+    thumbnailer = make(clock=lambda: now[0])
+    path = "/exp:2000003600/rs:fit:50:50/plain/photos/landscape.jpg@jpeg"
+    miss = get(thumbnailer, path)
+    assert header(miss, "Cache-Control") == "public, max-age=3600"
+    now[0] += 600.5
+    hit = get(thumbnailer, path)
+    assert header(hit, "Cache-Control") == "public, max-age=2999"
+    assert hit.body == miss.body
+    now[0] = 2_000_003_601.0
+    assert_rejected(get(thumbnailer, path), 404, cache_dir, cached=1)
+
+
+def test_expiring_and_lasting_urls_of_one_image_share_one_cache_object(
+    make: Callable[..., Thumbnailer], cache: CountingCacheStore
+) -> None:
+    thumbnailer = make(clock=lambda: 2_000_000_000.0)
+    lasting = get(thumbnailer, CONTROL)
+    expiring = get(thumbnailer, "/exp:2000003600" + CONTROL)
+    assert header(lasting, "Cache-Control") == "public, max-age=31536000, immutable"
+    assert header(expiring, "Cache-Control") == "public, max-age=3600"
+    assert header(lasting, "ETag") == header(expiring, "ETag")
+    assert cache.puts == 1
 
 
 @pytest.mark.parametrize("method", ["POST", "PUT", "DELETE", "OPTIONS"])

@@ -431,16 +431,20 @@ def test_touching_the_source_changes_the_url(media: Path) -> None:
     assert get_thumbnail(LANDSCAPE, "100").url != first.url
 
 
-def test_the_version_token_is_a_cachebuster(media: Path) -> None:
+def test_the_version_token_is_a_cachebuster_over_the_source_version(
+    media: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     options = options_of(get_thumbnail(LANDSCAPE, "100"))
     assert options.cachebuster
-    assert options.cachebuster == runtime.get_thumbnailer().sources[""].version(LANDSCAPE)
+    store = runtime.get_source_resolver().stores[""]
+    monkeypatch.setattr(store, "version", lambda name: "another version")
+    assert options_of(get_thumbnail(LANDSCAPE, "100")).cachebuster != options.cachebuster
 
 
 @pytest.fixture
 def source_reads(media: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Names read from the default source store, in order."""
-    store = runtime.get_thumbnailer().sources[""]
+    store = runtime.get_source_resolver().stores[""]
     read = store.read
     names: list[str] = []
 
@@ -533,3 +537,52 @@ def test_url_prefix_without_the_urlconf(media: Path, settings: Any) -> None:
 def test_url_prefix_default_without_the_urlconf(media: Path, settings: Any) -> None:
     settings.ROOT_URLCONF = "tests.urls_empty"
     assert get_thumbnail(LANDSCAPE, "100").url.startswith("/img/")
+
+
+# -- a URL changes whenever its image does ------------------------------------------------
+
+
+def server_key(url: str) -> str:
+    """The result cache key the server uses for a tag's URL."""
+    return runtime.get_thumbnailer().job_for(url.removeprefix("/img"), "").key
+
+
+def test_an_edited_preset_gives_a_new_url_and_key(settings: Any, media: Path) -> None:
+    settings.OXIMG = {**settings.OXIMG, "PRESETS": {"avatar": "rs:fill:50:50"}}
+    before = get_thumbnail(LANDSCAPE, "", preset="avatar")
+    before_key = server_key(before.url)
+    settings.OXIMG = {**settings.OXIMG, "PRESETS": {"avatar": "rs:fill:64:64"}}
+    after = get_thumbnail(LANDSCAPE, "", preset="avatar")
+    assert (before.width, after.width) == (50, 64)
+    assert after.url != before.url
+    assert server_key(after.url) != before_key
+    # The URL still names the preset; its expansion is in the version token.
+    assert "/pr:avatar/" in after.url
+
+
+def test_an_edited_default_preset_gives_new_urls(settings: Any, media: Path) -> None:
+    settings.OXIMG = {**settings.OXIMG, "PRESETS": {"default": "q:70"}}
+    before = get_thumbnail(LANDSCAPE, "100")
+    settings.OXIMG = {**settings.OXIMG, "PRESETS": {"default": "q:40"}}
+    assert get_thumbnail(LANDSCAPE, "100").url != before.url
+
+
+def test_a_changed_output_setting_gives_a_new_url_and_key(settings: Any, media: Path) -> None:
+    before = get_thumbnail(LANDSCAPE, "100")
+    before_key = server_key(before.url)
+    settings.OXIMG = {**settings.OXIMG, "QUALITY": {"jpeg": 50}}
+    after = get_thumbnail(LANDSCAPE, "100")
+    assert after.url != before.url
+    assert server_key(after.url) != before_key
+
+
+def test_unchanged_settings_keep_urls_and_keys_across_restarts(settings: Any, media: Path) -> None:
+    settings.OXIMG = {**settings.OXIMG, "PRESETS": {"avatar": "rs:fill:50:50"}}
+    before = get_thumbnail(LANDSCAPE, "", preset="avatar")
+    before_key = server_key(before.url)
+    # A deploy that changes nothing about output: a fresh process state.
+    settings.OXIMG = {**settings.OXIMG, "WORKERS": 1, "RENDER_TIMEOUT": 3.0}
+    cache.clear()
+    after = get_thumbnail(LANDSCAPE, "", preset="avatar")
+    assert after.url == before.url
+    assert server_key(after.url) == before_key

@@ -353,3 +353,32 @@ def test_a_cache_directory_that_cannot_be_made_still_answers_200(
     assert answer.status == 200
     assert decode(answer.body).width == 200
     assert (media / "oximg").read_bytes() == b""
+
+
+# -- one image, one URL -------------------------------------------------------------------
+
+
+def test_a_query_string_is_not_found(media: Path, client: Client) -> None:
+    url = signed(CONTROL)
+    answer = fetch(client, url + "?utm_source=mail", raw=False, RAW_URI=url + "?utm_source=mail")
+    assert answer.status == 404
+    assert answer.headers["cache-control"] == "no-store"
+    assert cached_files(media) == []
+    assert fetch(client, url).status == 200
+
+
+def test_a_percent_encoded_mount_point_is_not_found(media: Path, client: Client) -> None:
+    url = signed(CONTROL)
+    encoded = "/im%67" + url.removeprefix("/img")
+    answer = fetch(client, url, raw=False, RAW_URI=encoded)
+    assert answer.status == 404
+    assert answer.headers["x-content-type-options"] == "nosniff"
+    assert cached_files(media) == []
+
+
+def test_every_answer_says_nosniff(media: Path, client: Client) -> None:
+    ok = fetch(client, signed(CONTROL))
+    hit = fetch(client, signed(CONTROL))
+    bad = fetch(client, signed("/q:500/plain/photos/landscape.jpg@jpeg"))
+    for answer in (ok, hit, bad):
+        assert answer.headers["x-content-type-options"] == "nosniff"

@@ -151,6 +151,19 @@ def test_path_after_prefix_keeps_the_raw_rest(raw: str, prefix: str, expected: s
     assert path_after_prefix(raw, prefix) == expected
 
 
+@pytest.mark.parametrize(
+    ("raw", "prefix"),
+    [
+        ("/im%67/sig/x", "/img/"),
+        ("/%69mg/sig/x", "/img/"),
+        ("/site/im%67/sig/x", "/site/img/"),
+        ("/%73ite/img/sig/x", "/site/img/"),
+    ],
+)
+def test_path_after_prefix_refuses_another_spelling_of_the_prefix(raw: str, prefix: str) -> None:
+    assert path_after_prefix(raw, prefix) is None
+
+
 # -- the core middleware ---------------------------------------------------------------
 
 
@@ -401,3 +414,43 @@ def test_oximg_middleware_follows_the_url_prefix_setting(media: Path, settings: 
     app = OximgMiddleware(get_wsgi_application())
     url = "/thumbs" + runtime.get_signer().signed_path(CONTROL)
     assert call(app, environ_for(url)).status == 200
+
+
+# -- one image, one URL -------------------------------------------------------------------
+
+
+def test_the_canonical_url_is_served(stack: Stack) -> None:
+    answer = call(stack.app, environ_for(signed_url(CONTROL)))
+    assert answer.status == 200
+    assert answer.headers["x-content-type-options"] == "nosniff"
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"QUERY_STRING": "x=1"},
+        {"QUERY_STRING": "utm_source=mail&w=500"},
+        {"QUERY_STRING": ""},  # "?" alone: only the raw URI shows it
+    ],
+)
+def test_a_query_string_is_another_url_and_not_found(stack: Stack, extra: dict[str, str]) -> None:
+    url = signed_url(CONTROL)
+    raw = url + "?" + extra["QUERY_STRING"]
+    answer = call(stack.app, environ_for(url, RAW_URI=raw, **extra))
+    assert answer.status == 404
+    assert answer.headers["cache-control"] == "no-store"
+    assert answer.headers["x-content-type-options"] == "nosniff"
+
+
+def test_a_percent_encoded_prefix_is_another_url_and_not_found(stack: Stack) -> None:
+    url = signed_url(CONTROL, prefix="/im%67")
+    answer = call(stack.app, environ_for(url))
+    assert answer.status == 404
+    assert answer.headers["cache-control"] == "no-store"
+    assert stack.builds == []  # refused before the thumbnailer is asked
+
+
+def test_health_and_metrics_answer_with_a_query_string(stack: Stack) -> None:
+    answer = call(stack.app, environ_for("/img/health", RAW_URI="/img/health?probe=1"))
+    assert answer.status == 200
+    assert answer.headers["x-content-type-options"] == "nosniff"

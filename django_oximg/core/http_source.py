@@ -564,9 +564,15 @@ class HttpSourceStore:
     connection always goes through the address guard).
     """
 
+    read_on_worker = False
+
     def __init__(self, config: HttpSourceConfig) -> None:
         self.config = config
         self.allowlist = Allowlist(config.prefixes)
+
+    def check_name(self, name: str) -> None:
+        """``name`` must parse as a URL under an allowed prefix (no network)."""
+        self.checked_url(name)
 
     def read(self, name: str, max_bytes: int) -> bytes:
         """The body of ``name`` (a URL): at most ``max_bytes``, gzip decoded."""

@@ -39,7 +39,14 @@ RETRY_AFTER = {429: "1", 503: "2"}
 #: next request may well succeed (imgproxy 4.0.6 fixed exactly this).
 NO_STORE = ("Cache-Control", "no-store")
 
+#: On every response: browsers must not guess another type than the one sent
+#: (an image URL answered with text must never run as a script or a page).
+NOSNIFF = ("X-Content-Type-Options", "nosniff")
+
 METHODS = ("GET", "HEAD")
+
+#: Cache-Control directives that say how long a response may be kept.
+LIFETIME_DIRECTIVES = ("max-age", "s-maxage")
 
 
 @dataclass
@@ -48,12 +55,18 @@ class Reply:
 
     Exactly one of ``body`` and ``file`` carries the content (``file`` is an
     open binary file the server may hand to sendfile; it must be closed).
+    Every reply carries :data:`NOSNIFF`; it is added here, so no way of
+    making a reply can forget it.
     """
 
     status: int
     headers: list[tuple[str, str]] = field(default_factory=list)
     body: bytes = b""
     file: BinaryIO | None = None
+
+    def __post_init__(self) -> None:
+        if not any(name.lower() == NOSNIFF[0].lower() for name, _ in self.headers):
+            self.headers.append(NOSNIFF)
 
     @property
     def status_line(self) -> str:
@@ -62,13 +75,19 @@ class Reply:
 
 @dataclass(frozen=True)
 class Result:
-    """A thumbnail ready to send: in memory, as a file on local disk, as an
-    open stream from a remote cache, or as a URL to redirect to."""
+    """An answer ready to send: in memory, as a file on local disk, as an
+    open stream from a remote cache, or as a URL to redirect to.
+
+    Built for one request: two requests may share the bytes (one cache
+    object, one render) yet differ in what their answers must say
+    (``vary``, and their Cache-Control), so a result is never shared.
+    """
 
     content_type: str
     etag: str
-    #: Whether the format was negotiated from Accept (adds ``Vary: Accept``).
-    negotiated: bool
+    #: Request headers this answer depends on, e.g. ``("Accept",)`` when the
+    #: format was negotiated: sent as ``Vary``.
+    vary: tuple[str, ...]
     data: bytes | None = None
     path: str | None = None
     size: int = 0
@@ -104,14 +123,53 @@ def method_not_allowed() -> Reply:
     return Reply(405, [("Allow", "GET, HEAD"), ("Content-Length", "0"), NO_STORE])
 
 
+def not_found() -> Reply:
+    """404 for a URL that is not the canonical spelling of a thumbnail URL.
+
+    One image has one URL: another spelling of it (a percent-encoded mount
+    prefix, a query string) would be another entry in every CDN and browser
+    cache, which a purge by URL would miss.
+    """
+    return error_reply(errors.SourceNotFound("not the canonical URL"))
+
+
+def cache_control(configured: str, expires: int, now: float) -> str:
+    """The Cache-Control of a successful answer.
+
+    ``configured`` (``CACHE_CONTROL``) as it is, unless the URL expires
+    (``expires``, a unix time): then nothing may keep it longer than it has
+    left, so every ``max-age``/``s-maxage`` is capped to the seconds left
+    (one is added when there is none) and ``immutable`` is dropped, as
+    imgproxy does.
+    """
+    if not expires:
+        return configured
+    left = max(0, int(expires - now))
+    directives = []
+    capped = False
+    for directive in (part.strip() for part in configured.split(",")):
+        name, _, value = directive.partition("=")
+        name = name.strip().lower()
+        if name == "immutable" or not directive:
+            continue
+        if name in LIFETIME_DIRECTIVES:
+            seconds = int(value) if value.strip().isdigit() else 0
+            directive = f"{name}={min(seconds, left)}"
+            capped = True
+        directives.append(directive)
+    if not capped and "no-store" not in directives and "no-cache" not in directives:
+        directives.append(f"max-age={left}")
+    return ", ".join(directives)
+
+
 def result_headers(result: Result, cache_control: str) -> list[tuple[str, str]]:
     headers = [
         ("Content-Type", result.content_type),
         ("Cache-Control", cache_control),
         ("ETag", result.etag),
     ]
-    if result.negotiated:
-        headers.append(("Vary", "Accept"))
+    if result.vary:
+        headers.append(("Vary", ", ".join(result.vary)))
     return headers
 
 
@@ -161,8 +219,8 @@ def redirect_reply(result: Result) -> Reply:
     object behind it carries its own long Cache-Control for whoever fetches it.
     """
     headers = [("Location", result.url or ""), ("Content-Length", "0"), NO_STORE]
-    if result.negotiated:
-        headers.append(("Vary", "Accept"))
+    if result.vary:
+        headers.append(("Vary", ", ".join(result.vary)))
     return Reply(302, headers)
 
 
@@ -180,4 +238,7 @@ def _file_reply(
     # whitenoise gives a wsgiref Headers object, or a plain list for 304/416.
     found = response.headers
     items = list(found.items()) if hasattr(found, "items") else list(found)
-    return Reply(int(response.status), items, b"", response.file)
+    status = int(response.status)
+    if status >= 400:  # 416 for a bad Range: an error, stored by no one
+        items = [item for item in items if item[0].lower() != "cache-control"] + [NO_STORE]
+    return Reply(status, items, b"", response.file)

@@ -184,22 +184,15 @@ def split_signed_path(full_path: str) -> tuple[str, str]:
     return signature, "/" + rest
 
 
-def check_unsigned(signature: str) -> None:
-    """With signing switched off, accept only imgproxy's placeholder segments."""
-    if signature not in UNSIGNED_SEGMENTS:
-        raise InvalidSignature("expected 'insecure' or 'unsafe' while signing is disabled")
-
-
-def verified_path(full_path: str, signer: URLSigner | None) -> str:
+def verified_rest(full_path: str, signer: URLSigner, allow_unsigned: bool = False) -> str:
     """Check a request path's signature segment and return the path after it.
 
-    ``signer`` None means signing is switched off: the segment must then be
-    ``insecure`` or ``unsafe``. Otherwise it must be a valid signature, and
-    the placeholders are refused.
+    The one place the rule for imgproxy's placeholders is spelled: with
+    ``allow_unsigned`` (``ALLOW_UNSIGNED``), ``insecure`` or ``unsafe`` may
+    stand in for a signature, and signed URLs keep working; without it
+    every path must carry a valid signature and the placeholders are refused.
     """
-    signature, path = split_signed_path(full_path)
-    if signer is None:
-        check_unsigned(signature)
-    else:
-        signer.verify(signature, path)
-    return path
+    signature, rest = split_signed_path(full_path)
+    if not (allow_unsigned and signature in UNSIGNED_SEGMENTS):
+        signer.verify(signature, rest)
+    return rest

@@ -82,14 +82,21 @@ class CacheEntry:
 
 
 class SourceStore(Protocol):
-    """Reads source images by jailed name.
+    """Reads source images by jailed name."""
 
-    A store may set ``read_on_worker = True`` when its reads are as cheap as
-    a local disk's: the thumbnailer then reads on the render worker, once the
-    render may start (queued requests hold nothing). Stores without it (S3,
-    HTTP) are read on the request thread, so network waits never hold a
-    render slot.
-    """
+    #: True when reads are as cheap as a local disk's: the thumbnailer then
+    #: reads on the render worker, once the render may start (queued requests
+    #: hold nothing). False (S3, HTTP): read on the request thread, so network
+    #: waits never hold a render slot.
+    read_on_worker: bool
+
+    def check_name(self, name: str) -> None:
+        """Raise SourceNotFound if this store could never serve ``name``.
+
+        No I/O: it runs before every cache lookup, so that a source the
+        configuration no longer allows is not served from the cache either.
+        """
+        ...
 
     def read(self, name: str, max_bytes: int) -> bytes:
         """Return the source's bytes.
@@ -176,11 +183,14 @@ class FileSystemSourceStore:
     """Sources read from a directory on local disk."""
 
     #: A read costs about a memory copy, so the thumbnailer reads on the render
-    #: worker, when the render's turn has come (see ``Thumbnailer.produce``).
+    #: worker, when the render's turn has come (see ``Thumbnailer.make``).
     read_on_worker = True
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
+
+    def check_name(self, name: str) -> None:
+        jail_name(name)
 
     def read(self, name: str, max_bytes: int) -> bytes:
         path = path_inside(self.root, name)

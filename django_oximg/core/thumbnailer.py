@@ -1,13 +1,14 @@
-"""One request, start to finish: verify, parse, look up, admit, render, store.
+"""One request, start to finish: verify, parse, look up, admit, make, store.
 
 Both ways in (the Django view and the WSGI middleware) call
 :meth:`Thumbnailer.reply`; neither holds any logic of its own beyond deciding
-whether a path is theirs.
+whether a path is theirs. Thumbnails and ``/info`` documents take one path:
+they differ only in how a path is parsed (:meth:`Thumbnailer.job_for`) and in
+what is made from the source (:class:`RenderWork`, :class:`InfoWork`).
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import posixpath
 import threading
@@ -15,22 +16,18 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from django_oximg.core import errors, metrics, pipeline, responders
+from django_oximg.core import errors, keys, metrics, pipeline, responders
 from django_oximg.core import info as info_endpoint
 from django_oximg.core.budget import estimate_peak_bytes
 from django_oximg.core.coordination import Coordinator, LocalCoordinator
 from django_oximg.core.executor import Executor
-from django_oximg.core.http_source import URL_ALIAS, is_url
 from django_oximg.core.options import Options, build_path, parse_path
-from django_oximg.core.signing import URLSigner, split_signed_path
+from django_oximg.core.signing import URLSigner, verified_rest
 from django_oximg.core.singleflight import SingleFlight
+from django_oximg.core.sources import Resolved, SourceResolver
 from django_oximg.core.stores import CachedResult, CacheStore, SourceStore
 
 logger = logging.getLogger("django_oximg")
-
-#: Bump when a change to the pipeline changes output bytes for the same
-#: request: it is part of every cache key, so old results are never served.
-PIPELINE_VERSION = "1"
 
 #: Formats that can carry animation.
 ANIMATED_FORMATS = frozenset({"webp", "gif"})
@@ -38,6 +35,9 @@ ANIMATED_FORMATS = frozenset({"webp", "gif"})
 #: Web formats a source can be served as when the client accepts neither AVIF
 #: nor WebP, by the source name's extension; anything else becomes JPEG.
 FALLBACK_FORMATS = {".png": "png", ".gif": "gif", ".jpg": "jpeg", ".jpeg": "jpeg"}
+
+#: What the answer to a URL with a negotiated format depends on.
+VARY_ACCEPT = ("Accept",)
 
 #: Polling a shared result cache for a peer's render: first pause and cap (s).
 PEER_POLL_FIRST = 0.02
@@ -52,6 +52,9 @@ CACHE_ERROR_LOG_INTERVAL = 60.0
 
 #: The /info summary's thumbnail as options, for its memory estimate.
 SUMMARY_OPTIONS = Options(width=pipeline.SUMMARY_SIZE, height=pipeline.SUMMARY_SIZE)
+
+#: Request variables that carry the query string (WSGI, and the raw URI).
+RAW_URI_VARIABLES = ("RAW_URI", "REQUEST_URI")
 
 
 @dataclass(frozen=True)
@@ -70,55 +73,102 @@ class ThumbnailerConfig:
     cache_control: str = "public, max-age=31536000, immutable"
     #: Whether ``/metrics`` answers (it also needs prometheus-client installed).
     metrics: bool = True
+    #: :func:`~django_oximg.core.keys.output_fingerprint` of the settings
+    #: that change output bytes: part of every cache key.
+    fingerprint: str = ""
+
+
+@dataclass(frozen=True)
+class RenderWork:
+    """A thumbnail: the source rendered with ``options`` into ``format``."""
+
+    options: Options
+    format: str
+
+
+@dataclass(frozen=True)
+class InfoWork:
+    """An ``/info`` document about the source."""
+
+    request: info_endpoint.InfoRequest
 
 
 @dataclass(frozen=True)
 class Job:
-    """A verified, parsed request with its output format and cache key."""
+    """A verified, parsed request: what to make of which source, and where it is kept."""
 
-    source_alias: str
-    source_name: str
-    options: Options
-    format: str
-    negotiated: bool
+    source: Resolved
+    work: RenderWork | InfoWork
     key: str
+    #: Request headers the answer depends on (sent as ``Vary``).
+    vary: tuple[str, ...] = ()
+    #: The URL's ``expires`` (unix time), 0 when it has none.
+    expires: int = 0
 
     @property
     def etag(self) -> str:
-        return '"' + posixpath.splitext(posixpath.basename(self.key))[0] + '"'
+        return keys.etag(self.key)
+
+    @property
+    def needs_worker(self) -> bool:
+        """Whether making the answer decodes pixels (an ``/info`` from the header does not)."""
+        return not isinstance(self.work, InfoWork) or self.work.request.needs_pixels
+
+    @property
+    def content_type(self) -> str:
+        return keys.content_type(self.key)
+
+    def result(self, found: CachedResult) -> responders.Result:
+        """This request's answer with ``found``'s content.
+
+        Built per request, never shared: requests that share one cache
+        object or one render may still differ in their ``Vary``.
+        """
+        return responders.Result(
+            self.content_type,
+            self.etag,
+            self.vary,
+            data=found.data,
+            path=found.path,
+            size=found.size,
+            stream=found.stream,
+            url=found.url,
+        )
 
 
 class Thumbnailer:
-    """Serves thumbnail requests for one process (thread-safe)."""
+    """Serves thumbnail and ``/info`` requests for one process (thread-safe)."""
 
     def __init__(
         self,
         config: ThumbnailerConfig,
         signer: URLSigner,
-        sources: Mapping[str, SourceStore],
+        sources: SourceResolver | Mapping[str, SourceStore],
         cache: CacheStore,
         executor: Executor,
         clock: Callable[[], float] = time.time,
         coordinator: Coordinator | None = None,
     ) -> None:
-        if "" not in sources:
-            raise ValueError("sources needs a default store under the alias ''")
+        """``sources``: the process's resolver, or the stores by alias to resolve with."""
         self.config = config
         self.signer = signer
-        self.sources = sources
+        self.sources = sources if isinstance(sources, SourceResolver) else SourceResolver(sources)
         self.cache = cache
         self.executor = executor
         self.flights = SingleFlight()
-        #: Different sizes of one source read at the same time share the read and
-        #: probe (remote sources: every request in flight; local ones: the renders
-        #: running together, as they are read on the workers).
+        #: Different answers from one source made at the same time share the
+        #: read and probe (remote sources: every request in flight; local ones:
+        #: the jobs running together, as they are read on the workers).
         self.source_reads = SingleFlight()
         self.coordinator: Coordinator = coordinator or LocalCoordinator()
         self.clock = clock
         self.renders = 0
         self.source_loads = 0
         self.peer_results = 0
-        self._version = cache_version(config.render)
+        #: Answers this process has made; a miss seen before a change of it
+        #: may have been filled by one of them since (see :meth:`result_for`).
+        self.made = 0
+        self._version = keys.cache_version(config.fingerprint, pipeline.libvips_version())
         # -inf, not 0: time.monotonic() may be below the interval just after boot.
         self._last_cache_error = float("-inf")
         self._lock = threading.Lock()
@@ -127,13 +177,13 @@ class Thumbnailer:
     # -- the public entry point --------------------------------------------------
 
     def reply(self, path: str, method: str, request_headers: Mapping[str, str]) -> responders.Reply:
-        """Answer one request for ``path`` (raw, still percent-encoded, from the signature on).
+        """Answer one request for ``path`` (raw, still percent-encoded, after the mount prefix).
 
         ``/health`` and ``/metrics`` exactly are the operational endpoints; a
         thumbnail path always has more segments, so the two never clash.
-        ``/info/...`` asks for a source's info (:meth:`info_reply`), as in
-        imgproxy (a thumbnail signature can only read "info" with a 3-byte
-        ``SIGNATURE_SIZE``, a 1 in 2**24 chance; that URL is then refused).
+        ``/info/...`` asks for a source's info, as in imgproxy (a thumbnail
+        signature can only read "info" with a 3-byte ``SIGNATURE_SIZE``, a 1
+        in 2**24 chance; that URL is then refused).
         """
         if path in metrics.ENDPOINTS:
             return metrics.endpoint_reply(
@@ -144,10 +194,7 @@ class Thumbnailer:
                 lambda: metrics.health_problems(self.executor, self.cache),
             )
         try:
-            if info_endpoint.is_info_path(path):
-                answer = self.info_reply(path, method, request_headers)
-            else:
-                answer = self.thumbnail_reply(path, method, request_headers)
+            answer = self.answer(path, method, request_headers)
         except Exception:  # not swallowed: the server turns it into a 500, counted here
             self.metrics.count_request(500)
             raise
@@ -160,31 +207,23 @@ class Thumbnailer:
         with self._lock:
             return metrics.Counts(self.renders, self.source_loads, coalesced, self.peer_results)
 
-    # -- steps ------------------------------------------------------------------
+    # -- one request --------------------------------------------------------------
 
-    def thumbnail_reply(
+    def answer(
         self, path: str, method: str, request_headers: Mapping[str, str]
     ) -> responders.Reply:
-        """Answer a thumbnail request: the result, or the error that stopped it."""
-
-        def result() -> responders.Result:
-            return self.result_for(self.job_for(path, request_headers.get("HTTP_ACCEPT", "")))
-
-        return self._answer(path, method, request_headers, result)
-
-    def _answer(
-        self,
-        path: str,
-        method: str,
-        request_headers: Mapping[str, str],
-        result: Callable[[], responders.Result],
-    ) -> responders.Reply:
-        """The reply for ``result()``, or for the project error it raised (logged)."""
+        """The reply for a thumbnail or info path, or for the project error that stopped it."""
         if method not in responders.METHODS:
             return responders.method_not_allowed()
+        if has_query(request_headers):
+            return responders.not_found()
         try:
+            job = self.job_for(path, request_headers.get("HTTP_ACCEPT", ""))
+            cache_control = responders.cache_control(
+                self.config.cache_control, job.expires, self.clock()
+            )
             return responders.result_reply(
-                result(), method, request_headers, self.config.cache_control
+                self.result_for(job), method, request_headers, cache_control
             )
         except errors.OximgError as error:
             level = logging.WARNING if responders.status_for(error) >= 500 else logging.INFO
@@ -192,36 +231,38 @@ class Thumbnailer:
             return responders.error_reply(error, method)
 
     def job_for(self, path: str, accept: str) -> Job:
-        """Verify and parse ``path`` into a :class:`Job`; no storage is touched."""
-        signature, rest = split_signed_path(path)
-        if self.config.allow_unsigned and signature in ("insecure", "unsafe"):
-            pass
-        else:
-            self.signer.verify(signature, rest)
+        """Verify and parse ``path`` into a :class:`Job`. No storage is touched.
+
+        The source is resolved here, before any cache lookup, so a source the
+        configuration no longer allows (a host removed from ``HTTP_SOURCES``)
+        is refused rather than served from the cache.
+        """
+        if info_endpoint.is_info_path(path):
+            return self._info_job(info_endpoint.signed_part(path))
+        rest = verified_rest(path, self.signer, self.config.allow_unsigned)
         parsed = parse_path(rest, self.config.presets)
         options = parsed.options
-        if options.expires and options.expires < self.clock():
-            raise errors.ExpiredURL(f"expired at {options.expires}")
-        alias, name = self.split_source(parsed.source)
-        fmt, negotiated = self.output_format(options, name, accept)
-        canonical = build_path(replace(options, format=fmt), parsed.source)
-        key = self.cache_key(parsed.source, canonical, fmt)
-        return Job(alias, name, options, fmt, negotiated, key)
+        self._check_expiry(options.expires)
+        source = self.sources.resolve(parsed.source)
+        fmt, negotiated = self.output_format(options, source.name, accept)
+        # The canonical request: what decides the bytes. ``expires`` decides
+        # only whether there is an answer, so URLs that differ in it share one.
+        canonical = build_path(replace(options, format=fmt, expires=0), parsed.source)
+        key = keys.result_key(parsed.source, canonical, self._version, fmt)
+        vary = VARY_ACCEPT if negotiated else ()
+        return Job(source, RenderWork(options, fmt), key, vary, options.expires)
 
-    def split_source(self, source: str) -> tuple[str, str]:
-        """Split ``alias:name`` into a configured source alias and a name.
+    def _info_job(self, signed: str) -> Job:
+        rest = verified_rest(signed, self.signer, self.config.allow_unsigned)
+        request = info_endpoint.parse_info_path(rest)
+        self._check_expiry(request.expires)
+        source = self.sources.resolve(request.source)
+        key = keys.result_key(request.source, request.canonical(), self._version, "json")
+        return Job(source, InfoWork(request), key, (), request.expires)
 
-        A URL (``scheme://...``) goes whole to the HTTP store, which checks it
-        against its allowlist; without one (``HTTP_SOURCES`` empty) it is a 404.
-        """
-        if is_url(source):
-            if URL_ALIAS in self.sources:
-                return URL_ALIAS, source
-            raise errors.SourceNotFound("URL sources are off (OXIMG['HTTP_SOURCES'] is empty)")
-        alias, sep, name = source.partition(":")
-        if sep and alias and alias != URL_ALIAS and alias in self.sources:
-            return alias, name
-        return "", source
+    def _check_expiry(self, expires: int) -> None:
+        if expires and expires < self.clock():
+            raise errors.ExpiredURL(f"expired at {expires}")
 
     def output_format(self, options: Options, name: str, accept: str) -> tuple[str, bool]:
         """The output format and whether it was negotiated from Accept."""
@@ -232,131 +273,140 @@ class Thumbnailer:
             return fallback, False
         return negotiate(accept, fallback), True
 
-    def cache_key(self, source: str, canonical: str, fmt: str) -> str:
-        """Key under the source's own directory, so one source's variants purge together.
-
-        Made from the canonical request (never the raw URL), the pipeline
-        version and the libvips version.
-        """
-        return f"{source_directory(source)}/{sha256_hex(self._version, canonical)[:40]}.{fmt}"
-
     def result_for(self, job: Job) -> responders.Result:
-        """The cached result, or a fresh render shared by concurrent identical requests."""
-        content_type = pipeline.CONTENT_TYPES[job.format]
+        """The cached answer, or a fresh one made once for concurrent identical requests.
+
+        The flight shares only the content: each request builds its own
+        result from it (:meth:`Job.result`).
+        """
+        made_before = self.made
         cached = self.cache.get(job.key)
         self.metrics.count_cache_lookup(hit=cached is not None)
         if cached is not None:
-            return self._from_cache(job, cached, content_type)
-        result, _shared = self.flights.do(job.key, lambda: self._cached_or_rendered(job))
-        return result
+            return job.result(cached)
+        content, _shared = self.flights.do(job.key, lambda: self._cached_or_made(job, made_before))
+        return job.result(content)
 
-    def _cached_or_rendered(self, job: Job) -> responders.Result:
-        """Run once per key in flight: look in the cache again, render only on a miss.
+    def _cached_or_made(self, job: Job, made_before: int) -> CachedResult:
+        """Run once per key in flight: make the answer, unless it appeared meanwhile.
 
-        A request that missed the cache just before another request's flight
-        ended becomes a new leader; the second look finds that result, so it is
-        not rendered twice.
+        The cache is looked at again only when it may have changed since the
+        caller's miss: when this process made an answer in between (a flight
+        that ended just before this one started), or after waiting for a
+        peer process's lease. Followers share what this returns, so a
+        remote store's stream is read into memory first.
         """
-        content_type = pipeline.CONTENT_TYPES[job.format]
         lease_ttl = self.config.peer_wait + LEASE_MARGIN
         give_up = time.monotonic() + self.config.peer_wait
         pause = PEER_POLL_FIRST
+        look = self.made != made_before
         waited = False
         while True:
-            cached = self.cache.get(job.key)
+            cached = self.cache.get(job.key) if look else None
             if cached is not None:
                 if waited:
                     with self._lock:
                         self.peer_results += 1
-                return self._from_cache(job, cached.in_memory(), content_type)
+                return cached.in_memory()
             if self.coordinator.acquire(job.key, lease_ttl):
                 try:
-                    return self._render_result(job, content_type, look_again=waited)
+                    if waited:  # the peer may have finished between our look and our lease
+                        cached = self.cache.get(job.key)
+                        if cached is not None:
+                            return cached.in_memory()
+                    return self.make(job)
                 finally:
                     self.coordinator.release(job.key)
             # Another process holds the lease: its result will be in the cache.
             if time.monotonic() >= give_up:
-                # The holder is stuck or was killed: render ourselves rather than fail.
-                logger.warning("no result from the lease holder of %s; rendering here", job.key)
-                return self._render_result(job, content_type, look_again=False)
+                # The holder is stuck or was killed: make it here rather than fail.
+                logger.warning("no result from the lease holder of %s; making it here", job.key)
+                return self.make(job)
             time.sleep(pause)
             pause = min(pause * 2, PEER_POLL_MAX)
-            waited = True
+            look = waited = True
 
-    def _render_result(self, job: Job, content_type: str, look_again: bool) -> responders.Result:
-        if look_again:  # a peer may have finished between our last look and our lease
-            cached = self.cache.get(job.key)
-            if cached is not None:
-                return self._from_cache(job, cached.in_memory(), content_type)
-        rendered = self.produce(job)
-        return responders.Result(
-            content_type, job.etag, job.negotiated, data=rendered.data, size=len(rendered.data)
-        )
+    def make(self, job: Job) -> CachedResult:
+        """Read, check, make within budget and deadline, then cache the answer.
 
-    def _from_cache(self, job: Job, cached: CachedResult, content_type: str) -> responders.Result:
-        """A reply's result from a cache hit.
-
-        Hits found inside a flight are shared by its followers, so their
-        callers pass ``cached.in_memory()``: a remote store's stream can be
-        sent once only.
+        A source whose store reads on the worker (local disk) is read there,
+        once the job's turn has come (a staged job), so requests waiting in
+        the queue hold no source bytes and the memory budget really bounds
+        the process. Other sources (S3, HTTP) are read here, on the request
+        thread, so a network wait never holds a render slot; the queue is
+        checked first, so a refused request reads nothing.
         """
-        return responders.Result(
-            content_type,
-            job.etag,
-            job.negotiated,
-            data=cached.data,
-            path=cached.path,
-            size=cached.size,
-            stream=cached.stream,
-            url=cached.url,
-        )
-
-    def produce(self, job: Job) -> pipeline.Rendered:
-        """Read, check, render within budget and deadline, then cache the result.
-
-        A local source is read on the executor's worker once the job's turn
-        has come (a staged job), so requests waiting in the queue hold no
-        source bytes and the memory budget really bounds the process. A
-        remote one (S3, HTTP: no ``read_on_worker``) is read here, on the
-        request thread, so a network wait never holds a render slot; the
-        queue is checked first, so a refused request reads nothing.
-        """
-        if getattr(self.sources[job.source_alias], "read_on_worker", False):
-            rendered = self.executor.run_staged(lambda: self.prepare_render(job))
+        if not job.needs_worker:
+            self.executor.check_capacity()  # shed load before reading the source
+            data = self.prepare(job)[1]()
+        elif job.source.store.read_on_worker:
+            data = self.executor.run_staged(lambda: self.prepare(job))
         else:
             self.executor.check_capacity()
-            cost, render = self.prepare_render(job)
-            rendered = self.executor.run(render, cost=cost)
+            cost, produce = self.prepare(job)
+            data = self.executor.run(produce, cost=cost)
+        self.store_result(job.key, data)
         with self._lock:
-            self.renders += 1
-        self.store_result(job.key, rendered.data)
-        return rendered
+            self.made += 1
+            if isinstance(job.work, RenderWork):
+                self.renders += 1
+        return CachedResult(size=len(data), data=data)
 
-    def prepare_render(self, job: Job) -> tuple[int, Callable[[], pipeline.Rendered]]:
-        """Read and check the source; return the render's memory estimate and the render."""
-        data, info = self.source_reads.do(
-            f"{job.source_alias}:{job.source_name}", lambda: self.load_source(job)
-        )[0]
-        frames = self.frames_to_render(info, job.format)
+    def prepare(self, job: Job) -> tuple[int, Callable[[], bytes]]:
+        """Read and check the source; return the work's memory estimate and the work."""
+        data, info = self.source_reads.do(job.source.source, lambda: self.load_source(job))[0]
+        if isinstance(job.work, InfoWork):
+            return self._prepare_info(job.work.request, data, info)
+        return self._prepare_render(job.work, data, info)
+
+    def _prepare_render(
+        self, work: RenderWork, data: bytes, info: pipeline.SourceInfo
+    ) -> tuple[int, Callable[[], bytes]]:
+        frames = self.frames_to_render(info, work.format)
         self.check_resolution(info, frames)
-        cost = estimate_peak_bytes(info, frames, job.options, data)
+        cost = estimate_peak_bytes(info, frames, work.options, data)
 
-        def render() -> pipeline.Rendered:
+        def render() -> bytes:
             started = time.monotonic()
             deadline = started + self.config.render_timeout
             try:
-                return pipeline.render(
-                    data, job.options, job.format, self.config.render, deadline=deadline, info=info
+                rendered = pipeline.render(
+                    data,
+                    work.options,
+                    work.format,
+                    self.config.render,
+                    deadline=deadline,
+                    info=info,
                 )
+                return rendered.data
             finally:  # failed and killed renders took their time too
                 self.metrics.observe_render(time.monotonic() - started)
 
         return cost, render
 
+    def _prepare_info(
+        self, request: info_endpoint.InfoRequest, data: bytes, info: pipeline.SourceInfo
+    ) -> tuple[int, Callable[[], bytes]]:
+        """The header answers everything but the BlurHash and dominant colour;
+        those come from a tiny shrink-on-load thumbnail, with its own (small)
+        memory estimate and the render deadline."""
+        if not request.needs_pixels:
+            return 0, lambda: info_endpoint.info_document(info, len(data), None)
+        self.check_resolution(info, 1)
+        cost = estimate_peak_bytes(info, 1, SUMMARY_OPTIONS, data)
+
+        def summarise() -> bytes:
+            deadline = time.monotonic() + self.config.render_timeout
+            summary = pipeline.summarise(
+                data, request.blurhash, request.dominant_color, deadline=deadline
+            )
+            return info_endpoint.info_document(info, len(data), summary)
+
+        return cost, summarise
+
     def load_source(self, job: Job) -> tuple[bytes, pipeline.SourceInfo]:
         """Read the source and its header (shared by concurrent jobs on one source)."""
-        store = self.sources[job.source_alias]
-        data = store.read(job.source_name, self.config.max_src_file_size)
+        data = job.source.store.read(job.source.name, self.config.max_src_file_size)
         info = pipeline.probe(data)
         with self._lock:
             self.source_loads += 1
@@ -384,106 +434,16 @@ class Thumbnailer:
                 self._last_cache_error = now
                 logger.error("result cache write failed for %s: %s", key, exc)
 
-    # -- /info ------------------------------------------------------------------
 
-    def info_reply(
-        self, path: str, method: str, request_headers: Mapping[str, str]
-    ) -> responders.Reply:
-        """Answer ``/info/<signature>/...`` with the source's info as JSON (core/info.py).
+def has_query(request_headers: Mapping[str, str]) -> bool:
+    """Whether the request URL has a query string (even an empty one).
 
-        Cached, validated and answered like a thumbnail: the same result
-        cache (under the source's directory, so a purge removes it), ETag,
-        304, Cache-Control and error statuses.
-        """
-
-        def result() -> responders.Result:
-            request, job = self.info_job_for(path)
-            return self.info_result_for(job, request)
-
-        return self._answer(path, method, request_headers, result)
-
-    def info_job_for(self, path: str) -> tuple[info_endpoint.InfoRequest, Job]:
-        """Verify and parse an info path; the job's key ends in ``.json``. No I/O."""
-        signature, rest = split_signed_path(info_endpoint.signed_part(path))
-        if not (self.config.allow_unsigned and signature in ("insecure", "unsafe")):
-            self.signer.verify(signature, rest)
-        request = info_endpoint.parse_info_path(rest)
-        if request.expires and request.expires < self.clock():
-            raise errors.ExpiredURL(f"expired at {request.expires}")
-        alias, name = self.split_source(request.source)
-        digest = sha256_hex(self._version, request.canonical())[:40]
-        key = f"{source_directory(request.source)}/{digest}.json"
-        return request, Job(alias, name, Options(), "json", False, key)
-
-    def info_result_for(self, job: Job, request: info_endpoint.InfoRequest) -> responders.Result:
-        """The cached document, or a fresh one shared by concurrent identical requests."""
-        cached = self.cache.get(job.key)
-        self.metrics.count_cache_lookup(hit=cached is not None)
-        if cached is not None:
-            return self._from_cache(job, cached, info_endpoint.CONTENT_TYPE)
-        result, _shared = self.flights.do(job.key, lambda: self._info_cached_or_made(job, request))
-        return result
-
-    def _info_cached_or_made(
-        self, job: Job, request: info_endpoint.InfoRequest
-    ) -> responders.Result:
-        cached = self.cache.get(job.key)
-        if cached is not None:
-            return self._from_cache(job, cached.in_memory(), info_endpoint.CONTENT_TYPE)
-        document = self.produce_info(job, request)
-        return responders.Result(
-            info_endpoint.CONTENT_TYPE, job.etag, False, data=document, size=len(document)
-        )
-
-    def produce_info(self, job: Job, request: info_endpoint.InfoRequest) -> bytes:
-        """Read the source, summarise it if asked (on the executor), cache the JSON.
-
-        The header answers everything but the BlurHash and dominant colour;
-        those come from a tiny shrink-on-load thumbnail, admitted with its
-        own (small) memory estimate and the render deadline.
-        """
-        self.executor.check_capacity()  # shed load before reading the source
-        data, info = self.source_reads.do(
-            f"{job.source_alias}:{job.source_name}", lambda: self.load_source(job)
-        )[0]
-        summary = None
-        if request.needs_pixels:
-            self.check_resolution(info, 1)
-            cost = estimate_peak_bytes(info, 1, SUMMARY_OPTIONS, data)
-
-            def summarise() -> pipeline.Summary:
-                deadline = time.monotonic() + self.config.render_timeout
-                return pipeline.summarise(
-                    data, request.blurhash, request.dominant_color, deadline=deadline
-                )
-
-            summary = self.executor.run(summarise, cost=cost)
-        document = info_endpoint.info_document(info, len(data), summary)
-        self.store_result(job.key, document)
-        return document
-
-
-def cache_version(render: pipeline.RenderSettings) -> str:
-    """The part of every cache key that changes when output bytes would.
-
-    A JPEG decode margin other than libvips' own changes the bytes of JPEG
-    sources, so it is part of the key (keys made with the default stay as
-    they were).
+    Thumbnail URLs have none: a query string would make another URL for the
+    same image (:func:`~django_oximg.core.responders.not_found`).
     """
-    version = f"{PIPELINE_VERSION}:{pipeline.libvips_version()}"
-    if render.jpeg_shrink_margin != pipeline.LIBVIPS_SHRINK_MARGIN:
-        version += f":m{render.jpeg_shrink_margin:g}"
-    return version
-
-
-def sha256_hex(*parts: str) -> str:
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
-
-
-def source_directory(source: str) -> str:
-    """The cache directory holding every variant of ``source``."""
-    source_hash = sha256_hex(source)[:32]
-    return f"{source_hash[:2]}/{source_hash}"
+    if request_headers.get("QUERY_STRING"):
+        return True
+    return any("?" in str(request_headers.get(name) or "") for name in RAW_URI_VARIABLES)
 
 
 def accepted_types(accept: str) -> set[str]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 from wsgiref.util import FileWrapper
 
+from django_oximg.core import responders
 from django_oximg.core.responders import Reply
 
 if TYPE_CHECKING:
@@ -47,15 +48,19 @@ def raw_request_path(environ: dict[str, Any]) -> str:
     return quote(decoded.encode("latin-1"), safe=PATH_SAFE)
 
 
-def path_after_prefix(raw_path: str, decoded_prefix: str) -> str:
+def path_after_prefix(raw_path: str, decoded_prefix: str) -> str | None:
     """The raw path after the segments of ``decoded_prefix``, starting with "/".
 
     The prefix is matched on the decoded path by the caller; here its segments
-    are counted and dropped from the raw path, so encoded characters after it
-    stay exactly as sent.
+    are dropped from the raw path, so encoded characters after it stay
+    exactly as sent. None when the raw path spells the prefix otherwise than
+    its one canonical form (``/im%67/`` for ``/img/``): one image, one URL.
     """
+    parts = raw_path.split("/")
     segments = decoded_prefix.rstrip("/").count("/") + 1
-    return "/" + "/".join(raw_path.split("/")[segments:])
+    if "/".join(parts[:segments]) != quote(decoded_prefix.rstrip("/"), safe=PATH_SAFE):
+        return None
+    return "/" + "/".join(parts[segments:])
 
 
 def send(reply: Reply, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
@@ -92,5 +97,8 @@ class ThumbnailMiddleware:
         script_name = str(environ.get("SCRIPT_NAME", "")).rstrip("/")
         rest = path_after_prefix(raw_request_path(environ), script_name + prefix)
         method = str(environ.get("REQUEST_METHOD", "GET")).upper()
-        reply = self.get_thumbnailer().reply(rest, method, environ)
+        if rest is None:
+            reply = responders.not_found()
+        else:
+            reply = self.get_thumbnailer().reply(rest, method, environ)
         return send(reply, environ, start_response)

@@ -50,8 +50,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from django_oximg import conf, runtime
 from django_oximg.core import pipeline
+from django_oximg.core.keys import source_directory
 from django_oximg.core.options import Options, build_path
-from django_oximg.core.thumbnailer import source_directory
 from django_oximg.management.progress import Progress
 
 #: The reference benchmarks' medium and large photo sizes.

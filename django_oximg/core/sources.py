@@ -1,0 +1,61 @@
+"""Which store holds a source, as written in a URL: one resolver for the server and the tags.
+
+A source is written ``name`` (the default store), ``alias:name`` (a store
+named in ``OXIMG["SOURCES"]``) or ``http(s)://...`` (the HTTP store, when
+``HTTP_SOURCES`` allows any). The thumbnailer resolves it before its cache
+lookup and the template tags before they read a header, so both agree on
+every source, and a name a store can never serve (outside its root, off the
+HTTP allowlist) is refused before anything is looked up or read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from django_oximg.core import errors
+from django_oximg.core.http_source import URL_ALIAS, is_url
+from django_oximg.core.stores import SourceStore
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A source split into its store and the name within it."""
+
+    #: The source as written in the URL (``alias:name``, a name or a URL).
+    source: str
+    #: The store's alias ("" for the default store, :data:`URL_ALIAS` for HTTP).
+    alias: str
+    name: str
+    store: SourceStore
+
+
+class SourceResolver:
+    """Splits sources into store and name; thread-safe (it holds no mutable state)."""
+
+    def __init__(self, stores: Mapping[str, SourceStore]) -> None:
+        if "" not in stores:
+            raise ValueError("sources needs a default store under the alias ''")
+        self.stores = dict(stores)
+
+    def resolve(self, source: str) -> Resolved:
+        """The store and name of ``source``, checked by the store (no I/O).
+
+        A URL goes whole to the HTTP store, which checks it against its
+        allowlist; without one (``HTTP_SOURCES`` empty) it is a 404. An
+        ``alias:`` prefix that names no configured store is part of the name.
+        Raises SourceNotFound for a name the store can never serve.
+        """
+        if is_url(source):
+            if URL_ALIAS not in self.stores:
+                raise errors.SourceNotFound("URL sources are off (OXIMG['HTTP_SOURCES'] is empty)")
+            alias, name = URL_ALIAS, source
+        else:
+            prefix, sep, rest = source.partition(":")
+            if sep and prefix and prefix != URL_ALIAS and prefix in self.stores:
+                alias, name = prefix, rest
+            else:
+                alias, name = "", source
+        store = self.stores[alias]
+        store.check_name(name)
+        return Resolved(source, alias, name, store)
