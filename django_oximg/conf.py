@@ -155,7 +155,8 @@ class OximgSettings:
     PRESETS: Mapping[str, str] = field(default_factory=dict)
     """Named option sets, e.g. ``{"card": "rs:fill:400:300/q:70"}``, used as
     ``pr:card`` in URLs or ``preset="card"`` in the tag. A preset named
-    ``default`` applies to every request."""
+    ``default`` applies to every request. Every preset is parsed at start-up;
+    an empty name or a value without an option is refused, as imgproxy does."""
 
     SRCSET_WIDTHS: Mapping[str, tuple[int, ...]] = field(
         default_factory=lambda: {"default": (320, 640, 960, 1280, 1920)}
@@ -454,8 +455,17 @@ def _validate_http_sources(prefixes: tuple[str, ...]) -> None:
 
 
 def _validate_presets(presets: Mapping[str, str]) -> None:
-    """Parse every preset now, so a typo fails at start-up rather than as a 400 per URL."""
-    for name in presets:
+    """Parse every preset now, so a typo fails at start-up rather than as a 400 per URL.
+
+    As imgproxy does, an empty name (no URL can name it) and a value without
+    a single option (a preset that does nothing, most likely a mistake) are
+    refused; surrounding spaces do not count.
+    """
+    for name, value in presets.items():
+        if not name.strip():
+            raise ImproperlyConfigured(f"OXIMG: PRESETS has an empty preset name ({name!r}).")
+        if not any(segment.strip() for segment in value.split("/")):
+            raise ImproperlyConfigured(f"OXIMG: PRESETS[{name!r}] is empty.")
         try:
             parse_path(f"/pr:{name}/plain/x", presets)
         except InvalidOptions as exc:

@@ -167,6 +167,11 @@ def test_signature_size_in_range_is_accepted(size: int) -> None:
         ({"SOURCES": {"a:b": "default"}}, "SOURCES alias"),
         ({"PRESETS": {"card": "nonsense:1"}}, "PRESETS\\['card'\\]"),
         ({"PRESETS": {"card": "q:500"}}, "PRESETS\\['card'\\]"),
+        # An empty name no URL can name, a value without an option: imgproxy refuses both.
+        ({"PRESETS": {"": "q:70"}}, "empty preset name"),
+        ({"PRESETS": {"  ": "q:70"}}, "empty preset name"),
+        ({"PRESETS": {"card": ""}}, "PRESETS\\['card'\\] is empty"),
+        ({"PRESETS": {"card": " / "}}, "PRESETS\\['card'\\] is empty"),
     ],
 )
 def test_bad_values_are_improperly_configured(raw: dict[str, Any], words: str) -> None:

@@ -211,8 +211,35 @@ def test_gravity_offsets_not_given_keep_current_as_imgproxy() -> None:
 
 
 @pytest.mark.parametrize(
+    ("segments", "field", "expected"),
+    [
+        ("g:no::5", "gravity", Gravity("no", 0, 5)),
+        ("g:no:3:4/g:no::5", "gravity", Gravity("no", 3, 5)),
+        ("g:no:3:4/g:so:7:", "gravity", Gravity("so", 7, 4)),
+        ("g:no:3:4/g:we::", "gravity", Gravity("we", 3, 4)),
+        ("dpr:2/g:no::5", "gravity", Gravity("no", 0, 5)),
+        ("c:50:50:ce::10", "crop", Crop(50, 50, Gravity("ce", 0, 10))),
+        ("ex:1:no::5", "extend_gravity", Gravity("no", 0, 5)),
+        ("dpr:2/ex:1:no::5", "extend_gravity", Gravity("no", 0, 5)),
+    ],
+)
+def test_empty_gravity_offsets_keep_current_values(
+    segments: str, field: str, expected: object
+) -> None:
+    # Skipped like every other empty argument (imgproxy refuses them: docs/urls.md).
+    assert getattr(options_of(segments), field) == expected
+
+
+def test_empty_gravity_offset_shares_the_spelled_out_cache_path() -> None:
+    assert build_path(options_of("g:no::5"), "a") == build_path(options_of("g:no:0:5"), "a")
+
+
+@pytest.mark.parametrize(
     "argument",
-    ["xx", "", "sm:1", "fp", "fp:0.5", "fp:1.5:0.5", "fp:0.5:-0.1", "no:1:2:3", "ce:a", "CE"],
+    [
+        *("xx", "", "sm:1", "fp", "fp:0.5", "fp::0.5", "fp:0.5:"),
+        *("fp:1.5:0.5", "fp:0.5:-0.1", "no:1:2:3", "ce:a", "CE"),
+    ],
 )
 def test_bad_gravity_names_gravity(argument: str) -> None:
     assert "gravity" in error_of(f"/g:{argument}/plain/a").public

@@ -17,6 +17,7 @@ from django_oximg.core.signing import (
     KeyPair,
     URLSigner,
     pairs_from_hex,
+    restored_path,
     signature_length,
     split_signed_path,
     verified_rest,
@@ -304,6 +305,78 @@ def test_split_signed_path() -> None:
 def test_split_rejects_missing_or_empty_signature(full_path: str) -> None:
     with pytest.raises(InvalidSignature):
         split_signed_path(full_path)
+
+
+# Repairs made before the signature is checked, as imgproxy makes them
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        # One empty segment after the signature is dropped (imgproxy v4); two are not.
+        ("//plain/a.png", "/plain/a.png"),
+        ("//rs:fit:10:10/plain/a.png", "/rs:fit:10:10/plain/a.png"),
+        ("///plain/a.png", "//plain/a.png"),
+        ("/rs:fit:10:10//plain/a.png", "/rs:fit:10:10//plain/a.png"),
+        # %3A is ':' in option segments only, and only in upper case.
+        ("/rs%3Afit%3A10%3A10/w:5/plain/a.png", "/rs:fit:10:10/w:5/plain/a.png"),
+        ("/rs%3afit%3a10%3a10/plain/a.png", "/rs%3afit%3a10%3a10/plain/a.png"),
+        ("/w:5/plain/a%3Ab.png", "/w:5/plain/a%3Ab.png"),
+        ("/w%3A5/aHR0cDovL2EvYi5wbmc.png", "/w:5/aHR0cDovL2EvYi5wbmc.png"),
+        ("/w%3A5/plain%2Fx/a.png", "/w:5/plain%2Fx/a.png"),
+        # A collapsed "//" after the scheme of a plain source, greedy as imgproxy's pattern.
+        ("/w:5/plain/http:/example.com/a.jpg", "/w:5/plain/http://example.com/a.jpg"),
+        ("/plain/http:/example.com/a:/b.jpg", "/plain/http:/example.com/a://b.jpg"),
+        ("/plain/photos/a.jpg", "/plain/photos/a.jpg"),
+        ("/w:5/aHR0cDovL2EvYi5wbmc.png", "/w:5/aHR0cDovL2EvYi5wbmc.png"),
+        # All three at once.
+        ("//w%3A5/plain/https:/example.com/a.jpg", "/w:5/plain/https://example.com/a.jpg"),
+    ],
+)
+def test_restored_path(path: str, expected: str) -> None:
+    assert restored_path(path) == expected
+
+
+def test_split_signed_path_restores_the_rest() -> None:
+    assert split_signed_path("/sig//w%3A5/plain/http:/e.com/a.jpg") == (
+        "sig",
+        "/w:5/plain/http://e.com/a.jpg",
+    )
+
+
+@pytest.mark.parametrize(
+    ("sent", "signed"),
+    [
+        ("//plain/a.png", "/plain/a.png"),
+        ("/rs%3Afit%3A10%3A10/plain/a.png", "/rs:fit:10:10/plain/a.png"),
+        ("/rs:fit%3A10:10/plain/a.png", "/rs:fit:10:10/plain/a.png"),
+        ("/plain/http:/example.com/a.jpg", "/plain/http://example.com/a.jpg"),
+    ],
+)
+def test_the_signature_covers_the_repaired_path_only(
+    signer: URLSigner, sent: str, signed: str
+) -> None:
+    # Signed as imgproxy signs it: the repaired spelling verifies...
+    assert verified_rest(f"/{signer.sign(signed)}{sent}", signer) == signed
+    # ...and a signature over the spelling as sent does not.
+    with pytest.raises(InvalidSignature):
+        verified_rest(f"/{signer.sign(sent)}{sent}", signer)
+
+
+@pytest.mark.parametrize(
+    ("sent", "signed"),
+    [
+        # Only what imgproxy repairs: lower-case %3a, %3A in the source, two empty
+        # segments and a collapsed scheme in a percent-encoded source are not.
+        ("/rs%3afit/plain/a.png", "/rs:fit/plain/a.png"),
+        ("/plain/a%3Ab.png", "/plain/a:b.png"),
+        ("///plain/a.png", "/plain/a.png"),
+        ("/plain/http%3A/example.com/a.jpg", "/plain/http://example.com/a.jpg"),
+    ],
+)
+def test_no_other_spelling_verifies(signer: URLSigner, sent: str, signed: str) -> None:
+    with pytest.raises(InvalidSignature):
+        verified_rest(f"/{signer.sign(signed)}{sent}", signer)
 
 
 # Unsigned mode

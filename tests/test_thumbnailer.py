@@ -18,6 +18,7 @@ import pyvips
 
 from django_oximg.core import pipeline
 from django_oximg.core.executor import Executor
+from django_oximg.core.http_source import URL_ALIAS, HttpSourceConfig, HttpSourceStore
 from django_oximg.core.responders import Reply
 from django_oximg.core.signing import URLSigner, pairs_from_hex
 from django_oximg.core.stores import (
@@ -763,7 +764,7 @@ VARIANTS = [
     "/w:200/h:200/plain/photos/landscape.jpg@jpeg",
     "/h:200/w:200/plain/photos/landscape.jpg@jpeg",
     "/rs:fit:200:200/f:jpeg/plain/photos/landscape.jpg",
-    "/rs%3Afit%3A200%3A200/plain/photos/landscape.jpg@jpeg",
+    "/rs%3afit%3a200%3a200/plain/photos/landscape.jpg@jpeg",
     "/s:200:200/rt:fit/plain/photos/landscape.jpg@jpeg",
 ]
 
@@ -784,3 +785,70 @@ def test_variants_under_the_original_signature_are_forbidden(
     for path in VARIANTS[1:]:
         assert thumbnailer.reply(f"/{signature}{path}", "GET", {}).status == 403, path
     assert cached_files(cache_dir) == []
+
+
+# -- what proxies do to paths, repaired as imgproxy repairs them ------------------------
+
+#: VARIANTS[0] as a browser or proxy may pass it on; imgproxy reads each as the
+#: original before it checks the signature (core/signing.restored_path).
+REWRITTEN = [
+    "/rs%3Afit%3A200%3A200/plain/photos/landscape.jpg@jpeg",
+    "/rs:fit%3A200:200/plain/photos/landscape.jpg@jpeg",
+]
+
+
+@pytest.mark.parametrize("rewritten", REWRITTEN)
+def test_rewritten_paths_verify_under_the_original_signature(
+    thumbnailer: Thumbnailer, cache_dir: Path, rewritten: str
+) -> None:
+    signature = SIGNER.sign(VARIANTS[0])
+    original = get(thumbnailer, VARIANTS[0])
+    reply = thumbnailer.reply(f"/{signature}{rewritten}", "GET", {})
+    assert reply.status == 200
+    assert body_of(reply) == original.body
+    assert header(reply, "ETag") == header(original, "ETag")
+    assert len(cached_files(cache_dir)) == 1
+    # A signature over the spelling as sent covers a path imgproxy never checks.
+    assert thumbnailer.reply(SIGNER.signed_path(rewritten), "GET", {}).status == 403
+
+
+def test_empty_options_segment_renders_unsigned(make: Callable[..., Thumbnailer]) -> None:
+    # imgproxy v4 renders /unsafe//plain/...: the empty segment is not an option.
+    thumbnailer = make(allow_unsigned=True)
+    reply = thumbnailer.reply("/unsafe//plain/photos/landscape.jpg@png", "GET", {})
+    assert reply.status == 200
+    image = decode(body_of(reply))
+    assert (image.width, image.height) == (640, 480)
+
+
+def test_empty_options_segment_shares_the_signature_of_no_options(
+    thumbnailer: Thumbnailer, cache_dir: Path
+) -> None:
+    path = "/plain/photos/landscape.jpg@png"
+    signature = SIGNER.sign(path)
+    for sent in (f"/{signature}/{path}", f"/{signature}{path}"):
+        reply = thumbnailer.reply(sent, "GET", {})
+        assert reply.status == 200
+        body_of(reply)
+    assert len(cached_files(cache_dir)) == 1
+    assert thumbnailer.reply(SIGNER.signed_path("/" + path), "GET", {}).status == 403
+
+
+def test_collapsed_scheme_of_a_url_source_is_repaired(
+    sources: CountingSourceStore, cache: CountingCacheStore, executors: list[Executor]
+) -> None:
+    executor = Executor(1, 4, 5.0, 64 * MIB)
+    executors.append(executor)
+    remote = HttpSourceStore(HttpSourceConfig(prefixes=("https://images.example/",)))
+    thumbnailer = Thumbnailer(
+        ThumbnailerConfig(), SIGNER, {"": sources, URL_ALIAS: remote}, cache, executor
+    )
+    url = "/rs:fit:200:200/plain/https://images.example/a.jpg"
+    signature = SIGNER.sign(url)
+    collapsed = thumbnailer.job_for(f"/{signature}{url.replace('https://', 'https:/')}", "")
+    assert (collapsed.source.alias, collapsed.source.name) == (
+        URL_ALIAS,
+        "https://images.example/a.jpg",
+    )
+    assert collapsed.key == thumbnailer.job_for(f"/{signature}{url}", "").key
+    assert sources.reads == 0

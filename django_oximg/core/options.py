@@ -241,7 +241,12 @@ def _format_name(option: str, text: str) -> str:
 
 
 def _gravity(option: str, args: list[str], current: Gravity, *, allow_smart: bool) -> Gravity:
-    """Parse ``%type:%x:%y`` as imgproxy does: offsets not given keep ``current``'s."""
+    """Parse ``%type:%x:%y``: offsets not given, or given empty, keep ``current``'s.
+
+    imgproxy keeps offsets left out too, but refuses an empty one
+    (``g:no::5``); here an empty offset is skipped, as an empty argument of
+    every other option is. A focus point needs both of its coordinates.
+    """
     kind = args[0]
     if kind not in GRAVITY_TYPES or (kind == "sm" and not allow_smart):
         raise _invalid(option, kind, "unknown gravity type")
@@ -255,8 +260,11 @@ def _gravity(option: str, args: list[str], current: Gravity, *, allow_smart: boo
         return Gravity("fp", _real(option, args[1], 0.0, 1.0), _real(option, args[2], 0.0, 1.0))
     if len(args) > 3:
         raise _invalid(option, ":".join(args), "too many arguments")
-    x = _real(option, args[1], -MAX_DIMENSION, MAX_DIMENSION) if len(args) > 1 else current.x
-    y = _real(option, args[2], -MAX_DIMENSION, MAX_DIMENSION) if len(args) > 2 else current.y
+    x, y = current.x, current.y
+    if len(args) > 1 and args[1]:
+        x = _real(option, args[1], -MAX_DIMENSION, MAX_DIMENSION)
+    if len(args) > 2 and args[2]:
+        y = _real(option, args[2], -MAX_DIMENSION, MAX_DIMENSION)
     return Gravity(kind, x, y)
 
 

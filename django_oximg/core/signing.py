@@ -171,17 +171,72 @@ class URLSigner:
 
 
 def split_signed_path(full_path: str) -> tuple[str, str]:
-    """Split ``/<signature>/<rest>`` into ``(signature, "/<rest>")``.
+    """Split ``/<signature>/<rest>`` into ``(signature, restored_path("/<rest>"))``.
 
-    Raises :class:`InvalidSignature` when there is no non-empty first segment
-    followed by a ``/``, so a request without one never reaches storage.
+    The part after the signature comes back repaired as imgproxy repairs it
+    (:func:`restored_path`): that is the path the signature covers and the
+    parser reads. Raises :class:`InvalidSignature` when there is no non-empty
+    first segment followed by a ``/``, so a request without one never reaches
+    storage.
     """
     if not full_path.startswith("/"):
         raise InvalidSignature("path does not start with /")
     signature, slash, rest = full_path[1:].partition("/")
     if not slash or not signature:
         raise InvalidSignature("missing signature segment")
-    return signature, "/" + rest
+    return signature, restored_path("/" + rest)
+
+
+#: imgproxy's pattern for a plain source whose ``//`` after the scheme was
+#: collapsed to ``/`` by a browser or proxy (``http:/host/a.jpg``). ``\S`` as Go
+#: reads it: anything but ASCII space, tab, newline, form feed and carriage return.
+COLLAPSED_SCHEME = re.compile(r"/plain/([^ \t\n\f\r]+):/([^/])")
+
+#: The one spelling of an encoded ``:`` that imgproxy reads in option segments.
+ENCODED_COLON = "%3A"
+
+
+def restored_path(path: str) -> str:
+    """``path`` (from the ``/`` after the signature on) as imgproxy verifies and parses it.
+
+    Browsers and proxies rewrite URLs; imgproxy undoes three rewrites before
+    it checks the signature, so the signature covers the repaired path and a
+    rewritten URL still verifies. Each repair is made exactly as imgproxy
+    makes it and no further, because every spelling that verifies is one
+    more URL for the same image in a CDN:
+
+    1. One empty segment right after the signature is dropped
+       (``/<sig>//plain/a.png`` is ``/<sig>/plain/a.png``, as in imgproxy v4,
+       whose signature check adds the leading ``/`` only when it is missing).
+    2. ``%3A`` (upper case only) in the option segments becomes ``:``; the
+       source is left alone (its percent-encoding is decoded once, later).
+    3. In a plain source, ``<scheme>:/x`` becomes ``<scheme>://x``
+       (``local:/x`` becomes ``local:///x``), imgproxy's ``redenormalizePath``.
+       As in imgproxy the pattern is greedy: only the last ``:/`` after
+       ``/plain/`` is repaired.
+    """
+    if path.startswith("//"):
+        path = path[1:]
+    if ENCODED_COLON in path:
+        path = _decode_option_colons(path)
+    return COLLAPSED_SCHEME.sub(_uncollapse, path)
+
+
+def _decode_option_colons(path: str) -> str:
+    """``%3A`` read as ``:`` in the segments before the source (the first without a colon)."""
+    segments = path.split("/")
+    for index in range(1, len(segments)):
+        segment = segments[index].replace(ENCODED_COLON, ":")
+        if ":" not in segment:
+            break
+        segments[index] = segment
+    return "/".join(segments)
+
+
+def _uncollapse(match: re.Match[str]) -> str:
+    scheme = match[1]
+    slashes = ":///" if scheme == "local" else "://"
+    return f"/plain/{scheme}{slashes}{match[2]}"
 
 
 def verified_rest(full_path: str, signer: URLSigner, allow_unsigned: bool = False) -> str:
