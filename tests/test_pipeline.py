@@ -10,13 +10,12 @@ import itertools
 import random
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 import pyvips
 
-from django_oximg.core import pipeline
+from django_oximg.core import deadlines, pipeline
 from django_oximg.core.errors import (
     InvalidImage,
     ProcessingTimeout,
@@ -733,26 +732,10 @@ def test_deadline_passing_mid_render_stops_libvips() -> None:
     """
     big = jpeg(flat(6000, 4000))
     options = Options(width=6000, blur=150.0)
-    before = dict(pipeline.WATCHDOG._watched)
+    before = dict(deadlines.WATCHDOG._watched)
     with pytest.raises(ProcessingTimeout):
         pipeline.render(big, options, "png", SETTINGS, deadline=time.monotonic() + 0.1)
-    assert pipeline.WATCHDOG._watched == before  # nothing left behind to kill later
-
-
-def test_watchdog_restarts_a_thread_lost_in_a_fork() -> None:
-    """A forked child has the watchdog's attribute but not its thread: a new one starts."""
-    dead = threading.Thread(target=lambda: None)
-    dead.start()
-    dead.join()
-    watchdog = pipeline.Watchdog()
-    watchdog._thread = dead
-    deadline = pipeline.Deadline(time.monotonic() + 0.05)  # not entered: only ours watches
-    watchdog.add(deadline)
-    assert watchdog._thread is not dead and watchdog._thread.is_alive()
-    stop = time.monotonic() + 10
-    while not deadline.expired:
-        assert time.monotonic() < stop, "the new watchdog thread never expired it"
-        time.sleep(0.01)
+    assert deadlines.WATCHDOG._watched == before  # nothing left behind to kill later
 
 
 def test_future_deadline_does_not_interfere(landscape: bytes) -> None:

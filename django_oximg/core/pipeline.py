@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import re
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -38,6 +37,7 @@ import blurhash
 import pyvips
 
 from django_oximg.core import encoder, jpeg
+from django_oximg.core.deadlines import Deadline
 from django_oximg.core.errors import (
     InvalidImage,
     OximgError,
@@ -411,111 +411,22 @@ def probe(data: bytes) -> SourceInfo:
 # --- deadline -----------------------------------------------------------------
 
 
-class Deadline:
-    """Stops libvips work once ``time.monotonic()`` passes ``at``.
+def watched(image: Image, deadline: Deadline) -> Image:
+    """``image``, whose computation libvips stops (its kill flag) when ``deadline`` passes.
 
-    Use as a context manager around a computation; :meth:`watch` each image
-    that will be computed (the one handed to a saver or ``copy_memory``). When
-    the time passes, :data:`WATCHDOG` sets the kill flag of every watched
-    image, libvips stops its threads and the computation fails. An image
-    watched after the time has passed is killed at once.
+    Watch each image that will be computed (the one handed to a saver,
+    ``copy_memory`` or a region); the computation then fails, and
+    :func:`failure` tells a timeout from a broken file.
     """
-
-    def __init__(self, at: float | None) -> None:
-        self.at = at
-        self.expired = False
-        self._images: list[Image] = []
-        self._lock = threading.Lock()
-
-    def __enter__(self) -> Deadline:
-        if self.at is not None:
-            WATCHDOG.add(self)
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        if self.at is not None:
-            WATCHDOG.remove(self)
-        with self._lock:
-            self._images.clear()
-
-    def watch(self, image: Image) -> Image:
-        """Return ``image``, to be killed when the deadline passes (no-op without one)."""
-        if self.at is None:
-            return image
-        with self._lock:
-            self._images.append(image)
-            if time.monotonic() >= self.at:
-                self.expired = True
-            if self.expired:
-                image.set_kill(True)
-        return image
-
-    def expire(self) -> None:
-        """Kill every watched computation (called by the watchdog's thread)."""
-        with self._lock:
-            self.expired = True
-            for image in self._images:
-                image.set_kill(True)
-
-    def failure(self, error: pyvips.Error) -> OximgError:
-        """The error to raise for a libvips failure during a watched computation."""
-        if self.expired:
-            return ProcessingTimeout(f"render deadline passed: {error.message}")
-        return _wrap_error(error)
+    deadline.on_expiry(partial(image.set_kill, True))
+    return image
 
 
-class Watchdog:
-    """One sleeping thread that expires :class:`Deadline` objects when their time comes.
-
-    Why not libvips' progress signal: its callback runs Python on libvips'
-    worker threads every few tiles, taking the GIL each time, which cost
-    about 0.5 ms of CPU per medium thumbnail (docs/BENCHMARKS.md). This thread
-    wakes only when the earliest deadline is due (at most once per
-    ``RENDER_TIMEOUT`` when every render finishes in time).
-    """
-
-    def __init__(self) -> None:
-        self._condition = threading.Condition()
-        self._watched: dict[int, Deadline] = {}
-        #: When the thread will wake next (None: it sleeps until notified).
-        self._wakes_at: float | None = None
-        self._thread: threading.Thread | None = None
-
-    def add(self, deadline: Deadline) -> None:
-        assert deadline.at is not None
-        with self._condition:
-            self._watched[id(deadline)] = deadline
-            # Also when the thread is gone: a process forked after a render
-            # (gunicorn --preload) inherits the attribute but not the thread.
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(
-                    target=self._run, name="oximg-render-watchdog", daemon=True
-                )
-                self._thread.start()
-            if self._wakes_at is None or deadline.at < self._wakes_at:
-                self._condition.notify()
-
-    def remove(self, deadline: Deadline) -> None:
-        with self._condition:
-            self._watched.pop(id(deadline), None)
-
-    def _run(self) -> None:
-        with self._condition:
-            while True:
-                now = time.monotonic()
-                for key, deadline in list(self._watched.items()):
-                    if deadline.at is not None and deadline.at <= now:
-                        del self._watched[key]
-                        deadline.expire()
-                self._wakes_at = min(
-                    (d.at for d in self._watched.values() if d.at is not None), default=None
-                )
-                timeout = None if self._wakes_at is None else self._wakes_at - now
-                self._condition.wait(timeout)
-
-
-#: The process's watchdog (its thread starts with the first deadline).
-WATCHDOG = Watchdog()
+def failure(error: pyvips.Error, deadline: Deadline) -> OximgError:
+    """The error to raise for a libvips failure during a watched computation."""
+    if deadline.expired:
+        return ProcessingTimeout(f"render deadline passed: {error.message}")
+    return _wrap_error(error)
 
 
 # --- load ---------------------------------------------------------------------
@@ -1019,7 +930,7 @@ def in_memory_encoder(
         or not encoder.can_encode(fmt, width, height, bands)
     ):
         return None
-    region = pyvips.Region.new(watch.watch(image))
+    region = pyvips.Region.new(watched(image, watch))
     pixels = bytearray(width * height * bands)
     row_bytes = width * bands
     for top in range(0, height, FETCH_ROWS):
@@ -1100,7 +1011,7 @@ def _render_watched(
             source, in_memory = load_full(data, options, animated), False
         if options.gravity.type == "sm" and not animated:
             # The attention crop reads the frame twice: compute it once, watched.
-            source, in_memory = watch.watch(source).copy_memory(), True
+            source, in_memory = watched(source, watch).copy_memory(), True
         count, frame_height = frame_layout(source, animated)
         frame_width = source.width
         if count > 1 and per_pixel_only((frame_width, frame_height), geometry, options):
@@ -1121,11 +1032,11 @@ def _render_watched(
         if encode_at is None:
             if options.max_bytes:
                 # The max_bytes loop may encode again: decode and process only once.
-                image = watch.watch(image).copy_memory()
-            encode_at = partial(encode, watch.watch(image), fmt, keep=keep, settings=settings)
+                image = watched(image, watch).copy_memory()
+            encode_at = partial(encode, watched(image, watch), fmt, keep=keep, settings=settings)
         encoded = encode_within_limit(encode_at, fmt, options, settings)
     except pyvips.Error as error:
-        raise watch.failure(error) from error
+        raise failure(error, watch) from error
     return Rendered(encoded, fmt, int(frame_width), int(frame_height), count)
 
 
@@ -1216,11 +1127,11 @@ def summarise(
             image = pyvips.Image.thumbnail_buffer(
                 data, SUMMARY_SIZE, height=SUMMARY_SIZE, option_string=_loader_options(False)
             )
-            image = watch.watch(to_srgb(image, Options())).copy_memory()
+            image = watched(to_srgb(image, Options()), watch).copy_memory()
             rgba = image.extract_band(0, n=4) if image.hasalpha() else image.bandjoin(255)
             pixels = bytes(rgba.cast("uchar").write_to_memory())
         except pyvips.Error as error:
-            raise watch.failure(error) from error
+            raise failure(error, watch) from error
     width = int(image.width)
     blurhash = None
     if blurhash_components is not None:
