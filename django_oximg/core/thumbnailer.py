@@ -345,8 +345,9 @@ class Thumbnailer:
             started = time.monotonic()
             deadline = started + self.config.render_timeout
             try:
+                plan = pipeline.plan_render(info, job.options, job.format, self.config.render)
                 return pipeline.render(
-                    data, job.options, job.format, self.config.render, deadline=deadline, info=info
+                    data, job.options, job.format, self.config.render, deadline=deadline, plan=plan
                 )
             finally:  # failed and killed renders took their time too
                 self.metrics.observe_render(time.monotonic() - started)
