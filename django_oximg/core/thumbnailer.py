@@ -50,9 +50,6 @@ LEASE_MARGIN = 5.0
 #: Seconds between two log lines about failing cache writes.
 CACHE_ERROR_LOG_INTERVAL = 60.0
 
-#: The /info summary's thumbnail as options, for its memory estimate.
-SUMMARY_OPTIONS = Options(width=pipeline.SUMMARY_SIZE, height=pipeline.SUMMARY_SIZE)
-
 
 @dataclass(frozen=True)
 class ThumbnailerConfig:
@@ -333,19 +330,22 @@ class Thumbnailer:
         return rendered
 
     def prepare_render(self, job: Job) -> tuple[int, Callable[[], pipeline.Rendered]]:
-        """Read and check the source; return the render's memory estimate and the render."""
+        """Read and check the source; return the render's memory estimate and the render.
+
+        The render is planned once, here: the estimate and the render share the plan.
+        """
         data, info = self.source_reads.do(
             f"{job.source_alias}:{job.source_name}", lambda: self.load_source(job)
         )[0]
         frames = self.frames_to_render(info, job.format)
         self.check_resolution(info, frames)
-        cost = estimate_peak_bytes(info, frames, job.options, data)
+        plan = pipeline.plan_render(info, job.options, job.format, self.config.render)
+        cost = estimate_peak_bytes(plan, frames, data)
 
         def render() -> pipeline.Rendered:
             started = time.monotonic()
             deadline = started + self.config.render_timeout
             try:
-                plan = pipeline.plan_render(info, job.options, job.format, self.config.render)
                 return pipeline.render(
                     data, job.options, job.format, self.config.render, deadline=deadline, plan=plan
                 )
@@ -450,7 +450,7 @@ class Thumbnailer:
         summary = None
         if request.needs_pixels:
             self.check_resolution(info, 1)
-            cost = estimate_peak_bytes(info, 1, SUMMARY_OPTIONS, data)
+            cost = estimate_peak_bytes(pipeline.summary_plan(info, self.config.render), 1, data)
 
             def summarise() -> pipeline.Summary:
                 deadline = time.monotonic() + self.config.render_timeout
