@@ -772,6 +772,18 @@ def test_deadline_passing_mid_render_stops_libvips() -> None:
     assert deadlines.WATCHDOG._watched == before  # nothing left behind to kill later
 
 
+def test_a_plan_is_rendered_as_made_and_only_for_its_request(landscape: bytes) -> None:
+    """The thumbnailer hands render() the plan it estimated memory for."""
+    options = Options(width=50)
+    plan = pipeline.plan_render(pipeline.probe(landscape), options, "jpeg", SETTINGS)
+    planned = pipeline.render(landscape, options, "jpeg", SETTINGS, plan=plan)
+    assert planned == pipeline.render(landscape, options, "jpeg", SETTINGS)
+    with pytest.raises(ValueError, match="other options"):
+        pipeline.render(landscape, Options(width=60), "jpeg", SETTINGS, plan=plan)
+    with pytest.raises(ValueError, match="another format"):
+        pipeline.render(landscape, options, "png", SETTINGS, plan=plan)
+
+
 def test_future_deadline_does_not_interfere(landscape: bytes) -> None:
     deadline = time.monotonic() + 3600
     result = pipeline.render(landscape, Options(width=50), "jpeg", SETTINGS, deadline=deadline)
