@@ -1,6 +1,7 @@
 """The image pipeline: pyvips only, no Django, no settings.
 
-The only package that imports pyvips (importing it initialises libvips).
+The only part of the core that imports pyvips (importing it initialises
+libvips).
 Like imgproxy's ``processing/``, it is a list of small steps run over a
 plan computed once. A render walks these modules, top to bottom:
 
@@ -13,9 +14,9 @@ plan computed once. A render walks these modules, top to bottom:
                     header, the options and the :class:`RenderSettings`
 ``load``            the pixels, shrunk on load (libvips or libjpeg-turbo), or
                     whole for ``crop``
-``steps``           per frame, one short module per option: rotate/flip,
-                    crop, resize, colour, crop to the box, blur, sharpen,
-                    extend, padding, flatten
+``steps``           per frame, a short module per group of options:
+                    rotate/flip, crop, resize, colour, crop to the box,
+                    blur, sharpen, extend, padding, flatten
 ``animation``       an animation's frames split from the strip, joined back
 ``encode``          metadata kept, quality, libvips' savers or Pillow, and
                     the ``max_bytes`` loop

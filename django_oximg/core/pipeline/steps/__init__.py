@@ -7,7 +7,7 @@ per-pixel ones). Which file makes which option's pixels:
 * ``rotate``, ``flip_horizontal``, ``flip_vertical``: :mod:`.orient`
 * ``crop``, ``gravity`` (and the crop of ``fill`` and friends): :mod:`.crop`
 * ``width``, ``height``, ``dpr``, ``enlarge``...: :mod:`.resize` (most of
-  the shrinking happens on load, :mod:`..load`)
+  the shrinking happens on load, :mod:`django_oximg.core.pipeline.load`)
 * colour to sRGB, ``strip_color_profile``: :mod:`.colour`
 * ``blur``, ``sharpen``: :mod:`.filters`
 * ``extend``, ``padding``, ``background`` and alpha: :mod:`.canvas`
