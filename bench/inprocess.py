@@ -56,7 +56,7 @@ SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
 
 
 def save(image: pyvips.Image, case: Case) -> bytes:
-    """The pipeline's encoder settings (core/pipeline.py ``encode``)."""
+    """The pipeline's encoder settings (core/pipeline/encode.py ``save``)."""
     if case.format == "jpeg":
         return bytes(image.jpegsave_buffer(Q=case.quality, optimize_coding=True, keep=0))
     if case.format == "webp":
@@ -133,8 +133,9 @@ def pipeline_render(
         options = parse_path(oximg_path(case, width, "")[1:]).options
         deadline = time.monotonic() + RENDER_TIMEOUT
         source_data, info = source()
+        plan = pipeline.plan_render(info, options, case.format, settings)
         return pipeline.render(
-            source_data, options, case.format, settings, deadline=deadline, info=info
+            source_data, options, case.format, settings, deadline=deadline, plan=plan
         ).data
 
     return run

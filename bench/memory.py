@@ -269,7 +269,7 @@ def estimate_for(measured: Measured) -> int:
     """The budget's estimate for a measured case, as the thumbnailer would ask it."""
     from django_oximg.core.budget import estimate_peak_bytes
     from django_oximg.core.options import parse_path
-    from django_oximg.core.pipeline import SourceInfo
+    from django_oximg.core.pipeline import RenderSettings, SourceInfo, plan_render
     from django_oximg.core.thumbnailer import ANIMATED_FORMATS
 
     info = SourceInfo(
@@ -282,7 +282,8 @@ def estimate_for(measured: Measured) -> int:
     )
     frames = measured.frames if measured.case.fmt in ANIMATED_FORMATS else 1
     options = parse_path(f"/{measured.case.request}/plain/x").options
-    return estimate_peak_bytes(info, frames, options, Path(measured.case.file).read_bytes())
+    plan = plan_render(info, options, measured.case.fmt, RenderSettings())
+    return estimate_peak_bytes(plan, frames, Path(measured.case.file).read_bytes())
 
 
 def print_weights(rows: list[Measured]) -> None:

@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.concurrency import OtherLoad  # noqa: E402
 from bench.images import SIZES, photo  # noqa: E402
-from django_oximg.core.executor import usable_cpus  # noqa: E402
+from django_oximg.core.cgroups import usable_cpus  # noqa: E402
 from tests.servers import gunicorn, imgproxy_signature  # noqa: E402
 
 #: A request that takes longer than this is counted as a client timeout.

@@ -61,9 +61,9 @@ def render_loop(
     def loop() -> None:
         for index in range(renders):
             deadline = time.monotonic() + 60
-            pipeline.render(
-                data, options[index % len(options)], "jpeg", settings, deadline=deadline, info=info
-            )
+            chosen = options[index % len(options)]
+            plan = pipeline.plan_render(info, chosen, "jpeg", settings)
+            pipeline.render(data, chosen, "jpeg", settings, deadline=deadline, plan=plan)
 
     loop()  # warm: imports, allocator, libvips' thread pool
     return on_threads(loop, threads, renders)

@@ -268,10 +268,10 @@ COUNTS = (
     "HTTP_MAX_REDIRECTS",
 )
 
-#: Values of ``JPEG_DECODER`` (see core/jpeg.py and core/pipeline.py).
+#: Values of ``JPEG_DECODER`` (see core/jpeg.py and core/pipeline/load.py).
 JPEG_DECODERS = ("libjpeg-turbo", "libvips")
 
-#: Values of ``ENCODER`` (see core/encoder.py and core/pipeline.py).
+#: Values of ``ENCODER`` (see core/encoder.py and core/pipeline/encode.py).
 ENCODERS = ("pillow", "libvips")
 
 #: A URL path of RFC 3986 segment characters, starting and ending with "/":

@@ -18,8 +18,9 @@ from django.core.files.storage import FileSystemStorage, Storage, storages
 from django_oximg import conf, storage
 from django_oximg.coordination import CacheCoordinator
 from django_oximg.core import pipeline
+from django_oximg.core.cgroups import default_memory_budget, usable_cpus
 from django_oximg.core.coordination import Coordinator
-from django_oximg.core.executor import Executor, default_memory_budget, usable_cpus
+from django_oximg.core.executor import Executor
 from django_oximg.core.http_source import URL_ALIAS, HttpSourceConfig, HttpSourceStore
 from django_oximg.core.signing import URLSigner, pairs_from_hex
 from django_oximg.core.sources import SourceResolver

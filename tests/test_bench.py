@@ -311,9 +311,9 @@ def test_oximg_bench_reads_a_named_source(media: Path, tmp_path: Path) -> None:
 def test_jpeg_shrink_leaves_the_margin(
     source: tuple[int, int], target: tuple[int, int], margin: float, shrink: int
 ) -> None:
-    from django_oximg.core import pipeline
+    from django_oximg.core.pipeline.load import jpeg_shrink
 
-    assert pipeline.jpeg_shrink(*source, *target, margin) == shrink
+    assert jpeg_shrink(*source, *target, margin) == shrink
 
 
 def jpeg_with_orientation(orientation: int) -> bytes:
@@ -362,13 +362,13 @@ def test_jpeg_shrink_margin_is_validated(margin: object) -> None:
 def test_bare_thumbnail_is_the_plain_libvips_fit() -> None:
     import pyvips
 
-    from django_oximg.core import pipeline
+    from django_oximg.management.bare_libvips import bare_thumbnail, sample_jpeg
     from tests import images
 
-    data = pipeline.bare_thumbnail(images.jpeg(800, 600), 200, 200, "jpeg", 80)
+    data = bare_thumbnail(images.jpeg(800, 600), 200, 200, "jpeg", 80)
     image = pyvips.Image.new_from_buffer(data, "")
     assert (image.width, image.height) == (200, 150)
-    sample = pyvips.Image.new_from_buffer(pipeline.sample_jpeg(64, 48), "")
+    sample = pyvips.Image.new_from_buffer(sample_jpeg(64, 48), "")
     assert (sample.width, sample.height, sample.bands) == (64, 48, 3)
 
 
@@ -454,10 +454,10 @@ def test_overhead_hello_app_answers_a_thumbnail_sized_body(monkeypatch: pytest.M
 
 def test_threads_vs_processes_reports_each_variant(tmp_path: Path) -> None:
     from bench import threads_vs_processes
-    from django_oximg.core import pipeline
+    from django_oximg.management.bare_libvips import sample_jpeg
 
     source = tmp_path / "photo.jpg"
-    source.write_bytes(pipeline.sample_jpeg(640, 480))
+    source.write_bytes(sample_jpeg(640, 480))
     out = tmp_path / "report.json"
     report = threads_vs_processes.main(
         ["--renders", "3", "--runs", "1", "--source", str(source), "--json", str(out)]

@@ -25,9 +25,15 @@ from django_oximg.core.budget import (
     png_decoded_bytes_per_pixel,
 )
 from django_oximg.core.options import Crop, Options
-from django_oximg.core.pipeline import SourceInfo, probe
+from django_oximg.core.pipeline import Plan, RenderSettings, SourceInfo, plan_render, probe
 
 FIT_500 = Options(width=500, height=500)
+SETTINGS = RenderSettings()
+
+
+def planned(info: SourceInfo, options: Options) -> Plan:
+    """The render's plan for ``info`` and ``options`` (the estimate ignores the format)."""
+    return plan_render(info, options, "jpeg", SETTINGS)
 
 
 def noise(width: int, height: int, bands: int = 3) -> pyvips.Image:
@@ -60,7 +66,7 @@ def animated_gif(width: int, height: int, frames: int) -> bytes:
 
 
 def estimate(source: bytes, options: Options = FIT_500, frames: int = 1) -> int:
-    return estimate_peak_bytes(probe(source), frames, options, source)
+    return estimate_peak_bytes(planned(probe(source), options), frames, source)
 
 
 # --- the estimate ------------------------------------------------------------------
@@ -136,14 +142,14 @@ def test_crop_means_a_full_decode_without_shrink_on_load() -> None:
     source = jpeg(4000, 3000)
     info = probe(source)
     crop = Crop(0.5, 0.5)
-    fitted = estimate_peak_bytes(info, 1, FIT_500, source)
-    cropped = estimate_peak_bytes(info, 1, replace(FIT_500, crop=crop), source)
+    fitted = estimate_peak_bytes(planned(info, FIT_500), 1, source)
+    cropped = estimate_peak_bytes(planned(info, replace(FIT_500, crop=crop)), 1, source)
     assert cropped > fitted
     # The decode no longer depends on the box: only the (small) output term does.
     small_box = Options(width=50, height=50, crop=crop)
-    tiny = estimate_peak_bytes(info, 1, small_box, source)
-    fitted_out = budget.plan_for(info, replace(FIT_500, crop=crop), 8192).output_pixels
-    tiny_out = budget.plan_for(info, small_box, 8192).output_pixels
+    tiny = estimate_peak_bytes(planned(info, small_box), 1, source)
+    fitted_out = budget.sizes_of(planned(info, replace(FIT_500, crop=crop))).output_pixels
+    tiny_out = budget.sizes_of(planned(info, small_box)).output_pixels
     assert cropped - tiny == pytest.approx(
         budget.OUTPUT_BYTES_PER_PIXEL * (fitted_out - tiny_out), abs=2
     )
@@ -154,7 +160,7 @@ def test_frames_multiply(fmt: str) -> None:
     info = SourceInfo(400, 300, fmt, frames=30, has_alpha=True)
     source = b"x" * 1000
     one, ten, twenty, thirty = (
-        estimate_peak_bytes(info, n, FIT_500, source) for n in (1, 10, 20, 30)
+        estimate_peak_bytes(planned(info, FIT_500), n, source) for n in (1, 10, 20, 30)
     )
     assert one < ten < twenty < thirty
     assert twenty - ten == pytest.approx(thirty - twenty, abs=2)
@@ -176,7 +182,10 @@ def test_the_source_is_counted_once_more() -> None:
     """pyvips copies the buffer it hands libvips, so the bytes count again."""
     source = png(600, 400)
     padded = source + b"\0" * 100_000  # after IEND: same header, same pixels
-    assert estimate_peak_bytes(probe(source), 1, FIT_500, padded) - estimate(source) == 100_000
+    assert (
+        estimate_peak_bytes(planned(probe(source), FIT_500), 1, padded) - estimate(source)
+        == 100_000
+    )
 
 
 def test_every_estimate_includes_the_base() -> None:
@@ -184,9 +193,21 @@ def test_every_estimate_includes_the_base() -> None:
     assert estimate(source) >= BASE_BYTES + len(source)
 
 
+def test_the_output_is_the_size_the_plan_allows() -> None:
+    """A larger ``MAX_RESULT_DIMENSION`` in the plan is a larger output in the estimate."""
+    info = SourceInfo(2000, 1333, "png")
+    options = Options(width=16000, enlarge=True)
+    clamped = plan_render(info, options, "png", RenderSettings(max_result_dimension=8192))
+    wide = plan_render(info, options, "png", RenderSettings(max_result_dimension=16384))
+    assert (clamped.geometry.width, wide.geometry.width) == (8192, 16000)
+    extra = budget.sizes_of(wide).output_pixels - budget.sizes_of(clamped).output_pixels
+    difference = estimate_peak_bytes(wide, 1, b"") - estimate_peak_bytes(clamped, 1, b"")
+    assert difference == pytest.approx(budget.OUTPUT_BYTES_PER_PIXEL * extra, abs=2)
+
+
 def test_unmeasured_formats_get_the_default_weight() -> None:
     info = SourceInfo(1000, 1000, "tiff")
-    cost = estimate_peak_bytes(info, 1, FIT_500, b"")
+    cost = estimate_peak_bytes(planned(info, FIT_500), 1, b"")
     decode = budget.DEFAULT_BYTES_PER_PIXEL * 1_000_000
     assert cost >= BASE_BYTES + decode
 
@@ -194,7 +215,9 @@ def test_unmeasured_formats_get_the_default_weight() -> None:
 def test_heif_is_weighted_as_a_whole_decode() -> None:
     webp = SourceInfo(4000, 3000, "webp")
     heif = SourceInfo(4000, 3000, "heif")
-    assert estimate_peak_bytes(heif, 1, FIT_500, b"") > estimate_peak_bytes(webp, 1, FIT_500, b"")
+    assert estimate_peak_bytes(planned(heif, FIT_500), 1, b"") > estimate_peak_bytes(
+        planned(webp, FIT_500), 1, b""
+    )
 
 
 def test_small_webp_is_decoded_whole_large_webp_at_scale() -> None:
@@ -202,12 +225,14 @@ def test_small_webp_is_decoded_whole_large_webp_at_scale() -> None:
     large = SourceInfo(4000, 3000, "webp")
     # At or below the threshold the whole image is decoded, so a smaller box
     # saves nothing; above it the decode follows the box.
-    assert estimate_peak_bytes(small, 1, Options(width=100, height=100), b"") == pytest.approx(
-        estimate_peak_bytes(small, 1, Options(width=200, height=200), b""),
+    assert estimate_peak_bytes(
+        planned(small, Options(width=100, height=100)), 1, b""
+    ) == pytest.approx(
+        estimate_peak_bytes(planned(small, Options(width=200, height=200)), 1, b""),
         abs=budget.OUTPUT_BYTES_PER_PIXEL * 200 * 200,
     )
-    assert estimate_peak_bytes(large, 1, Options(width=100, height=100), b"") < (
-        estimate_peak_bytes(large, 1, Options(width=1000, height=1000), b"")
+    assert estimate_peak_bytes(planned(large, Options(width=100, height=100)), 1, b"") < (
+        estimate_peak_bytes(planned(large, Options(width=1000, height=1000)), 1, b"")
     )
 
 
@@ -248,9 +273,9 @@ def test_jpeg_frame_of_garbage_is_none(data: bytes) -> None:
 
 def test_unreadable_jpeg_header_is_assumed_the_worst() -> None:
     info = SourceInfo(1000, 1000, "jpeg")
-    worst = estimate_peak_bytes(info, 1, FIT_500, b"")
+    worst = estimate_peak_bytes(planned(info, FIT_500), 1, b"")
     readable = jpeg(1000, 1000, progressive=True, subsample=False)
-    assert worst - 0 > estimate_peak_bytes(info, 1, FIT_500, readable) - len(readable)
+    assert worst - 0 > estimate_peak_bytes(planned(info, FIT_500), 1, readable) - len(readable)
 
 
 @pytest.mark.parametrize(

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import pyvips
 from django.core import checks
 
 from django_oximg import checks as oximg_checks
-from django_oximg.core import pipeline
 
 KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
 SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
@@ -108,7 +108,7 @@ def test_e005_coordination_cache_alias_missing(settings: Any) -> None:
 def test_e004_libvips_too_old(monkeypatch: pytest.MonkeyPatch) -> None:
     """The real comparison runs against a libvips that reports 8.17.9."""
     old_version = (8, 17, 9)
-    monkeypatch.setattr(pipeline.pyvips, "version", lambda part: old_version[part])
+    monkeypatch.setattr(pyvips, "version", lambda part: old_version[part])
     messages = oximg_checks.check_libvips()
     assert ids(messages) == ["oximg.E004"]
     assert "8.17.9" in messages[0].msg

@@ -729,7 +729,7 @@ def test_the_body_read_asks_for_at_most_limit_plus_one_bytes(size: int) -> None:
     response = FakeResponse(b"x" * size, {})
     store = HttpSourceStore(HttpSourceConfig(prefixes=()))
     url = parse_url("http://a.test/x")
-    with http_source.Deadline(WAIT) as deadline:
+    with http_source.TimeLimit(WAIT) as deadline:
         if size > limit:
             with pytest.raises(errors.SourceTooLarge):
                 store._body(response, url, limit, deadline)  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ import pyvips
 from django_oximg.core import jpeg, pipeline
 from django_oximg.core.errors import InvalidImage
 from django_oximg.core.options import Options
+from django_oximg.core.pipeline import load
 from tests.test_pipeline import flat, photo
 
 TURBO = pipeline.RenderSettings(jpeg_decoder="libjpeg-turbo")
@@ -202,19 +203,21 @@ def test_header_read_by_probe_is_not_read_again(monkeypatch: pytest.MonkeyPatch)
     data = jpeg_bytes(photo(800, 600).icc_transform("p3", input_profile="srgb"))
     info = pipeline.probe(data)
     opened = []
-    real = pipeline.memory_source
+    real = load.memory_source
 
     def counting(source: bytes) -> object:
         opened.append(len(source))
         return real(source)
 
-    monkeypatch.setattr(pipeline, "memory_source", counting)
+    monkeypatch.setattr(load, "memory_source", counting)
     options = Options(width=200, strip_color_profile=False)
-    reused = pipeline.render(data, options, "jpeg", TURBO, info=info)
+    plan = pipeline.plan_render(info, options, "jpeg", TURBO)
+    reused = pipeline.render(data, options, "jpeg", TURBO, plan=plan)
     assert opened == []
     # Control: without the probe's header, the turbo path parses it itself.
+    headless = dataclasses.replace(info, header=None)
     fresh = pipeline.render(
-        data, options, "jpeg", TURBO, info=dataclasses.replace(info, header=None)
+        data, options, "jpeg", TURBO, plan=pipeline.plan_render(headless, options, "jpeg", TURBO)
     )
     assert opened == [len(data)]
     assert reused.data == fresh.data

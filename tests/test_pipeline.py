@@ -10,13 +10,12 @@ import itertools
 import random
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 import pyvips
 
-from django_oximg.core import pipeline
+from django_oximg.core import deadlines, pipeline
 from django_oximg.core.errors import (
     InvalidImage,
     ProcessingTimeout,
@@ -25,6 +24,8 @@ from django_oximg.core.errors import (
 )
 from django_oximg.core.geometry import plan_geometry
 from django_oximg.core.options import OUTPUT_FORMATS, RESIZING_TYPES, Crop, Gravity, Options
+from django_oximg.core.pipeline import steps
+from django_oximg.core.pipeline.steps.step import Step
 
 SETTINGS = pipeline.RenderSettings()
 
@@ -262,16 +263,47 @@ ANIMATION_OPTIONS = [
 ]
 
 
+def animation_plan(options: Options) -> pipeline.Plan:
+    """The plan for :func:`animated_gif` (90x60, 5 frames) into an animated GIF."""
+    info = pipeline.SourceInfo(90, 60, "gif", frames=5)
+    return pipeline.plan_render(info, options, "gif", SETTINGS)
+
+
 @pytest.mark.parametrize(("options", "expected"), ANIMATION_OPTIONS)
 def test_per_pixel_only_tells_which_animations_need_their_frames_apart(
     options: Options, expected: bool
 ) -> None:
-    geometry = plan_geometry(90, 60, options)
+    plan = animation_plan(options)
+    geometry = plan.geometry
     planned = (geometry.scaled_width, geometry.scaled_height)
-    assert pipeline.per_pixel_only(planned, geometry, options) is expected
+    assert steps.per_pixel_only(plan, planned) is expected
     # A frame not at its planned size still needs resizing frame by frame.
     wider = (geometry.scaled_width + 1, geometry.scaled_height)
-    assert pipeline.per_pixel_only(wider, geometry, options) is False
+    assert steps.per_pixel_only(plan, wider) is False
+
+
+@pytest.mark.parametrize(("per_pixel", "expected"), [(False, False), (True, True)])
+def test_per_pixel_only_counts_every_step_in_the_list(
+    per_pixel: bool, expected: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step added to the list is counted by what it declares, not by a second list."""
+    plan = animation_plan(Options(width=45))
+    frame = (plan.geometry.scaled_width, plan.geometry.scaled_height)
+    assert steps.per_pixel_only(plan, frame)
+    added = Step(lambda image, plan: image, per_pixel=per_pixel)
+    monkeypatch.setattr(steps, "STEPS", (*steps.STEPS, added))
+    assert steps.per_pixel_only(plan, frame) is expected
+
+
+def test_a_step_that_declares_itself_a_no_op_does_not_run() -> None:
+    def fails(image: pyvips.Image, plan: pipeline.Plan) -> pyvips.Image:
+        raise AssertionError("a no-op step ran")
+
+    plan = animation_plan(Options(width=45))
+    image = pyvips.Image.black(4, 4)
+    assert Step(fails, is_noop=lambda plan, frame: frame == (4, 4))(image, plan) is image
+    with pytest.raises(AssertionError, match="no-op step ran"):
+        Step(fails, is_noop=lambda plan, frame: frame == (5, 5))(image, plan)
 
 
 @pytest.mark.parametrize("options", [options for options, _ in ANIMATION_OPTIONS])
@@ -281,7 +313,7 @@ def test_an_animation_done_in_one_pass_is_the_frame_by_frame_result(
 ) -> None:
     source = animated_gif()
     result = pipeline.render(source, options, fmt, SETTINGS)
-    monkeypatch.setattr(pipeline, "per_pixel_only", lambda *args: False)
+    monkeypatch.setattr(steps, "per_pixel_only", lambda *args: False)
     frame_by_frame = pipeline.render(source, options, fmt, SETTINGS)
     assert result.data == frame_by_frame.data
     assert (result.width, result.height, result.frames) == (
@@ -452,9 +484,10 @@ def libvips_log(configure: bool) -> str:
     script = (
         "import logging, pyvips\n"
         "from django_oximg.core import pipeline\n"
+        "from django_oximg.management.bare_libvips import sample_jpeg\n"
         "logging.basicConfig(level=logging.DEBUG, format='%(levelname)s %(message)s')\n"
         f"if {configure}: pipeline.configure(concurrency=1)\n"
-        "data = pipeline.sample_jpeg(120, 80)\n"
+        "data = sample_jpeg(120, 80)\n"
         "pyvips.Image.thumbnail_buffer(data, 50).jpegsave_buffer()\n"
         "pyvips.Image.new_from_buffer(data[: len(data) // 2], '').avg()\n"
     )
@@ -733,26 +766,22 @@ def test_deadline_passing_mid_render_stops_libvips() -> None:
     """
     big = jpeg(flat(6000, 4000))
     options = Options(width=6000, blur=150.0)
-    before = dict(pipeline.WATCHDOG._watched)
+    before = dict(deadlines.WATCHDOG._watched)
     with pytest.raises(ProcessingTimeout):
         pipeline.render(big, options, "png", SETTINGS, deadline=time.monotonic() + 0.1)
-    assert pipeline.WATCHDOG._watched == before  # nothing left behind to kill later
+    assert deadlines.WATCHDOG._watched == before  # nothing left behind to kill later
 
 
-def test_watchdog_restarts_a_thread_lost_in_a_fork() -> None:
-    """A forked child has the watchdog's attribute but not its thread: a new one starts."""
-    dead = threading.Thread(target=lambda: None)
-    dead.start()
-    dead.join()
-    watchdog = pipeline.Watchdog()
-    watchdog._thread = dead
-    deadline = pipeline.Deadline(time.monotonic() + 0.05)  # not entered: only ours watches
-    watchdog.add(deadline)
-    assert watchdog._thread is not dead and watchdog._thread.is_alive()
-    stop = time.monotonic() + 10
-    while not deadline.expired:
-        assert time.monotonic() < stop, "the new watchdog thread never expired it"
-        time.sleep(0.01)
+def test_a_plan_is_rendered_as_made_and_only_for_its_request(landscape: bytes) -> None:
+    """The thumbnailer hands render() the plan it estimated memory for."""
+    options = Options(width=50)
+    plan = pipeline.plan_render(pipeline.probe(landscape), options, "jpeg", SETTINGS)
+    planned = pipeline.render(landscape, options, "jpeg", SETTINGS, plan=plan)
+    assert planned == pipeline.render(landscape, options, "jpeg", SETTINGS)
+    with pytest.raises(ValueError, match="other options"):
+        pipeline.render(landscape, Options(width=60), "jpeg", SETTINGS, plan=plan)
+    with pytest.raises(ValueError, match="another format"):
+        pipeline.render(landscape, options, "png", SETTINGS, plan=plan)
 
 
 def test_future_deadline_does_not_interfere(landscape: bytes) -> None:

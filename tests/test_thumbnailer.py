@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import pyvips
 
-from django_oximg.core import pipeline
+from django_oximg.core import budget, pipeline
 from django_oximg.core.executor import Executor
 from django_oximg.core.http_source import URL_ALIAS, HttpSourceConfig, HttpSourceStore
 from django_oximg.core.responders import Reply
@@ -748,6 +748,22 @@ def test_a_local_source_is_read_only_once_a_worker_takes_the_job(
         if request.ident is not None:  # started
             request.join(10)
     assert replies[0].status == 200 and sources.reads == 1
+
+
+def test_the_memory_estimate_plans_with_the_configured_result_limit(
+    make: Callable[..., Thumbnailer], source_dir: Path
+) -> None:
+    """The estimate covers the output the render will make, not one clamped to 8192 px.
+
+    With ``MAX_RESULT_DIMENSION`` 16384, ``w:16000/el:1`` on a 2000x1333 PNG
+    makes a 16000x10664 result; an estimate planned with the default limit
+    (8192) saw 8192x5460, a quarter of it (193 against 673 MiB).
+    """
+    (source_dir / "wide.png").write_bytes(bytes(images.photo(2000, 1333).pngsave_buffer()))
+    thumbnailer = make(render=pipeline.RenderSettings(max_result_dimension=16384))
+    job = thumbnailer.job_for(SIGNER.signed_path("/w:16000/el:1/plain/wide.png@png"), "")
+    cost, _render = thumbnailer.prepare(job)
+    assert cost > 16000 * 10664 * budget.OUTPUT_BYTES_PER_PIXEL
 
 
 # -- encoding variants (BAD_INPUTS row 7) --------------------------------------------

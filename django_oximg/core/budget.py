@@ -30,9 +30,7 @@ import math
 from dataclasses import dataclass
 
 from django_oximg.core import jpeg
-from django_oximg.core.geometry import plan_geometry
-from django_oximg.core.options import Options
-from django_oximg.core.pipeline import SourceInfo
+from django_oximg.core.pipeline import Plan, SourceInfo
 
 MIB = 1024 * 1024
 
@@ -212,7 +210,7 @@ def jpeg_shrink_factor(shrink: float) -> int:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Sizes:
     """What the estimate needs to know about one request's sizes."""
 
     #: Pixels of one source frame.
@@ -226,33 +224,27 @@ class Plan:
     full_decode: bool
 
 
-def plan_for(info: SourceInfo, options: Options, max_result_dimension: int) -> Plan:
-    """Sizes of the request, from the same geometry plan the pipeline executes."""
-    geometry = plan_geometry(
-        info.width,
-        info.height,
-        options,
-        orientation=info.orientation,
-        max_result_dimension=max_result_dimension,
-    )
+def sizes_of(plan: Plan) -> Sizes:
+    """The sizes the estimate needs, from the plan the pipeline will execute."""
+    geometry, info = plan.geometry, plan.source
     scaled_w, scaled_h = max(geometry.scaled_width, 1), max(geometry.scaled_height, 1)
     shrink = min(geometry.crop_width / scaled_w, geometry.crop_height / scaled_h)
-    return Plan(
+    return Sizes(
         source_pixels=info.width * info.height,
         shrink=max(shrink, 1.0),
         scaled_pixels=scaled_w * scaled_h,
         output_pixels=max(geometry.width, 1) * max(geometry.height, 1),
-        full_decode=options.crop is not None,
+        full_decode=plan.options.crop is not None,
     )
 
 
-def jpeg_decode_bytes(plan: Plan, source: bytes) -> float:
+def jpeg_decode_bytes(sizes: Sizes, source: bytes) -> float:
     """Progressive: the coefficient buffer; then strips at the DCT-scaled size, or
     the whole image at that size when libjpeg-turbo decodes it (core/jpeg.py)."""
     frame = jpeg_frame(source)
     sampling = frame.sampling if frame else WORST_SAMPLING
     progressive = frame.progressive if frame else True
-    pixels = plan.source_pixels
+    pixels = sizes.source_pixels
     if progressive:
         width = frame.width if frame else pixels
         height = frame.height if frame else 1
@@ -260,9 +252,9 @@ def jpeg_decode_bytes(plan: Plan, source: bytes) -> float:
         streamed = PROGRESSIVE_COEFFICIENT_FACTOR * coefficients
     else:
         streamed = 0.0
-    if plan.full_decode:
+    if sizes.full_decode:
         return streamed + FULL_DECODE_FACTOR * len(sampling) * pixels
-    factor = jpeg_shrink_factor(plan.shrink)
+    factor = jpeg_shrink_factor(sizes.shrink)
     decoded = pixels / (factor * factor)
     held = STREAMED_BYTES_PER_PIXEL * decoded
     if decoded <= jpeg.MAX_DECODED_PIXELS:
@@ -272,72 +264,65 @@ def jpeg_decode_bytes(plan: Plan, source: bytes) -> float:
     return streamed + held
 
 
-def png_decode_bytes(plan: Plan, info: SourceInfo, source: bytes) -> float:
-    decoded = png_decoded_bytes_per_pixel(source, info.has_alpha) * plan.source_pixels
+def png_decode_bytes(sizes: Sizes, info: SourceInfo, source: bytes) -> float:
+    decoded = png_decoded_bytes_per_pixel(source, info.has_alpha) * sizes.source_pixels
     if info.interlaced:
         whole = PNG_INTERLACED_FACTOR * decoded
-        return whole + PNG_INTERLACED_EXTRA_PER_PIXEL * plan.source_pixels
-    if plan.full_decode:
+        return whole + PNG_INTERLACED_EXTRA_PER_PIXEL * sizes.source_pixels
+    if sizes.full_decode:
         return FULL_DECODE_FACTOR * decoded
     return PNG_STREAMED_FACTOR * decoded
 
 
-def webp_decode_bytes(plan: Plan, info: SourceInfo, frames: int) -> float:
+def webp_decode_bytes(sizes: Sizes, info: SourceInfo, frames: int) -> float:
     if info.frames > 1:
-        per_frame = WEBP_ANIMATION_BYTES_PER_FRAME_PIXEL * plan.source_pixels
-        return WEBP_ANIMATION_BYTES_PER_PIXEL * plan.source_pixels + per_frame * frames
-    if plan.full_decode:
-        return WEBP_FULL_BYTES_PER_PIXEL * plan.source_pixels
-    if plan.source_pixels <= WEBP_WHOLE_DECODE_PIXELS:
-        return WEBP_WHOLE_BYTES_PER_PIXEL * plan.source_pixels
-    return WEBP_SCALED_BYTES_PER_PIXEL * plan.scaled_pixels
+        per_frame = WEBP_ANIMATION_BYTES_PER_FRAME_PIXEL * sizes.source_pixels
+        return WEBP_ANIMATION_BYTES_PER_PIXEL * sizes.source_pixels + per_frame * frames
+    if sizes.full_decode:
+        return WEBP_FULL_BYTES_PER_PIXEL * sizes.source_pixels
+    if sizes.source_pixels <= WEBP_WHOLE_DECODE_PIXELS:
+        return WEBP_WHOLE_BYTES_PER_PIXEL * sizes.source_pixels
+    return WEBP_SCALED_BYTES_PER_PIXEL * sizes.scaled_pixels
 
 
-def decode_bytes(plan: Plan, info: SourceInfo, frames: int, source: bytes) -> float:
+def decode_bytes(sizes: Sizes, info: SourceInfo, frames: int, source: bytes) -> float:
     """Peak bytes of decoding (and holding) the source, by format."""
     if info.format == "jpeg":
-        return jpeg_decode_bytes(plan, source)
+        return jpeg_decode_bytes(sizes, source)
     if info.format == "png":
-        return png_decode_bytes(plan, info, source)
+        return png_decode_bytes(sizes, info, source)
     if info.format == "webp":
-        return webp_decode_bytes(plan, info, frames)
+        return webp_decode_bytes(sizes, info, frames)
     if info.format == "gif":
-        canvas = GIF_BYTES_PER_PIXEL * plan.source_pixels
-        return canvas + (FULL_DECODE_FACTOR * 4 * plan.source_pixels if plan.full_decode else 0)
+        canvas = GIF_BYTES_PER_PIXEL * sizes.source_pixels
+        return canvas + (FULL_DECODE_FACTOR * 4 * sizes.source_pixels if sizes.full_decode else 0)
     if info.format == "heif":
-        return HEIF_BYTES_PER_PIXEL * plan.source_pixels
-    return DEFAULT_BYTES_PER_PIXEL * plan.source_pixels
+        return HEIF_BYTES_PER_PIXEL * sizes.source_pixels
+    return DEFAULT_BYTES_PER_PIXEL * sizes.source_pixels
 
 
-def output_bytes(plan: Plan, frames: int) -> float:
+def output_bytes(sizes: Sizes, frames: int) -> float:
     """Peak bytes of the processed output: per frame for an animation."""
     if frames <= 1:
-        return OUTPUT_BYTES_PER_PIXEL * plan.output_pixels
+        return OUTPUT_BYTES_PER_PIXEL * sizes.output_pixels
     per_frame = (
-        ANIMATION_BYTES_PER_SOURCE_PIXEL * plan.source_pixels
-        + ANIMATION_BYTES_PER_OUTPUT_PIXEL * plan.output_pixels
+        ANIMATION_BYTES_PER_SOURCE_PIXEL * sizes.source_pixels
+        + ANIMATION_BYTES_PER_OUTPUT_PIXEL * sizes.output_pixels
     )
     return per_frame * frames
 
 
-def estimate_peak_bytes(
-    info: SourceInfo,
-    frames: int,
-    options: Options,
-    source: bytes,
-    *,
-    max_result_dimension: int = 8192,
-) -> int:
-    """Estimated peak bytes to render ``frames`` frames of ``source`` with ``options``.
+def estimate_peak_bytes(plan: Plan, frames: int, source: bytes) -> int:
+    """Estimated peak bytes to render ``frames`` frames of ``source`` as ``plan`` says.
 
-    ``info`` is :func:`~django_oximg.core.pipeline.probe`'s reading of
-    ``source``; the encoded bytes themselves are read too, for their size and
-    for the JPEG/PNG header details libvips does not report (chroma
-    subsampling, bit depth). ``max_result_dimension`` should be the pipeline's
-    setting; the default (the largest one allowed by default) can only make
-    the estimate larger.
+    ``plan`` is the one the render will execute
+    (:func:`~django_oximg.core.pipeline.plan_render`, from the source's
+    header, the options and the render settings, ``MAX_RESULT_DIMENSION``
+    included); the encoded bytes themselves are read too, for their size
+    and for the JPEG/PNG header details libvips does not report (chroma
+    subsampling, bit depth).
     """
     frames = max(frames, 1)
-    plan = plan_for(info, options, max_result_dimension)
-    decode = decode_bytes(plan, info, frames, source)
-    return BASE_BYTES + len(source) + math.ceil(decode + output_bytes(plan, frames))
+    sizes = sizes_of(plan)
+    decode = decode_bytes(sizes, plan.source, frames, source)
+    return BASE_BYTES + len(source) + math.ceil(decode + output_bytes(sizes, frames))

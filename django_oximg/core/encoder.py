@@ -77,7 +77,7 @@ def encode(
 
 
     ``icc_profile`` is embedded when given. The settings are the ones
-    :func:`django_oximg.core.pipeline.encode` gives libvips: JPEG with
+    :func:`django_oximg.core.pipeline.encode.save` gives libvips: JPEG with
     optimised Huffman tables, WebP lossy at effort 4.
     """
     mode = MODES[bands]

@@ -19,7 +19,7 @@ and again for every redirect:
 
 The download is bounded in bytes (``Content-Length`` checked before the body,
 then at most ``max_bytes + 1`` bytes read) and in wall-clock time: a watchdog
-(:class:`Deadline`) shuts the socket down when the total time is up, so a
+(:class:`TimeLimit`) shuts the socket down when the total time is up, so a
 source that trickles one byte a second cannot hold a worker thread.
 
 A refusal is a :class:`~django_oximg.core.errors.SourceNotFound` (404, with no
@@ -35,11 +35,11 @@ import logging
 import re
 import socket
 import sys
-import threading
 import time
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from types import TracebackType
 from typing import Any, TypeAlias
 from urllib.parse import quote, unquote, urljoin
@@ -55,6 +55,7 @@ from urllib3.exceptions import (
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.timeout import Timeout
 
+from django_oximg.core.deadlines import Deadline
 from django_oximg.core.errors import (
     InvalidImage,
     SourceNotFound,
@@ -372,33 +373,30 @@ def refused(url: HttpUrl | str, reason: str) -> SourceNotFound:
     return SourceNotFound(f"refused {str(url)[:300]}: {reason}")
 
 
-# -- the deadline watchdog ------------------------------------------------------
+# -- the time limit ------------------------------------------------------------
 
 
-class Deadline:
+class TimeLimit:
     """The total time one download may take, enforced on its sockets.
 
     Per-operation socket timeouts cannot bound a source that sends one byte
-    a second (every ``recv`` succeeds). So a timer shuts down every socket
-    this download opened when the time is up: whatever read is blocked
-    returns at once, and :attr:`expired` tells the caller why. Each socket
-    is watched through a duplicate descriptor, which reaches the connection
-    even after TLS has taken over the original, and which cannot be reused
-    by another connection while it is held.
+    a second (every ``recv`` succeeds). So when the time is up the
+    process's watchdog (:mod:`django_oximg.core.deadlines`) shuts down every
+    socket this download opened: whatever read is blocked returns at once,
+    and :attr:`expired` tells the caller why. Each socket is watched through
+    a duplicate descriptor, which reaches the connection even after TLS has
+    taken over the original, and which cannot be reused by another
+    connection while it is held (the duplicates are closed only once the
+    watchdog can no longer touch them).
     """
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
-        self.ends = time.monotonic() + seconds
-        self.expired = False
-        self._finished = False
-        self._watched: list[socket.socket] = []
-        self._lock = threading.Lock()
-        self._timer = threading.Timer(seconds, self._expire)
-        self._timer.daemon = True
+        self.deadline = Deadline.after(seconds)
+        self._duplicates: list[socket.socket] = []
 
-    def __enter__(self) -> Deadline:
-        self._timer.start()
+    def __enter__(self) -> TimeLimit:
+        self.deadline.__enter__()
         return self
 
     def __exit__(
@@ -407,38 +405,28 @@ class Deadline:
         value: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        self._timer.cancel()
-        with self._lock:
-            self._finished = True
-            watched, self._watched = self._watched, []
-        for duplicate in watched:
+        self.deadline.__exit__(kind, value, traceback)
+        duplicates, self._duplicates = self._duplicates, []
+        for duplicate in duplicates:
             duplicate.close()
+
+    @property
+    def expired(self) -> bool:
+        return self.deadline.expired
 
     def remaining(self) -> float:
         """Seconds left; raise SourceTimeout when none are."""
-        left = self.ends - time.monotonic()
+        assert self.deadline.at is not None
+        left = self.deadline.at - time.monotonic()
         if left <= 0 or self.expired:
             raise SourceTimeout(f"download took longer than {self.seconds} s")
         return left
 
     def watch(self, sock: socket.socket) -> None:
-        """Shut ``sock``'s connection down when the deadline passes."""
+        """Shut ``sock``'s connection down when the time is up (call inside the ``with``)."""
         duplicate = sock.dup()
-        with self._lock:
-            if not self._finished:
-                self._watched.append(duplicate)
-                if not self.expired:
-                    return
-        shut_down(duplicate)
-        duplicate.close()
-
-    def _expire(self) -> None:
-        with self._lock:
-            if self._finished:
-                return
-            self.expired = True
-            for duplicate in self._watched:
-                shut_down(duplicate)
+        self._duplicates.append(duplicate)
+        self.deadline.on_expiry(partial(shut_down, duplicate))
 
 
 def shut_down(sock: socket.socket) -> None:
@@ -451,10 +439,10 @@ def shut_down(sock: socket.socket) -> None:
 
 @dataclass(frozen=True)
 class Pin:
-    """Where a connection may go, and the deadline that watches it."""
+    """Where a connection may go, and the time limit that watches it."""
 
     addresses: tuple[Address, ...]
-    deadline: Deadline
+    time_limit: TimeLimit
 
 
 def dial(connection: HTTPConnection, pin: Pin) -> socket.socket:
@@ -466,7 +454,7 @@ def dial(connection: HTTPConnection, pin: Pin) -> socket.socket:
     for address in pin.addresses:
         sock = socket.socket(address.family, socket.SOCK_STREAM)
         try:
-            pin.deadline.watch(sock)
+            pin.time_limit.watch(sock)
             for option in connection.socket_options or ():
                 sock.setsockopt(*option)
             sock.settimeout(connection.timeout)
@@ -577,13 +565,13 @@ class HttpSourceStore:
     def read(self, name: str, max_bytes: int) -> bytes:
         """The body of ``name`` (a URL): at most ``max_bytes``, gzip decoded."""
         with (
-            Deadline(self.config.timeout) as deadline,
-            self._final(name, "GET", deadline) as (
+            TimeLimit(self.config.timeout) as time_limit,
+            self._final(name, "GET", time_limit) as (
                 response,
                 url,
             ),
         ):
-            return self._body(response, url, max_bytes, deadline)
+            return self._body(response, url, max_bytes, time_limit)
 
     def version(self, name: str) -> str:
         """A short token from the source's ETag, else its Last-Modified, else "".
@@ -593,8 +581,8 @@ class HttpSourceStore:
         changed image is seen only once the cached result is purged.
         """
         with (
-            Deadline(self.config.timeout) as deadline,
-            self._final(name, "HEAD", deadline) as (
+            TimeLimit(self.config.timeout) as time_limit,
+            self._final(name, "HEAD", time_limit) as (
                 response,
                 _url,
             ),
@@ -616,21 +604,21 @@ class HttpSourceStore:
 
     @contextlib.contextmanager
     def _final(
-        self, name: str, method: str, deadline: Deadline
+        self, name: str, method: str, time_limit: TimeLimit
     ) -> Iterator[tuple[Response, HttpUrl]]:
         """The response after redirects (each hop checked), closed on exit."""
         text = name
         for _hop in range(self.config.max_redirects + 1):
             url = self.checked_url(text)
-            pin = Pin(resolve(url, self.config.allow_private_networks), deadline)
+            pin = Pin(resolve(url, self.config.allow_private_networks), time_limit)
             with contextlib.closing(pool_for(url, pin, self.config.ca_certs)) as pool:
-                response = self._send(pool, url, method, deadline)
+                response = self._send(pool, url, method, time_limit)
                 try:
                     if response.status in REDIRECT_STATUSES:
                         text = redirect_target(response, url)
                         continue
                     check_status(response, url)
-                    with translated_errors(url, deadline):
+                    with translated_errors(url, time_limit):
                         yield response, url
                     return
                 finally:
@@ -638,10 +626,10 @@ class HttpSourceStore:
         raise refused(name, f"more than {self.config.max_redirects} redirects")
 
     def _send(
-        self, pool: HTTPConnectionPool, url: HttpUrl, method: str, deadline: Deadline
+        self, pool: HTTPConnectionPool, url: HttpUrl, method: str, time_limit: TimeLimit
     ) -> Response:
-        left = deadline.remaining()
-        with translated_errors(url, deadline):
+        left = time_limit.remaining()
+        with translated_errors(url, time_limit):
             return pool.urlopen(
                 method,
                 url.request_target,
@@ -657,21 +645,23 @@ class HttpSourceStore:
                 timeout=Timeout(connect=left, read=left),
             )
 
-    def _body(self, response: Response, url: HttpUrl, max_bytes: int, deadline: Deadline) -> bytes:
+    def _body(
+        self, response: Response, url: HttpUrl, max_bytes: int, time_limit: TimeLimit
+    ) -> bytes:
         declared = declared_length(response)
         if declared is not None and declared > max_bytes:
             raise SourceTooLarge(f"{url} declares {declared} bytes, limit {max_bytes}")
         data = bytearray()
         while True:
             chunk = response.read(min(CHUNK, max_bytes + 1 - len(data)), decode_content=False)
-            if deadline.expired:
-                raise SourceTimeout(f"{url}: download took longer than {deadline.seconds} s")
+            if time_limit.expired:
+                raise SourceTimeout(f"{url}: download took longer than {time_limit.seconds} s")
             if not chunk:
                 break
             data += chunk
             if len(data) > max_bytes:
                 raise SourceTooLarge(f"{url} sent more than {max_bytes} bytes")
-            deadline.remaining()
+            time_limit.remaining()
         if declared is not None and len(data) != declared:
             raise SourceUnavailable(f"{url} sent {len(data)} of {declared} bytes")
         return decoded(bytes(data), response.headers.get("Content-Encoding", ""), max_bytes, url)
@@ -722,15 +712,15 @@ def decoded(data: bytes, encoding: str, max_bytes: int, url: HttpUrl) -> bytes:
 
 
 @contextlib.contextmanager
-def translated_errors(url: HttpUrl, deadline: Deadline) -> Iterator[None]:
+def translated_errors(url: HttpUrl, time_limit: TimeLimit) -> Iterator[None]:
     """urllib3 and socket failures as the project's errors (504 when time ran out)."""
     try:
         yield
     except (ConnectTimeoutError, ReadTimeoutError) as exc:
-        if isinstance(exc, NewConnectionError) and not deadline.expired:
+        if isinstance(exc, NewConnectionError) and not time_limit.expired:
             raise SourceUnavailable(f"{url}: {exc}") from exc
         raise SourceTimeout(f"{url}: {exc}") from exc
     except (HTTPError, OSError) as exc:
-        if deadline.expired:
-            raise SourceTimeout(f"{url}: download took longer than {deadline.seconds} s") from exc
+        if time_limit.expired:
+            raise SourceTimeout(f"{url}: download took longer than {time_limit.seconds} s") from exc
         raise SourceUnavailable(f"{url}: {exc}") from exc

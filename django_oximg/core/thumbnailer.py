@@ -50,9 +50,6 @@ LEASE_MARGIN = 5.0
 #: Seconds between two log lines about failing cache writes.
 CACHE_ERROR_LOG_INTERVAL = 60.0
 
-#: The /info summary's thumbnail as options, for its memory estimate.
-SUMMARY_OPTIONS = Options(width=pipeline.SUMMARY_SIZE, height=pipeline.SUMMARY_SIZE)
-
 #: Request variables that carry the query string (WSGI, and the raw URI).
 RAW_URI_VARIABLES = ("RAW_URI", "REQUEST_URI")
 
@@ -364,7 +361,9 @@ class Thumbnailer:
     ) -> tuple[int, Callable[[], bytes]]:
         frames = self.frames_to_render(info, work.format)
         self.check_resolution(info, frames)
-        cost = estimate_peak_bytes(info, frames, work.options, data)
+        # Planned once: the estimate and the render share the plan.
+        plan = pipeline.plan_render(info, work.options, work.format, self.config.render)
+        cost = estimate_peak_bytes(plan, frames, data)
 
         def render() -> bytes:
             started = time.monotonic()
@@ -376,7 +375,7 @@ class Thumbnailer:
                     work.format,
                     self.config.render,
                     deadline=deadline,
-                    info=info,
+                    plan=plan,
                 )
                 return rendered.data
             finally:  # failed and killed renders took their time too
@@ -393,7 +392,7 @@ class Thumbnailer:
         if not request.needs_pixels:
             return 0, lambda: info_endpoint.info_document(info, len(data), None)
         self.check_resolution(info, 1)
-        cost = estimate_peak_bytes(info, 1, SUMMARY_OPTIONS, data)
+        cost = estimate_peak_bytes(pipeline.summary_plan(info, self.config.render), 1, data)
 
         def summarise() -> bytes:
             deadline = time.monotonic() + self.config.render_timeout

@@ -52,6 +52,7 @@ from django_oximg import conf, runtime
 from django_oximg.core import pipeline
 from django_oximg.core.keys import source_directory
 from django_oximg.core.options import Options, build_path
+from django_oximg.management.bare_libvips import bare_thumbnail, sample_jpeg
 from django_oximg.management.progress import Progress
 
 #: The reference benchmarks' medium and large photo sizes.
@@ -226,7 +227,7 @@ class Command(BaseCommand):
         for label, (width, height) in SAMPLE_SIZES.items():
             if quick and label != "medium":
                 continue
-            data = pipeline.sample_jpeg(width, height)
+            data = sample_jpeg(width, height)
             name = storage.save(f"oximg-bench/{label}-{token}.jpg", ContentFile(data))
             made.append(Source(label, name, data, sample=True))
         return made
@@ -257,7 +258,7 @@ class Command(BaseCommand):
 
         def bare(index: int) -> int:
             w = width_for(index) * width // 500
-            return len(pipeline.bare_thumbnail(source.data, w, height, fmt, quality))
+            return len(bare_thumbnail(source.data, w, height, fmt, quality))
 
         def render(index: int) -> int:
             options = Options(width=width_for(index) * width // 500, height=height)

@@ -17,8 +17,8 @@ from django.core.files.storage import FileSystemStorage, Storage
 from django.core.management.base import BaseCommand, CommandError
 
 from django_oximg import conf, runtime
+from django_oximg.core.cgroups import usable_cpus
 from django_oximg.core.errors import OximgError
-from django_oximg.core.executor import usable_cpus
 from django_oximg.core.responders import status_for
 from django_oximg.core.thumbnailer import Thumbnailer
 from django_oximg.management.progress import add_progress_argument, progress_for

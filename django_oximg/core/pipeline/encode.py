@@ -1,0 +1,174 @@
+"""The processed image into bytes: metadata kept, quality, encoder, ``max_bytes``.
+
+Two encoders. libvips' savers stream strips through libvips' thread pool
+and write-behind thread. When every pixel upstream is already in memory
+(:attr:`~django_oximg.core.pipeline.load.Loaded.in_memory`), the result is
+instead computed on the render thread with region fetches and encoded by
+:mod:`django_oximg.core.encoder` (Pillow) with libvips' settings and the
+same output: two render threads then keep two cores busy, where libvips'
+savers left a fifth of them idle (docs/design.md). With ``max_bytes`` the
+same pixels are encoded again at lower qualities until the result fits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+import pyvips
+
+from django_oximg.core import encoder
+from django_oximg.core.deadlines import Deadline
+from django_oximg.core.errors import ResultTooLarge, UnsupportedFormat
+from django_oximg.core.options import Options
+from django_oximg.core.pipeline.libvips import COPYRIGHT_FIELDS, ICC_FIELD, Image, watched
+from django_oximg.core.pipeline.plan import Plan, RenderSettings
+
+CONTENT_TYPES = {
+    "jpeg": "image/jpeg",
+    "png": "image/png",
+    "webp": "image/webp",
+    "avif": "image/avif",
+    "gif": "image/gif",
+}
+
+#: Formats whose encoder has a quality setting (the ``max_bytes`` loop lowers it).
+LOSSY_FORMATS = frozenset({"jpeg", "webp", "avif"})
+
+#: The ``max_bytes`` loop gives up below this quality: the result is garbage.
+MIN_QUALITY = 10
+
+#: Result rows computed per region fetch. One fetch of the whole result makes
+#: every step of the pipeline hold its whole output at once: 109 MiB for a
+#: 1350x900 result of a 2448x1632 decode, against 34 MiB in strips of 64
+#: rows (libvips' saver: 23 MiB); the CPU is the same (docs/BENCHMARKS.md).
+FETCH_ROWS = 64
+
+
+def check_format(fmt: str) -> None:
+    """Refuse an output format we cannot write."""
+    if fmt not in CONTENT_TYPES:
+        raise UnsupportedFormat(f"unknown output format {fmt!r}")
+
+
+def encode(
+    image: Image, plan: Plan, settings: RenderSettings, deadline: Deadline, in_memory: bool
+) -> bytes:
+    """``image`` encoded as ``plan`` says, in Pillow when ``in_memory`` allows, else libvips."""
+    image, keep = strip_metadata(image, plan.options)
+    encode_at = (
+        in_memory_encoder(image, plan.format, keep, settings, deadline) if in_memory else None
+    )
+    if encode_at is None:
+        if plan.options.max_bytes:
+            # The max_bytes loop may encode again: decode and process only once.
+            image = watched(image, deadline).copy_memory()
+        encode_at = partial(
+            save,
+            watched(image, deadline),
+            plan.format,
+            keep=keep,
+            avif_effort=settings.avif_effort,
+        )
+    return encode_within_limit(encode_at, plan)
+
+
+def strip_metadata(image: Image, options: Options) -> tuple[Image, int]:
+    """Decide what metadata the encoder keeps; return the image and libvips keep flags.
+
+    ``strip_metadata`` drops EXIF, XMP and IPTC (GPS, camera serials). With
+    ``keep_copyright`` the EXIF Copyright and Artist tags survive: every other
+    EXIF tag is removed from the image so libvips rewrites a minimal EXIF block.
+    An ICC profile is kept only when ``strip_color_profile`` is off.
+    """
+    keep_flags = pyvips.enums.ForeignKeep
+    keep = keep_flags.NONE if options.strip_color_profile else keep_flags.ICC
+    if not options.strip_metadata:
+        return image, keep | keep_flags.EXIF | keep_flags.XMP | keep_flags.IPTC
+    if not options.keep_copyright:
+        return image, int(keep)
+    fields = image.get_fields()
+    if COPYRIGHT_FIELDS.intersection(fields):
+        image = image.copy()
+        for name in fields:
+            if name.startswith("exif-ifd") and name not in COPYRIGHT_FIELDS:
+                image.remove(name)
+        keep |= keep_flags.EXIF
+    return image, int(keep)
+
+
+def save(image: Image, fmt: str, quality: int, keep: int, avif_effort: int) -> bytes:
+    """Encode one image with libvips' saver; only the lossy formats use ``quality``."""
+    if fmt == "jpeg":
+        data = image.jpegsave_buffer(Q=quality, optimize_coding=True, keep=keep)
+    elif fmt == "png":
+        data = image.pngsave_buffer(compression=6, keep=keep)
+    elif fmt == "webp":
+        data = image.webpsave_buffer(Q=quality, effort=4, keep=keep)
+    elif fmt == "avif":
+        data = image.heifsave_buffer(
+            Q=quality,
+            compression="av1",
+            effort=avif_effort,
+            bitdepth=8,
+            keep=keep,
+        )
+    elif fmt == "gif":
+        data = image.gifsave_buffer(keep=keep)
+    else:
+        raise UnsupportedFormat(f"unknown output format {fmt!r}")
+    return bytes(data)
+
+
+def in_memory_encoder(
+    image: Image, fmt: str, keep: int, settings: RenderSettings, deadline: Deadline
+) -> Callable[[int], bytes] | None:
+    """Compute ``image`` on this thread and return its encoder by quality, or None.
+
+    None leaves the result to libvips' savers: with ``settings.encoder``
+    "libvips", when the result keeps EXIF, XMP or IPTC (libvips rewrites
+    those), or when :mod:`django_oximg.core.encoder` does not take its size,
+    bands or format. Region fetches run the pipeline on the calling thread,
+    without libvips' thread pool, :data:`FETCH_ROWS` rows at a time, so the
+    caller must know every pixel upstream is in memory already
+    (:attr:`~django_oximg.core.pipeline.load.Loaded.in_memory`); the result
+    is held once.
+    """
+    width, height, bands = image.width, image.height, image.bands
+    if (
+        settings.encoder != "pillow"
+        or keep & ~int(pyvips.enums.ForeignKeep.ICC)
+        or not encoder.can_encode(fmt, width, height, bands)
+    ):
+        return None
+    region = pyvips.Region.new(watched(image, deadline))
+    pixels = bytearray(width * height * bands)
+    row_bytes = width * bands
+    for top in range(0, height, FETCH_ROWS):
+        rows = min(FETCH_ROWS, height - top)
+        pixels[top * row_bytes : (top + rows) * row_bytes] = region.fetch(0, top, width, rows)
+    icc_profile = None
+    if keep & int(pyvips.enums.ForeignKeep.ICC) and image.get_typeof(ICC_FIELD):
+        icc_profile = bytes(image.get(ICC_FIELD))
+    return partial(encoder.encode, pixels, width, height, bands, fmt, icc_profile=icc_profile)
+
+
+def next_quality(quality: int, size: int, max_bytes: int) -> int:
+    """A lower quality for the ``max_bytes`` loop: bigger overshoots step further."""
+    overshoot = size / max_bytes
+    factor = 0.25 if overshoot > 3 else 0.5 if overshoot > 1.5 else 0.75
+    return int(quality * factor)
+
+
+def encode_within_limit(encode_at: Callable[[int], bytes], plan: Plan) -> bytes:
+    """Encode with ``encode_at(quality)``, lowering the quality until it fits ``max_bytes``."""
+    quality, max_bytes = plan.quality, plan.options.max_bytes
+    data = encode_at(quality)
+    if not max_bytes:
+        return data
+    while len(data) > max_bytes:
+        if plan.format not in LOSSY_FORMATS or quality <= MIN_QUALITY:
+            raise ResultTooLarge(f"{len(data)} bytes > max_bytes {max_bytes}")
+        quality = max(MIN_QUALITY, next_quality(quality, len(data), max_bytes))
+        data = encode_at(quality)
+    return data

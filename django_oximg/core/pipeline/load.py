@@ -1,0 +1,189 @@
+"""The source's pixels, loaded as small as the plan allows.
+
+Three ways, chosen from the plan and the settings:
+
+* **Shrink on load** (no ``crop``): libvips' thumbnail straight to the
+  planned size, reading the source bytes in place, so libvips picks the
+  cheapest decode (JPEG DCT scaling, WebP/HEIF scaling, PNG/GIF line
+  skipping), auto-rotates by EXIF and imports CMYK.
+* **libjpeg-turbo** (a JPEG, ``JPEG_DECODER`` "libjpeg-turbo"): the pixels
+  of the DCT-scaled decode come from :mod:`django_oximg.core.jpeg`, faster
+  than the mozjpeg in pyvips-binary, and :func:`resize_decoded` does what
+  libvips' thumbnail would; what it declines, libvips decodes.
+* **Full load** (``crop``): the whole source at full size, as the region
+  is cut before scaling.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import pyvips
+
+from django_oximg.core import jpeg
+from django_oximg.core.geometry import QUARTER_TURN_ORIENTATIONS
+from django_oximg.core.options import Options
+from django_oximg.core.pipeline.libvips import COPYRIGHT_FIELDS, ICC_FIELD, Image
+from django_oximg.core.pipeline.plan import Plan, RenderSettings
+from django_oximg.core.pipeline.probe import SourceInfo, memory_source
+from django_oximg.core.pipeline.steps.resize import resize_to
+
+#: JPEG DCT scales libjpeg can decode at.
+JPEG_SHRINKS = (8, 4, 2)
+
+#: The margin libvips' thumbnail keeps itself: no explicit JPEG shrink needed.
+LIBVIPS_SHRINK_MARGIN = 2.0
+
+
+class Loaded(NamedTuple):
+    """A loaded source, and whether its pixels are all in memory already."""
+
+    image: Image
+    #: True when nothing upstream streams from a decoder (libjpeg-turbo
+    #: decoded it whole, or it was copied to memory): computing the result on
+    #: the render thread then holds little more than the result's pixels.
+    in_memory: bool
+
+
+def load(data: bytes, plan: Plan, settings: RenderSettings) -> Loaded:
+    """``data`` loaded for ``plan``: shrunk on load, or whole for ``crop``."""
+    if plan.options.crop is None:
+        return load_thumbnail(data, plan, settings)
+    return Loaded(load_full(data, plan.options, plan.animated), False)
+
+
+def loader_options(animated: bool) -> str:
+    """Option string for the loader: fail on truncation, all frames when animated."""
+    return "fail_on=truncated,n=-1" if animated else "fail_on=truncated"
+
+
+def jpeg_shrink(
+    source_width: int, source_height: int, width: int, height: int, margin: float
+) -> int:
+    """The largest DCT scale leaving at least ``margin`` x ``width`` x ``height``."""
+    for shrink in JPEG_SHRINKS:
+        if source_width / shrink >= width * margin and source_height / shrink >= height * margin:
+            return shrink
+    return 1
+
+
+def upright_size(info: SourceInfo, options: Options) -> tuple[int, int]:
+    """The source's size after EXIF auto-rotation (orientations 5-8 swap the axes)."""
+    if options.auto_rotate and info.orientation >= 5:
+        return info.height, info.width
+    return info.width, info.height
+
+
+def load_thumbnail(data: bytes, plan: Plan, settings: RenderSettings) -> Loaded:
+    """Load straight at the planned scaled size (shrink-on-load), upright.
+
+    The planned size is in the final orientation, so a ``rotate`` quarter
+    turn (applied later) swaps it back (:attr:`Plan.load_size`). CMYK is
+    converted to sRGB here; tagged RGB keeps its profile for the colour step.
+
+    libvips decodes a JPEG at a DCT scale that leaves a 2x margin for the
+    resize. With ``settings.jpeg_shrink_margin`` below 2, a JPEG is decoded
+    here at the smaller scale that margin allows, and ``thumbnail_image``
+    does the rest (rotation, CMYK import and the resize, exactly as above).
+    With ``settings.jpeg_decoder`` "libjpeg-turbo" (the default) the pixels
+    of that decode come from :func:`turbo_decoded` instead, at any margin,
+    and :func:`resize_decoded` does what ``thumbnail_image`` would; what it
+    declines, libvips decodes. Only that decode is :attr:`Loaded.in_memory`.
+    """
+    width, height = plan.load_size
+    info, options = plan.source, plan.options
+    if info.format == "jpeg":
+        upright_w, upright_h = upright_size(info, options)
+        shrink = jpeg_shrink(upright_w, upright_h, width, height, settings.jpeg_shrink_margin)
+        if settings.jpeg_decoder == "libjpeg-turbo":
+            decoded = turbo_decoded(data, shrink, info, options)
+            if decoded is not None:
+                turn = info.orientation if options.auto_rotate else 1
+                return Loaded(resize_decoded(decoded, width, height, turn), True)
+        if shrink > jpeg_shrink(upright_w, upright_h, width, height, LIBVIPS_SHRINK_MARGIN):
+            decoded = pyvips.Image.jpegload_source(
+                memory_source(data), shrink=shrink, access="sequential", fail_on="truncated"
+            )
+            image = decoded.thumbnail_image(
+                width, height=height, size="force", no_rotate=not options.auto_rotate
+            )
+            return Loaded(image, False)
+    image = pyvips.Image.thumbnail_source(
+        memory_source(data),
+        width,
+        height=height,
+        size="force",
+        no_rotate=not options.auto_rotate,
+        option_string=loader_options(plan.animated),
+    )
+    return Loaded(image, False)
+
+
+def resize_decoded(image: Image, width: int, height: int, orientation: int) -> Image:
+    """What ``thumbnail_image(width, height, size="force")`` does to a turbo decode, for less.
+
+    The decode is 8-bit RGB or grey, without alpha, and needs neither CMYK
+    import nor shrinking on load, so of ``thumbnail_image``'s steps only
+    the resize and the EXIF ``orientation`` (1: none) are left; both are
+    done here, in that order, as it does. Same pixels (tests/test_jpeg.py
+    compares every orientation and option with libvips' own decode), about
+    2 % fewer instructions per medium render (docs/BENCHMARKS.md).
+    """
+    if orientation in QUARTER_TURN_ORIENTATIONS:  # resize to the size before the turn
+        width, height = height, width
+    image = resize_to(image, width, height)
+    return image if orientation == 1 else image.autorot()
+
+
+def turbo_decoded(data: bytes, shrink: int, info: SourceInfo, options: Options) -> Image | None:
+    """The JPEG decoded by libjpeg-turbo at 1/``shrink``, as libvips' loader would give it.
+
+    None when :func:`django_oximg.core.jpeg.decode_scaled` leaves the file to
+    libvips, or when the output keeps all metadata (``strip_metadata`` off:
+    libvips' loader carries every EXIF, XMP and IPTC field). Otherwise the
+    fields the later steps read come from libvips' header parse, which
+    decodes no pixels (:attr:`SourceInfo.header`, read by the probe):
+    the ICC profile, resolution, orientation and, for
+    ``keep_copyright``, the EXIF block with its Copyright and Artist tags
+    (the encoder would drop every other tag anyway). The pixels
+    are the same as libvips' (tests/test_jpeg.py), so the output bytes are too.
+    """
+    if not options.strip_metadata:
+        return None
+    decoded = jpeg.decode_scaled(data, shrink)
+    if decoded is None:
+        return None
+    header = info.header
+    if header is None:
+        header = pyvips.Image.jpegload_source(memory_source(data), access="sequential")
+    image = pyvips.Image.new_from_memory(
+        decoded.pixels, decoded.width, decoded.height, decoded.bands, "uchar"
+    )
+    # libvips' loader rounds the scaled size down; libjpeg rounds it up.
+    image = image.crop(0, 0, info.width // shrink, info.height // shrink).copy(
+        interpretation="srgb" if decoded.bands == 3 else "b-w",
+        xres=header.xres,
+        yres=header.yres,
+    )
+    copied = [ICC_FIELD, "resolution-unit"]
+    if options.keep_copyright:
+        kept = [name for name in COPYRIGHT_FIELDS if header.get_typeof(name)]
+        copied += ["exif-data", *kept] if kept else []
+    for name in copied:
+        gtype = header.get_typeof(name)
+        if gtype:
+            image.set_type(gtype, name, header.get(name))
+    if info.orientation != 1:
+        image.set_type(pyvips.GValue.gint_type, "orientation", info.orientation)
+    return image
+
+
+def load_full(data: bytes, options: Options, animated: bool) -> Image:
+    """Load at full size for the ``crop`` option (the region is cut before scaling)."""
+    kwargs: dict[str, Any] = {"access": "random", "fail_on": "truncated"}
+    if animated:
+        kwargs["n"] = -1
+    image = pyvips.Image.new_from_buffer(data, "", **kwargs)
+    if options.auto_rotate and not animated:
+        image = image.autorot()
+    return image

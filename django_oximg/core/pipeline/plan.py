@@ -1,0 +1,132 @@
+"""The plan of one render, decided once from the header, the options and the settings.
+
+Before any pixel is decoded, :func:`plan_render` settles everything the
+request's options and the site's settings decide: the geometry (every size
+from the crop to the padded canvas, :mod:`django_oximg.core.geometry`),
+whether an animation stays animated, whether the smart crop may run, the
+output format and the quality to start encoding at. The thumbnailer makes
+the plan once per job and hands it to both the memory estimate
+(:mod:`django_oximg.core.budget`) and :func:`~django_oximg.core.pipeline.render`,
+so the two cannot plan different sizes. The steps read only the plan,
+never the settings.
+
+Pure Python: no pixels, no pyvips call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django_oximg.core.geometry import Geometry, plan_geometry
+from django_oximg.core.options import Options
+from django_oximg.core.pipeline.probe import SourceInfo
+
+#: Source formats whose frames we keep as an animation.
+ANIMATED_SOURCES = frozenset({"gif", "webp"})
+
+#: Output formats that can carry an animation.
+ANIMATED_OUTPUTS = frozenset({"gif", "webp"})
+
+#: Quality used when neither the request nor the settings give one.
+FALLBACK_QUALITY = 80
+
+
+@dataclass(frozen=True)
+class RenderSettings:
+    """Site-wide pipeline defaults, built once from settings by the caller."""
+
+    #: Default quality per output format.
+    quality: dict[str, int] = field(
+        default_factory=lambda: {"jpeg": 80, "webp": 75, "avif": 65, "png": 0, "gif": 0}
+    )
+    #: Largest output side in pixels; larger requests are clamped.
+    max_result_dimension: int = 8192
+    #: More frames than this and only the first frame is used.
+    max_animation_frames: int = 100
+    #: libvips AVIF encoder effort (0 fastest .. 9 slowest); see docs/pipeline.md.
+    avif_effort: int = 2
+    #: JPEG sources decode at the smallest DCT scale (1/2, 1/4, 1/8) that
+    #: still leaves this many times the target size for the final resize.
+    #: 2.0 is libvips' own rule; 1 (the default) is imgproxy's and Pillow's
+    #: draft mode: 11 % less CPU than 1.5 on a 4x downscale for 0.7 less
+    #: SSIMULACRA2. See docs/BENCHMARKS.md (JPEG decode scale).
+    jpeg_shrink_margin: float = 1.0
+    #: Who decodes JPEG pixels: "libjpeg-turbo" (simplejpeg, faster than the
+    #: mozjpeg inside pyvips-binary; :mod:`django_oximg.core.jpeg`) or "libvips".
+    jpeg_decoder: str = "libjpeg-turbo"
+    #: Who encodes JPEG and WebP results whose pixels are already in memory:
+    #: "pillow" (on the render thread; :mod:`django_oximg.core.encoder`) or
+    #: "libvips" (its savers, with their own threads).
+    encoder: str = "pillow"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one render will do, decided before any pixel is decoded."""
+
+    #: The source's header (:func:`~django_oximg.core.pipeline.probe`).
+    source: SourceInfo
+    options: Options
+    #: The output format, one of ``CONTENT_TYPES``.
+    format: str
+    #: Every size the render goes through, in output pixels.
+    geometry: Geometry
+    #: Whether every frame of an animation is kept (:func:`keeps_animation`).
+    animated: bool
+    #: The quality the encoder starts at (the ``max_bytes`` loop may go lower).
+    quality: int
+
+    @property
+    def smart_crop(self) -> bool:
+        """Whether ``sm`` gravity may ask for the attention crop.
+
+        Not for animations: each frame would be cut at a different place.
+        """
+        return not self.animated
+
+    @property
+    def load_size(self) -> tuple[int, int]:
+        """The size the loader makes: the scaled size, before the ``rotate`` option turns it."""
+        width, height = self.geometry.scaled_width, self.geometry.scaled_height
+        if self.options.rotate % 180 == 90:
+            return height, width
+        return width, height
+
+
+def plan_render(info: SourceInfo, options: Options, fmt: str, settings: RenderSettings) -> Plan:
+    """The plan for rendering the source ``info`` describes with ``options`` into ``fmt``."""
+    geometry = plan_geometry(
+        info.width,
+        info.height,
+        options,
+        orientation=info.orientation,
+        max_result_dimension=settings.max_result_dimension,
+    )
+    return Plan(
+        source=info,
+        options=options,
+        format=fmt,
+        geometry=geometry,
+        animated=keeps_animation(info, fmt, settings),
+        quality=quality_for(fmt, options, settings),
+    )
+
+
+def keeps_animation(info: SourceInfo, fmt: str, settings: RenderSettings) -> bool:
+    """Animated GIF/WebP into GIF/WebP stays animated, within the frame limit."""
+    return (
+        info.frames > 1
+        and info.format in ANIMATED_SOURCES
+        and fmt in ANIMATED_OUTPUTS
+        and info.frames <= settings.max_animation_frames
+    )
+
+
+def quality_for(fmt: str, options: Options, settings: RenderSettings) -> int:
+    """Quality: the request's, else its per-format one, else the site default."""
+    if options.quality:
+        return options.quality
+    per_format = dict(options.format_quality)
+    if per_format.get(fmt):
+        return per_format[fmt]
+    return settings.quality.get(fmt) or FALLBACK_QUALITY

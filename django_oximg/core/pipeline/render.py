@@ -1,0 +1,87 @@
+"""One render, top to bottom: plan, load, the steps per frame, encode."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyvips
+
+from django_oximg.core.deadlines import Deadline
+from django_oximg.core.options import Options
+from django_oximg.core.pipeline import animation, steps
+from django_oximg.core.pipeline.encode import CONTENT_TYPES, check_format, encode
+from django_oximg.core.pipeline.libvips import Image, ensure_configured, failure, watched
+from django_oximg.core.pipeline.load import Loaded, load
+from django_oximg.core.pipeline.plan import Plan, RenderSettings, plan_render
+from django_oximg.core.pipeline.probe import probe
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """An encoded result."""
+
+    data: bytes
+    format: str
+    width: int
+    #: Height of one frame (the whole image for still output).
+    height: int
+    #: Frames in the output (1 unless an animation was kept).
+    frames: int = 1
+
+    @property
+    def content_type(self) -> str:
+        return CONTENT_TYPES[self.format]
+
+
+def render(
+    data: bytes,
+    options: Options,
+    fmt: str,
+    settings: RenderSettings,
+    *,
+    deadline: float | None = None,
+    plan: Plan | None = None,
+) -> Rendered:
+    """Render ``data`` with ``options`` into format ``fmt`` (one of ``CONTENT_TYPES``).
+
+    ``deadline`` is a ``time.monotonic()`` value; libvips is stopped once it
+    passes and :class:`~django_oximg.core.errors.ProcessingTimeout` is
+    raised. The output size always equals the plan's geometry. ``plan`` is
+    :func:`~django_oximg.core.pipeline.plan.plan_render`'s answer for the
+    same source, options, format and settings when the caller has it
+    already (the thumbnailer plans before admitting a job, for the memory
+    estimate): the header is then not read again.
+    """
+    ensure_configured()
+    check_format(fmt)
+    if plan is None:
+        plan = plan_render(probe(data), options, fmt, settings)
+    elif (plan.options, plan.format) != (options, fmt):
+        raise ValueError("the plan was made for other options or another format")
+    with Deadline(deadline) as watch:
+        try:
+            loaded = load(data, plan, settings)
+            if plan.options.gravity.type == "sm" and plan.smart_crop:
+                # The attention crop reads the frame twice: compute it once, watched.
+                loaded = Loaded(watched(loaded.image, watch).copy_memory(), True)
+            image, frames, frame_height = process_frames(loaded.image, plan)
+            encoded = encode(image, plan, settings, watch, loaded.in_memory)
+        except pyvips.Error as error:
+            raise failure(error, watch) from error
+    return Rendered(encoded, fmt, int(image.width), int(frame_height), frames)
+
+
+def process_frames(source: Image, plan: Plan) -> tuple[Image, int, int]:
+    """Every frame of ``source`` through the steps; the result, its frames and their height."""
+    count, frame_height = animation.frame_layout(source, plan.animated)
+    if count > 1 and steps.per_pixel_only(plan, (source.width, frame_height)):
+        # One pass over the strip: libvips computes the frames' crops of
+        # a lazy strip anew for each frame (about 40 % more CPU for a
+        # 12-frame GIF, docs/pipeline.md), and these steps need no crops.
+        strip = steps.process_strip(source, plan)
+        return animation.animation_strip(strip, frame_height, source), count, frame_height
+    frames = [
+        steps.process_frame(frame, plan)
+        for frame in animation.split_frames(source, count, frame_height)
+    ]
+    return animation.join_frames(frames, source), count, frames[0].height

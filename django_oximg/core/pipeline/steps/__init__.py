@@ -1,0 +1,67 @@
+"""The per-frame steps, in the order they run: each ``(image, plan) -> image``.
+
+A still image is one frame; an animation's frames each go through them
+(or, when :func:`per_pixel_only` allows, its whole strip through the
+per-pixel ones). Which file makes which option's pixels:
+
+* ``rotate``, ``flip_horizontal``, ``flip_vertical``: :mod:`.orient`
+* ``crop``, ``gravity`` (and the crop of ``fill`` and friends): :mod:`.crop`
+* ``width``, ``height``, ``dpr``, ``enlarge``...: :mod:`.resize` (most of
+  the shrinking happens on load, :mod:`django_oximg.core.pipeline.load`)
+* colour to sRGB, ``strip_color_profile``: :mod:`.colour`
+* ``blur``, ``sharpen``: :mod:`.filters`
+* ``extend``, ``padding``, ``background`` and alpha: :mod:`.canvas`
+"""
+
+from __future__ import annotations
+
+from django_oximg.core.pipeline.libvips import Image
+from django_oximg.core.pipeline.plan import Plan
+from django_oximg.core.pipeline.steps.canvas import EXTEND, FLATTEN, PAD
+from django_oximg.core.pipeline.steps.colour import TO_SRGB
+from django_oximg.core.pipeline.steps.crop import CROP, CROP_TO_RESULT
+from django_oximg.core.pipeline.steps.filters import BLUR, SHARPEN
+from django_oximg.core.pipeline.steps.orient import ROTATE_AND_FLIP
+from django_oximg.core.pipeline.steps.resize import RESIZE
+from django_oximg.core.pipeline.steps.step import Size, Step
+
+#: Every per-frame step, in order (imgproxy's order, and sorl-thumbnail's
+#: idea of a fixed one).
+STEPS: tuple[Step, ...] = (
+    ROTATE_AND_FLIP,
+    CROP,
+    RESIZE,
+    TO_SRGB,
+    CROP_TO_RESULT,
+    BLUR,
+    SHARPEN,
+    EXTEND,
+    PAD,
+    FLATTEN,
+)
+
+
+def process_frame(image: Image, plan: Plan) -> Image:
+    """Every step in order."""
+    for step in STEPS:
+        image = step(image, plan)
+    return image
+
+
+def per_pixel_only(plan: Plan, frame: Size) -> bool:
+    """Whether every step that would change a frame of this size works pixel by pixel.
+
+    Then they can run once over a whole animation strip instead of frame by
+    frame (:func:`process_strip`): the same pixels, without libvips computing
+    each frame's crop of the lazily loaded strip anew. Derived from what
+    each step declares, so a new step is counted without being listed here.
+    """
+    return all(step.per_pixel or step.is_noop(plan, frame) for step in STEPS)
+
+
+def process_strip(image: Image, plan: Plan) -> Image:
+    """The per-pixel steps, in order, over a strip of frames (see :func:`per_pixel_only`)."""
+    for step in STEPS:
+        if step.per_pixel:
+            image = step(image, plan)
+    return image
