@@ -41,7 +41,7 @@ $(STAMP): $(VENV)/bin/python $(INSTALL_INPUTS)
 	$(PY) -m pip install --quiet -e ".[s3,redis,metrics]" --group test "$(DJANGO_LTS)"
 	touch $(STAMP)
 
-# --clear: the venv is rebuilt whole, in case NEWEST_PYTHON changed since.
+# --clear: a rebuilt venv starts empty, whichever Python it had before.
 $(NEWEST_STAMP): $(INSTALL_INPUTS)
 	@test -n "$(NEWEST_PYTHON)" || { echo "make: Django's newest release needs Python 3.12+;" \
 	  "none found. Install one, or run: make test NEWEST_PYTHON=/path/to/python3.12" >&2; exit 1; }
@@ -60,8 +60,9 @@ demo: $(DEMO_STAMP)
 # docs are built (strictly) by tests/test_docs.py, the distributions by
 # tests/test_packaging.py, and the browser test drives Debian's chromium, so
 # `make test` checks all of them. A pytest exit status other than 0 (5 when
-# no test was collected, too) stops make with an error.
-test: lint typecheck test-lts test-newest
+# no test was collected, too) stops make with an error. The newest Django's
+# venv is made first, so a machine without Python 3.12+ stops at once.
+test: $(NEWEST_STAMP) lint typecheck test-lts test-newest
 
 test-lts: $(STAMP)
 	$(PY) -m pytest

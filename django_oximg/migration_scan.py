@@ -947,9 +947,9 @@ def _filter_findings(path: str, token: _Token, library: str) -> list[Finding]:
 
 # -- Python ---------------------------------------------------------------------------------
 
+#: Each library's package, which is also its INSTALLED_APPS entry.
 PYTHON_PREFIXES = {"sorl.thumbnail": SORL, "easy_thumbnails": EASY}
 GET_THUMBNAILER = "easy_thumbnails.files.get_thumbnailer"
-INSTALLED_NAMES = {"sorl.thumbnail": SORL, "easy_thumbnails": EASY}
 
 
 def python_library(dotted: str) -> str | None:
@@ -1222,8 +1222,8 @@ class _PythonScanner(ast.NodeVisitor):
 
     def installed_apps(self, value: ast.expr) -> None:
         for node in ast.walk(value):
-            if isinstance(node, ast.Constant) and node.value in INSTALLED_NAMES:
-                library = INSTALLED_NAMES[node.value]
+            if isinstance(node, ast.Constant) and node.value in PYTHON_PREFIXES:
+                library = PYTHON_PREFIXES[node.value]
                 self.add(node, library, "INSTALLED_APPS", self.segment(node), '"django_oximg"')
 
     def aliases(self, value: ast.Dict) -> str:
