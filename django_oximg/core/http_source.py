@@ -315,6 +315,10 @@ def address_refusal(ip: IPAddress, allow_private: bool = False) -> str | None:
             reason = address_refusal(endpoint, allow_private)
             if reason:
                 return f"{ip} tunnels to {endpoint}: {reason}"
+        if ip.sixtofour is not None:
+            # Judged by the IPv4 address it tunnels to, checked above. Python
+            # 3.12.4 and later call all of 2002::/16 private.
+            return None
     if ip.is_unspecified or ip.is_multicast or ip == LIMITED_BROADCAST:
         return f"{ip} is unspecified, multicast or broadcast"
     if allow_private:
