@@ -22,9 +22,10 @@ bench/matched.py does the arithmetic. A difference in score at equal bytes
 is what a site sees: the same page weight, a better or worse picture.
 
 SSIMULACRA2 comes from PyPI's ``ssimulacra2`` 0.3.0 (a NumPy port of the
-reference metric) in bench/peers/.venv-tools: 100 is identical, 90 is
-visually lossless to most viewers, 70 is a good web JPEG, and a difference
-of about 1 point is about the smallest a careful viewer notices side by side.
+reference metric) in bench/peers/.venv-tools: 100 is identical, 90 visually
+lossless, 70 high quality. A linear-light reference favours linear-light
+resizing by construction, so lossless outputs are also scored against an
+sRGB-space one. docs/quality.md has the results.
 """
 
 from __future__ import annotations
@@ -227,11 +228,11 @@ def target_qualities(case: Case) -> list[int]:
 # --- tables -----------------------------------------------------------------------------
 
 
-def summary_table(results: dict[str, Any], case: Case) -> str:
-    """Median and worst photo per contender, at django-oximg's bytes."""
+def summary_table(results: dict[str, Any], case: Case, keys: list[str] | None = None) -> str:
+    """Median and worst photo per contender (``keys``, default all), at django-oximg's bytes."""
     per_photo = results[case.name]
     first = next(iter(per_photo.values()))
-    keys = list(first["contenders"])
+    keys = [key for key in keys or first["contenders"] if key in first["contenders"]]
     default = f"q{case.default_quality}"
     header = [
         "contender",
@@ -343,11 +344,60 @@ def metadata_table(results: dict[str, Any]) -> str:
     return matched.markdown_table(header, rows)
 
 
+#: The contenders of each summary table, django-oximg's defaults first.
+GROUPS = {
+    "against other servers": ["oximg", "libvips", "thumbor", "sorl", "easy"],
+    "pipeline variants": [
+        "oximg",
+        "oximg-kcr0",
+        "oximg-m1.5",
+        "oximg-m2",
+        "oximg-m2-kcr0",
+        "oximg-crop",
+        "resize-crop",
+        "crop-resize",
+    ],
+    "encoders on django-oximg's pixels": [
+        "oximg",
+        "enc-turbo-420",
+        "enc-turbo-444",
+        "enc-turbo-prog",
+        "enc-mozjpeg",
+        "enc-mozjpeg-trellis",
+        "enc-webp-e2",
+        "enc-webp-e4",
+        "enc-webp-e6",
+        "enc-webp-smart",
+    ],
+    "linear-light resizing": ["oximg", "libvips", "hq-2x", "hq-4x"],
+}
+
 #: Columns of the per-photo tables: the peers first, then the variants that matter.
 PHOTO_COLUMNS = {
-    "fit-jpeg": ["libvips", "thumbor", "sorl", "oximg-kcr0", "oximg-m2", "hq-2x"],
-    "fill-webp": ["libvips", "thumbor", "sorl", "oximg-kcr0", "crop-resize", "hq-2x"],
+    "fit-jpeg": ["libvips", "thumbor", "sorl", "easy", "oximg-kcr0", "oximg-m2", "oximg-m2-kcr0"],
+    "fill-webp": ["libvips", "thumbor", "sorl", "easy", "oximg-kcr0", "oximg-m2", "crop-resize"],
 }
+
+
+def versus_table(results: dict[str, Any], case: Case, base: str, keys: list[str]) -> str:
+    """Per photo, at django-oximg's default bytes: ``base``'s score and each key's gain on it."""
+    default = f"q{case.default_quality}"
+    header = ["photo", f"`{base}` score", *(f"`{k}` - `{base}`" for k in keys)]
+    gains: dict[str, list[float]] = {key: [] for key in keys}
+    rows = []
+    for photo, result in results[case.name].items():
+        row = result["matched"].get(default, {})
+        if base not in row:
+            continue
+        cells = [photo.removesuffix(".jpg"), matched.number(row[base]["score"])]
+        for key in keys:
+            gain = row[key]["score"] - row[base]["score"] if key in row else math.nan
+            gains[key].append(gain)
+            cells.append(matched.number(gain, signed=True))
+        rows.append(cells)
+    medians = [matched.number(matched.median(gains[key]), signed=True) for key in keys]
+    rows.append(["**median**", "", *medians])
+    return matched.markdown_table(header, rows)
 
 
 def report(results: dict[str, Any]) -> str:
@@ -356,14 +406,15 @@ def report(results: dict[str, Any]) -> str:
         if name == "meta":
             continue
         case = CASES[name]
-        parts.append(f"### {name}: {case.width}x{case.height} {case.mode} {case.format}\n")
-        parts.append(summary_table(results, case) + "\n")
-        keys = [
-            k
-            for k in PHOTO_COLUMNS[name]
-            if any(k in r["contenders"] for r in results[name].values())
-        ]
-        parts.append(photo_table(results, case, keys) + "\n")
+        title = f"{name}: {case.width}x{case.height} {case.mode} {case.format}"
+        for group, keys in GROUPS.items():
+            parts.append(f"### {title}, {group}\n")
+            parts.append(summary_table(results, case, keys) + "\n")
+        parts.append(f"### {title}, per photo (Δ at oximg q{case.default_quality} bytes)\n")
+        present = {k for r in results[name].values() for k in r["contenders"]}
+        parts.append(photo_table(results, case, [k for k in PHOTO_COLUMNS[name] if k in present]))
+        parts.append(f"\n### {title}, linear-light resizing against bare libvips\n")
+        parts.append(versus_table(results, case, "libvips", ["hq-2x", "hq-4x"]) + "\n")
     cases = {k: v for k, v in results.items() if k != "meta"}
     parts.append("### metadata\n")
     parts.append(metadata_table(cases) + "\n")

@@ -1,18 +1,20 @@
 """CPU per thumbnail of the contenders bench/quality.py scores, in this process, one thread.
 
-    .venv/bin/python bench/quality_cpu.py [--photos bench/photos] [--repeats 7] [--json FILE]
+    .venv/bin/python bench/quality_cpu.py [--photos bench/photos] [--repeats 9] [--json FILE]
 
 For each photo and case, every contender of bench/quality_contenders.py that
 runs in this process makes its thumbnail at django-oximg's default quality
 ``--repeats`` times, the contenders interleaved so that a slow spell of the
-(shared, noisy) machine hits them all alike; the process CPU time of each
+(shared, noisy) machine hits them all alike, each round starting with the
+next contender; the process CPU time of each
 call is kept and its median per photo reported, then the median over the
 photos. libvips runs one thread (``pipeline.configure(concurrency=1)``), so
 CPU time is the cost of one thumbnail on one core.
 
 The encoder variants re-encode django-oximg's own pixels, which are computed
 once before timing: their figure is the encoder alone. Every other figure is
-a whole thumbnail from the photo's bytes (decode, resize, encode).
+a whole thumbnail from the photo's bytes (decode, resize, encode). Ratios are taken photo by photo
+(the same photo, the same minute), then their median over the photos.
 """
 
 from __future__ import annotations
@@ -50,8 +52,11 @@ def measure(paths: list[Path], repeats: int) -> dict[str, Any]:
             for contender in chosen:  # warm-up
                 cpu_ms(contender.make, photo, case)
             samples: dict[str, list[float]] = {c.key: [] for c in chosen}
-            for _ in range(repeats):
-                for contender in chosen:
+            for repeat in range(repeats):
+                # Each round starts with another contender: the first after a
+                # large render pays for its page faults and cold caches.
+                start = repeat % len(chosen)
+                for contender in chosen[start:] + chosen[:start]:
                     samples[contender.key].append(cpu_ms(contender.make, photo, case))
             for key, values in samples.items():
                 found.setdefault(case.name, {}).setdefault(key, {})[path.name] = statistics.median(
@@ -61,25 +66,33 @@ def measure(paths: list[Path], repeats: int) -> dict[str, Any]:
     return found
 
 
+#: What each ratio is taken against: the defaults, and the defaults without the
+#: EXIF block (the render every other in-process contender is comparable to).
+BASES = ("oximg", "oximg-kcr0")
+
+
+def ratio(per_photo: dict[str, float], base: dict[str, float]) -> float:
+    """The median over photos of this contender's CPU over the base's, photo by photo."""
+    return matched.median(per_photo[photo] / base[photo] for photo in per_photo if photo in base)
+
+
 def table(found: dict[str, Any]) -> str:
     parts = []
     labels = {c.key: c.label for c in contenders.CONTENDERS}
     for name, by_key in found.items():
-        base = matched.median(by_key["oximg"].values())
         rows = []
         for key, per_photo in by_key.items():
             values = list(per_photo.values())
-            middle = matched.median(values)
             rows.append(
                 [
-                    f"`{key}` {labels[key]}",
-                    matched.number(middle),
+                    f"`{key}` {labels.get(key, key)}",
+                    matched.number(matched.median(values)),
                     f"{matched.number(min(values))}-{matched.number(max(values))}",
-                    f"{middle / base:.2f}",
+                    *(matched.number(ratio(per_photo, by_key[b]), 2) for b in BASES),
                 ]
             )
         parts.append(f"### {name}\n")
-        header = ["contender", "CPU ms (median of photos)", "range over photos", "x oximg"]
+        header = ["contender", "CPU ms (median)", "range over photos", *(f"x `{b}`" for b in BASES)]
         parts.append(matched.markdown_table(header, rows) + "\n")
     return "\n".join(parts)
 
@@ -88,9 +101,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--photos", type=Path, default=ROOT / "bench" / "photos")
     parser.add_argument("--only-photos", default="", help="comma-separated file names")
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--report", type=Path, help="print the table of a results file, no run")
     args = parser.parse_args()
+    if args.report:
+        print(table(json.loads(args.report.read_text())))
+        return
     paths = contenders.photo_paths(args.photos, args.only_photos)
     from django_oximg.core import pipeline
 
