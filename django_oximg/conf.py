@@ -180,11 +180,15 @@ class OximgSettings:
     JPEG_SHRINK_MARGIN: float = defaults.JPEG_SHRINK_MARGIN
     """How much larger than the thumbnail a JPEG is decoded, at least, before
     the final resize (1 to 8). JPEG decoders can scale by 1/2, 1/4 or 1/8 as
-    they decode; the smallest scale leaving this margin is used. 1 decodes as
+    they decode; the smallest scale leaving this margin is used. The default
+    1.5 decodes a 2560 px photo at 1/2 for a 500 px thumbnail, as libvips'
+    own ``thumbnail`` does, and scores like it at equal bytes; 1 decodes as
     close to the thumbnail as the DCT allows (imgproxy's rule, and Pillow's
-    draft mode); 2 is libvips' own rule. Larger is sharper and costs CPU:
-    what each value costs and buys is measured in docs/pipeline.md. Changing
-    it gives new cache keys and tag URLs."""
+    draft mode): about 10-16 % less CPU per render, 5-6 % more bytes for the
+    same look. 2 is libvips' rule, which decodes a 1920 px photo whole for a
+    500 px thumbnail for no visible gain. docs/pipeline.md and
+    docs/quality.md measure each value. Changing it gives new cache keys and
+    tag URLs."""
 
     JPEG_DECODER: defaults.JpegDecoder = defaults.JPEG_DECODER
     """Who decodes the pixels of JPEG sources: ``"libjpeg-turbo"`` (through
@@ -204,6 +208,15 @@ class OximgSettings:
     results that keep EXIF, XMP or IPTC, are always encoded by libvips. Set
     ``"libvips"`` only to rule the encoder out when chasing a problem.
     Measured in docs/BENCHMARKS.md."""
+
+    QUALITY_MODE: defaults.QualityMode = defaults.QUALITY_MODE
+    """``"standard"`` or ``"high"``. High resizes in linear light with
+    Lanczos3 from a decode of at least twice the thumbnail's size: a median
+    of 3-4 SSIMULACRA2 points above bare libvips at equal bytes on real
+    photos, up to 20 on fine contrasty detail (foliage, ripples), for about
+    1.5-2x the CPU of a render (docs/quality.md). A URL's ``quality_mode``
+    option (``qm:high``, ``qm:standard``; the tags' ``quality_mode``) wins
+    over this. Changing it gives new cache keys and tag URLs."""
 
     COORDINATION_CACHE: str = ""
     """Alias in ``CACHES`` (Redis or Memcached) through which processes that
@@ -238,6 +251,7 @@ OUTPUT_SETTINGS = (
     "MAX_RESULT_DIMENSION",
     "MAX_ANIMATION_FRAMES",
     "JPEG_SHRINK_MARGIN",
+    "QUALITY_MODE",
     "AUTO_FORMAT",
 )
 

@@ -111,6 +111,7 @@ def thumbnailer_config(settings: conf.OximgSettings) -> ThumbnailerConfig:
             jpeg_shrink_margin=settings.JPEG_SHRINK_MARGIN,
             jpeg_decoder=settings.JPEG_DECODER,
             encoder=settings.ENCODER,
+            quality_mode=settings.QUALITY_MODE,
         ),
         presets=dict(settings.PRESETS),
         allow_unsigned=settings.ALLOW_UNSIGNED,

@@ -40,3 +40,22 @@ def animated_gif(width: int = 120, height: int = 90, frames: int = 6) -> bytes:
     image.set_type(pyvips.GValue.array_int_type, "delay", [100] * frames)
     image.set_type(pyvips.GValue.gint_type, "loop", 0)
     return bytes(image.gifsave_buffer())
+
+
+def credited_jpeg(
+    width: int = 1200, height: int = 800, artist: str = "Jane Doe", copyright: str = "ACME Photo"
+) -> bytes:
+    """A JPEG as cameras and editors leave them: Artist and Copyright among other
+    EXIF tags (camera, a private comment) and an embedded preview image (IFD1)
+    of several kilobytes, which libvips' loaders read as ``jpeg-thumbnail-data``."""
+    preview = bytes(photo(160, 120).jpegsave_buffer(Q=95))
+    image = photo(width, height).copy()
+    for name, value in [
+        ("exif-ifd0-Artist", artist),
+        ("exif-ifd0-Copyright", copyright),
+        ("exif-ifd0-Make", "Camera Maker"),
+        ("exif-ifd2-UserComment", "secret place"),
+    ]:
+        image.set_type(pyvips.GValue.gstr_type, name, value)
+    image.set_type(pyvips.GValue.blob_type, "jpeg-thumbnail-data", preview)
+    return bytes(image.jpegsave_buffer(Q=90, keep=pyvips.enums.ForeignKeep.ALL))

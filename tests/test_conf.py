@@ -329,6 +329,7 @@ OUTPUT_CHANGES: dict[str, tuple[Any, str, str]] = {
     "MAX_RESULT_DIMENSION": (100, "/w:500/el:1/plain/a.jpg@jpeg", ""),
     "MAX_ANIMATION_FRAMES": (5, "/w:50/plain/a.gif@gif", ""),
     "JPEG_SHRINK_MARGIN": (2.0, "/w:50/plain/a.jpg@jpeg", ""),
+    "QUALITY_MODE": ("high", "/w:50/plain/a.jpg@jpeg", ""),
     "AUTO_FORMAT": (False, "/w:50/plain/a.jpg", "image/webp,*/*"),
     # Through the options they expand to, not the fingerprint.
     "PRESETS": ({"p": "w:60"}, "/pr:p/plain/a.jpg@jpeg", ""),

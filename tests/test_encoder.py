@@ -2,8 +2,9 @@
 
 The promise: a result the pipeline hands to Pillow is the result libvips'
 saver would have written (a JPEG decodes to the same pixels, a WebP is the
-same bytes), and what Pillow cannot carry (EXIF, results too large to hold
-whole, pixels still streaming from a decoder) still goes to libvips.
+same bytes), and what Pillow is not given (all of a source's metadata,
+results too large to hold whole, pixels still streaming from a decoder)
+still goes to libvips.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from PIL import Image as PILImage
 from django_oximg.core import encoder, pipeline
 from django_oximg.core.errors import ProcessingTimeout
 from django_oximg.core.options import Gravity, Options
+from tests.images import credited_jpeg
 from tests.test_pipeline import needs_saver, photo
 
 PILLOW = pipeline.RenderSettings(encoder="pillow")
@@ -186,13 +188,14 @@ def test_profile_kept_when_not_stripped(encodes: list[str]) -> None:
     assert bytes(decoded(result.data).get("icc-profile-data")) == profile
 
 
-def test_kept_copyright_goes_to_libvips(encodes: list[str]) -> None:
-    image = photo(900, 600).copy()
-    image.set_type(pyvips.GValue.gstr_type, "exif-ifd0-Copyright", "Jane Doe")
-    data = bytes(image.jpegsave_buffer(Q=90))
-    result = pipeline.render(data, Options(width=300, keep_copyright=True), "jpeg", PILLOW)
-    assert encodes == []
-    assert "Jane Doe" in str(decoded(result.data).get("exif-ifd0-Copyright"))
+@pytest.mark.parametrize("fmt", ["jpeg", "webp"])
+def test_kept_copyright_stays_with_pillow(fmt: str, encodes: list[str]) -> None:
+    """The credit needs no libvips saver: Pillow writes the two tags and nothing else."""
+    result = pipeline.render(credited_jpeg(), Options(width=300), fmt, PILLOW)
+    assert encodes == [fmt]
+    written = PILImage.open(io.BytesIO(result.data)).getexif()
+    assert dict(written) == {0x013B: "Jane Doe", 0x8298: "ACME Photo"}
+    assert not decoded(result.data).get_typeof("jpeg-thumbnail-data")
 
 
 @pytest.mark.parametrize(

@@ -11,11 +11,12 @@ import random
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import pytest
 import pyvips
 
-from django_oximg.core import deadlines, pipeline
+from django_oximg.core import deadlines, exif, pipeline
 from django_oximg.core.errors import (
     InvalidImage,
     ProcessingTimeout,
@@ -26,6 +27,7 @@ from django_oximg.core.geometry import plan_geometry
 from django_oximg.core.options import OUTPUT_FORMATS, RESIZING_TYPES, Crop, Gravity, Options
 from django_oximg.core.pipeline import steps
 from django_oximg.core.pipeline.steps.step import Step
+from tests.images import credited_jpeg
 
 SETTINGS = pipeline.RenderSettings()
 
@@ -704,14 +706,54 @@ def test_metadata_stripped_but_copyright_kept() -> None:
     assert "exif-ifd0-Make" not in fields and "exif-ifd2-UserComment" not in fields
 
 
+#: Bytes an EXIF block may take in a result with ``keep_copyright``: the two
+#: tags and, from libvips' savers, the few tags libvips always writes.
+SMALL_EXIF_BYTES = 400
+
+
+@pytest.mark.parametrize("decoder", ["libjpeg-turbo", "libvips"])
+@pytest.mark.parametrize(
+    "fmt", [pytest.param(fmt, marks=needs_saver(fmt)) for fmt in ("jpeg", "webp", "avif", "png")]
+)
+def test_copyright_kept_without_the_preview(fmt: str, decoder: str) -> None:
+    """The source's 13 KB block (camera tags, a preview) becomes Artist and Copyright alone.
+
+    JPEG and WebP from the libjpeg-turbo decode are encoded by Pillow, the
+    rest by libvips' savers: both ways are covered.
+    """
+    settings = pipeline.RenderSettings(jpeg_decoder=decoder)
+    data = credited_jpeg()
+    options = Options(width=300, height=300)
+    kept = pipeline.render(data, options, fmt, settings).data
+    out = pyvips.Image.new_from_buffer(kept, "")
+    block = bytes(out.get("exif-data"))
+    assert exif.copyright_values(block) == {
+        exif.ARTIST: b"Jane Doe\x00",
+        exif.COPYRIGHT: b"ACME Photo\x00",
+    }
+    assert not out.get_typeof("jpeg-thumbnail-data")
+    assert not {"exif-ifd0-Make", "exif-ifd2-UserComment"} & exif_fields(out)
+    stripped = pipeline.render(data, replace(options, keep_copyright=False), fmt, settings).data
+    assert len(block) < SMALL_EXIF_BYTES
+    assert len(kept) - len(stripped) < SMALL_EXIF_BYTES
+
+
+def test_blank_credits_are_not_kept() -> None:
+    """Editors' templates leave Artist and Copyright as spaces: nothing worth a block."""
+    out = render(credited_jpeg(artist=" " * 32, copyright=" " * 63), "jpeg")
+    assert not out.get_typeof("exif-data")
+
+
 def test_metadata_fully_stripped_without_keep_copyright() -> None:
     out = render(tagged_jpeg(), "jpeg", keep_copyright=False)
     assert not out.get_typeof("exif-data")
 
 
 def test_metadata_kept_when_not_stripping() -> None:
-    out = render(tagged_jpeg(), "jpeg", strip_metadata=False)
-    assert "exif-ifd0-Make" in exif_fields(out)
+    """``strip_metadata`` off keeps everything the source has, preview included."""
+    out = render(credited_jpeg(), "jpeg", strip_metadata=False)
+    assert {"exif-ifd0-Make", "exif-ifd2-UserComment"} <= exif_fields(out)
+    assert out.get_typeof("jpeg-thumbnail-data")
 
 
 # --- quality and size limits --------------------------------------------------

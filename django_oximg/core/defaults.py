@@ -22,14 +22,18 @@ JpegDecoder = Literal["libjpeg-turbo", "libvips"]
 #: Who encodes results whose pixels are in memory (``ENCODER``).
 Encoder = Literal["pillow", "libvips"]
 
+#: How results are resized (``QUALITY_MODE``; the ``quality_mode`` option).
+QualityMode = Literal["standard", "high"]
+
 QUALITY: Mapping[str, int] = types.MappingProxyType({"jpeg": 80, "webp": 75, "avif": 65})
 MAX_RESULT_DIMENSION = 8192
 MAX_ANIMATION_FRAMES = 100
 MAX_SRC_RESOLUTION = 50_000_000
 MAX_SRC_FILE_SIZE = 50 * MIB
-JPEG_SHRINK_MARGIN = 1.0
+JPEG_SHRINK_MARGIN = 1.5
 JPEG_DECODER: JpegDecoder = "libjpeg-turbo"
 ENCODER: Encoder = "pillow"
+QUALITY_MODE: QualityMode = "standard"
 AUTO_FORMAT = True
 ALLOW_UNSIGNED = False
 QUEUE_TIMEOUT = 5.0

@@ -17,7 +17,9 @@ docs/BENCHMARKS.md.)
 The output is libvips' own: a JPEG decodes to the same pixels as
 ``jpegsave`` with ``optimize_coding`` (Pillow adds an 18-byte JFIF header),
 a WebP is byte-identical to ``webpsave`` at ``effort`` 4 (tests/test_encoder.py).
-Metadata beyond an ICC profile is left to libvips (the pipeline decides).
+Metadata: an ICC profile and the minimal EXIF block of ``keep_copyright``
+(:mod:`.exif`), as the pipeline decides; results that keep everything
+go to libvips.
 This module imports no pyvips and no Django.
 """
 
@@ -72,17 +74,23 @@ def encode(
     fmt: str,
     quality: int,
     icc_profile: bytes | None = None,
+    exif: bytes | None = None,
 ) -> bytes:
     """Encode interleaved 8-bit sRGB ``pixels`` (rows top to bottom) as ``fmt``.
 
 
-    ``icc_profile`` is embedded when given. The settings are the ones
+    ``icc_profile`` and ``exif`` (a whole block, ``Exif\\0\\0`` prefix
+    included) are embedded when given. The settings are the ones
     :func:`django_oximg.core.pipeline.encode.save` gives libvips: JPEG with
     optimised Huffman tables, WebP lossy at effort 4.
     """
     mode = MODES[bands]
     image = PILImage.frombuffer(mode, (width, height), pixels, "raw", mode, 0, 1)
-    extra = {"icc_profile": icc_profile} if icc_profile else {}
+    extra: dict[str, bytes] = {}
+    if icc_profile:
+        extra["icc_profile"] = icc_profile
+    if exif:
+        extra["exif"] = exif
     out = io.BytesIO()
     if fmt == "jpeg":
         subsampling = SUBSAMPLING_444 if quality >= FULL_CHROMA_QUALITY else SUBSAMPLING_420

@@ -41,6 +41,10 @@ RESIZING_TYPES = ("fit", "fill", "fill-down", "force", "auto")
 #: Output formats we can encode, by the extension used in URLs.
 OUTPUT_FORMATS = ("jpeg", "png", "webp", "avif", "gif")
 
+#: ``quality_mode`` values (a django-oximg extension, not an imgproxy option):
+#: "high" resizes in linear light from a decode of at least twice the target.
+QUALITY_MODES = ("standard", "high")
+
 
 @dataclass(frozen=True)
 class Gravity:
@@ -114,6 +118,8 @@ class Options:
     expires: int = 0
     #: Encode again at lower quality until the result fits; 0 for no limit.
     max_bytes: int = 0
+    #: One of :data:`QUALITY_MODES`, or "" for the site's ``QUALITY_MODE``.
+    quality_mode: str = ""
 
 
 @dataclass(frozen=True)
@@ -439,6 +445,14 @@ def _apply_max_bytes(draft: Draft, args: list[str]) -> None:
     draft["max_bytes"] = _integer("max_bytes", _single("max_bytes", args), 0, 10**18)
 
 
+def _apply_quality_mode(draft: Draft, args: list[str]) -> None:
+    """``qm:%mode``: django-oximg's own option (imgproxy has no option of this name)."""
+    mode = _single("quality_mode", args)
+    if mode not in QUALITY_MODES:
+        raise _invalid("quality_mode", mode, f"expected one of {', '.join(QUALITY_MODES)}")
+    draft["quality_mode"] = mode
+
+
 def _handler_table() -> dict[str, Handler]:
     """Every option by its long and short names (``preset`` is handled by the parser)."""
     entries: list[tuple[tuple[str, ...], Handler]] = [
@@ -473,6 +487,7 @@ def _handler_table() -> dict[str, Handler]:
         (("cachebuster", "cb"), _apply_cachebuster),
         (("expires", "exp"), _apply_expires),
         (("max_bytes", "mb"), _apply_max_bytes),
+        (("quality_mode", "qm"), _apply_quality_mode),
     ]
     return {name: handler for names, handler in entries for name in names}
 
@@ -698,6 +713,8 @@ def _output_segments(options: Options) -> Iterator[str]:
     """Encoding, metadata and handling options, in a fixed order, defaults left out."""
     if options.quality:
         yield f"q:{options.quality}"
+    if options.quality_mode:
+        yield f"qm:{options.quality_mode}"
     if options.format_quality:
         yield "fq:" + ":".join(f"{name}:{quality}" for name, quality in options.format_quality)
     for name, value, default in (

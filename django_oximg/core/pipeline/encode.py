@@ -17,11 +17,17 @@ from functools import partial
 
 import pyvips
 
-from django_oximg.core import encoder, keys
+from django_oximg.core import encoder, exif, keys
 from django_oximg.core.deadlines import Deadline
 from django_oximg.core.errors import ResultTooLarge, UnsupportedFormat
 from django_oximg.core.options import OUTPUT_FORMATS, Options
-from django_oximg.core.pipeline.libvips import COPYRIGHT_FIELDS, ICC_FIELD, Image, watched
+from django_oximg.core.pipeline.libvips import (
+    EXIF_FIELD,
+    EXIF_PREVIEW_FIELD,
+    ICC_FIELD,
+    Image,
+    watched,
+)
 from django_oximg.core.pipeline.plan import Plan, RenderSettings
 
 #: The image formats the pipeline writes, with their content types.
@@ -50,9 +56,11 @@ def encode(
     image: Image, plan: Plan, settings: RenderSettings, deadline: Deadline, in_memory: bool
 ) -> bytes:
     """``image`` encoded as ``plan`` says, in Pillow when ``in_memory`` allows, else libvips."""
-    image, keep = strip_metadata(image, plan.options)
+    image, keep, exif_block = strip_metadata(image, plan.options)
     encode_at = (
-        in_memory_encoder(image, plan.format, keep, settings, deadline) if in_memory else None
+        in_memory_encoder(image, plan.format, keep, exif_block, settings, deadline)
+        if in_memory
+        else None
     )
     if encode_at is None:
         if plan.options.max_bytes:
@@ -68,28 +76,34 @@ def encode(
     return encode_within_limit(encode_at, plan)
 
 
-def strip_metadata(image: Image, options: Options) -> tuple[Image, int]:
-    """Decide what metadata the encoder keeps; return the image and libvips keep flags.
+def strip_metadata(image: Image, options: Options) -> tuple[Image, int, bytes | None]:
+    """Decide what metadata the result keeps: the image, libvips keep flags, the EXIF block.
 
-    ``strip_metadata`` drops EXIF, XMP and IPTC (GPS, camera serials). With
-    ``keep_copyright`` the EXIF Copyright and Artist tags survive: every other
-    EXIF tag is removed from the image so libvips rewrites a minimal EXIF block.
-    An ICC profile is kept only when ``strip_color_profile`` is off.
+    ``strip_metadata`` drops EXIF, XMP and IPTC (GPS, camera serials, the
+    embedded preview). With ``keep_copyright`` the source's Artist and
+    Copyright tags survive in a fresh block holding nothing else
+    (:func:`django_oximg.core.exif.copyright_block`; None when the source
+    credits nobody); it becomes the image's only EXIF metadata, so libvips'
+    savers write it too (adding the few tags libvips always writes:
+    orientation, resolution, dimensions). With ``strip_metadata`` off
+    everything the loader read is kept, preview included. An ICC profile is
+    kept only when ``strip_color_profile`` is off.
     """
     keep_flags = pyvips.enums.ForeignKeep
     keep = keep_flags.NONE if options.strip_color_profile else keep_flags.ICC
     if not options.strip_metadata:
-        return image, keep | keep_flags.EXIF | keep_flags.XMP | keep_flags.IPTC
-    if not options.keep_copyright:
-        return image, int(keep)
-    fields = image.get_fields()
-    if COPYRIGHT_FIELDS.intersection(fields):
-        image = image.copy()
-        for name in fields:
-            if name.startswith("exif-ifd") and name not in COPYRIGHT_FIELDS:
-                image.remove(name)
-        keep |= keep_flags.EXIF
-    return image, int(keep)
+        return image, int(keep | keep_flags.EXIF | keep_flags.XMP | keep_flags.IPTC), None
+    if not options.keep_copyright or not image.get_typeof(EXIF_FIELD):
+        return image, int(keep), None
+    block = exif.copyright_block(bytes(image.get(EXIF_FIELD)))
+    if block is None:
+        return image, int(keep), None
+    image = image.copy()
+    for name in image.get_fields():
+        if name.startswith("exif-ifd") or name == EXIF_PREVIEW_FIELD:
+            image.remove(name)
+    image.set_type(pyvips.GValue.blob_type, EXIF_FIELD, block)
+    return image, int(keep | keep_flags.EXIF), block
 
 
 def save(image: Image, fmt: str, quality: int, keep: int, avif_effort: int) -> bytes:
@@ -116,23 +130,28 @@ def save(image: Image, fmt: str, quality: int, keep: int, avif_effort: int) -> b
 
 
 def in_memory_encoder(
-    image: Image, fmt: str, keep: int, settings: RenderSettings, deadline: Deadline
+    image: Image,
+    fmt: str,
+    keep: int,
+    exif_block: bytes | None,
+    settings: RenderSettings,
+    deadline: Deadline,
 ) -> Callable[[int], bytes] | None:
     """Compute ``image`` on this thread and return its encoder by quality, or None.
 
     None leaves the result to libvips' savers: with ``settings.encoder``
-    "libvips", when the result keeps EXIF, XMP or IPTC (libvips rewrites
-    those), or when :mod:`django_oximg.core.encoder` does not take its size,
+    "libvips", when the result keeps all its metadata (``strip_metadata``
+    off: libvips rewrites EXIF, XMP and IPTC), or when :mod:`django_oximg.core.encoder` does not take its size,
     bands or format. Region fetches run the pipeline on the calling thread,
     without libvips' thread pool, :data:`FETCH_ROWS` rows at a time, so the
     caller must know every pixel upstream is in memory already
     (:attr:`~django_oximg.core.pipeline.load.Loaded.in_memory`); the result
-    is held once.
+    is held once. ``exif_block`` (``keep_copyright``) is written as it is.
     """
     width, height, bands = image.width, image.height, image.bands
     if (
         settings.encoder != "pillow"
-        or keep & ~int(pyvips.enums.ForeignKeep.ICC)
+        or keep & (int(pyvips.enums.ForeignKeep.XMP) | int(pyvips.enums.ForeignKeep.IPTC))
         or not encoder.can_encode(fmt, width, height, bands)
     ):
         return None
@@ -145,7 +164,16 @@ def in_memory_encoder(
     icc_profile = None
     if keep & int(pyvips.enums.ForeignKeep.ICC) and image.get_typeof(ICC_FIELD):
         icc_profile = bytes(image.get(ICC_FIELD))
-    return partial(encoder.encode, pixels, width, height, bands, fmt, icc_profile=icc_profile)
+    return partial(
+        encoder.encode,
+        pixels,
+        width,
+        height,
+        bands,
+        fmt,
+        icc_profile=icc_profile,
+        exif=exif_block,
+    )
 
 
 def next_quality(quality: int, size: int, max_bytes: int) -> int:

@@ -56,8 +56,16 @@ SAVERS = {
 #: The libvips metadata field holding an embedded ICC profile.
 ICC_FIELD = "icc-profile-data"
 
-#: Metadata kept with ``keep_copyright``: who made the picture and who owns it.
+#: The libvips metadata field holding the EXIF block, as read or to be written.
+EXIF_FIELD = "exif-data"
+
+#: libvips' fields for the EXIF tags ``keep_copyright`` keeps: who made the
+#: picture and who owns it (the values written come from the block itself,
+#: :mod:`django_oximg.core.exif`).
 COPYRIGHT_FIELDS = frozenset({"exif-ifd0-Copyright", "exif-ifd0-Artist"})
+
+#: The EXIF preview image libvips' loaders read into a field of its own.
+EXIF_PREVIEW_FIELD = "jpeg-thumbnail-data"
 
 _configured = False
 _configure_lock = threading.Lock()

@@ -12,6 +12,11 @@ Three ways, chosen from the plan and the settings:
   libvips' thumbnail would; what it declines, libvips decodes.
 * **Full load** (``crop``): the whole source at full size, as the region
   is cut before scaling.
+
+In the high-quality mode (:attr:`Plan.linear_light`) the first two stop at
+a decode of at least :data:`~django_oximg.core.pipeline.plan.HIGH_QUALITY_MARGIN`
+times the planned size (:func:`load_supersampled`), and the resize step
+does the rest in linear light.
 """
 
 from __future__ import annotations
@@ -23,8 +28,8 @@ import pyvips
 from django_oximg.core import jpeg
 from django_oximg.core.geometry import QUARTER_TURN_ORIENTATIONS
 from django_oximg.core.options import Options
-from django_oximg.core.pipeline.libvips import COPYRIGHT_FIELDS, ICC_FIELD, Image
-from django_oximg.core.pipeline.plan import Plan, RenderSettings
+from django_oximg.core.pipeline.libvips import COPYRIGHT_FIELDS, EXIF_FIELD, ICC_FIELD, Image
+from django_oximg.core.pipeline.plan import HIGH_QUALITY_MARGIN, Plan, RenderSettings
 from django_oximg.core.pipeline.probe import SourceInfo, memory_source
 from django_oximg.core.pipeline.steps.resize import resize_to
 
@@ -48,6 +53,8 @@ class Loaded(NamedTuple):
 def load(data: bytes, plan: Plan, settings: RenderSettings) -> Loaded:
     """``data`` loaded for ``plan``: shrunk on load, or whole for ``crop``."""
     if plan.options.crop is None:
+        if plan.linear_light:
+            return load_supersampled(data, plan, settings)
         return load_thumbnail(data, plan, settings)
     return Loaded(load_full(data, plan.options, plan.animated), False)
 
@@ -119,6 +126,47 @@ def load_thumbnail(data: bytes, plan: Plan, settings: RenderSettings) -> Loaded:
     return Loaded(image, False)
 
 
+def load_supersampled(data: bytes, plan: Plan, settings: RenderSettings) -> Loaded:
+    """Load upright at no less than ``HIGH_QUALITY_MARGIN`` x the planned size, for the mode.
+
+    A JPEG is decoded at the DCT scale leaving that margin (or the larger
+    ``settings.jpeg_shrink_margin``) and only turned upright: the resize
+    step takes it from there in linear light. Other formats are shrunk on
+    load by libvips' thumbnail to twice the planned size (never above the
+    source's): their reduction to that size happens in sRGB, the last
+    halving in linear light.
+    """
+    width, height = plan.load_size
+    info, options = plan.source, plan.options
+    upright_w, upright_h = upright_size(info, options)
+    if info.format == "jpeg":
+        margin = max(settings.jpeg_shrink_margin, HIGH_QUALITY_MARGIN)
+        shrink = jpeg_shrink(upright_w, upright_h, width, height, margin)
+        if settings.jpeg_decoder == "libjpeg-turbo":
+            decoded = turbo_decoded(data, shrink, info, options)
+            if decoded is not None:
+                turn = info.orientation if options.auto_rotate else 1
+                return Loaded(decoded if turn == 1 else decoded.autorot(), True)
+        decoded = pyvips.Image.jpegload_source(
+            memory_source(data), shrink=shrink, access="sequential", fail_on="truncated"
+        )
+        turned = options.auto_rotate and info.orientation >= 5
+        size = (decoded.height, decoded.width) if turned else (decoded.width, decoded.height)
+        image = decoded.thumbnail_image(
+            size[0], height=size[1], size="force", no_rotate=not options.auto_rotate
+        )
+        return Loaded(image, False)
+    image = pyvips.Image.thumbnail_source(
+        memory_source(data),
+        min(round(width * HIGH_QUALITY_MARGIN), upright_w),
+        height=min(round(height * HIGH_QUALITY_MARGIN), upright_h),
+        size="force",
+        no_rotate=not options.auto_rotate,
+        option_string=loader_options(plan.animated),
+    )
+    return Loaded(image, False)
+
+
 def resize_decoded(image: Image, width: int, height: int, orientation: int) -> Image:
     """What ``thumbnail_image(width, height, size="force")`` does to a turbo decode, for less.
 
@@ -144,8 +192,9 @@ def turbo_decoded(data: bytes, shrink: int, info: SourceInfo, options: Options) 
     fields the later steps read come from libvips' header parse, which
     decodes no pixels (:attr:`SourceInfo.header`, read by the probe):
     the ICC profile, resolution, orientation and, for
-    ``keep_copyright``, the EXIF block with its Copyright and Artist tags
-    (the encoder would drop every other tag anyway). The pixels
+    ``keep_copyright`` when libvips found an Artist or Copyright tag, the
+    EXIF block (the encoder writes only those two tags of it,
+    :mod:`django_oximg.core.exif`). The pixels
     are the same as libvips' (tests/test_jpeg.py), so the output bytes are too.
     """
     if not options.strip_metadata:
@@ -167,8 +216,8 @@ def turbo_decoded(data: bytes, shrink: int, info: SourceInfo, options: Options) 
     )
     copied = [ICC_FIELD, "resolution-unit"]
     if options.keep_copyright:
-        kept = [name for name in COPYRIGHT_FIELDS if header.get_typeof(name)]
-        copied += ["exif-data", *kept] if kept else []
+        if any(header.get_typeof(name) for name in COPYRIGHT_FIELDS):
+            copied.append(EXIF_FIELD)
     for name in copied:
         gtype = header.get_typeof(name)
         if gtype:
