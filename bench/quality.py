@@ -346,13 +346,12 @@ def metadata_table(results: dict[str, Any]) -> str:
 
 #: The contenders of each summary table, django-oximg's defaults first.
 GROUPS = {
-    "against other servers": ["oximg", "libvips", "thumbor", "sorl", "easy"],
+    "against other servers": ["oximg", "oximg-hq", "libvips", "thumbor", "sorl", "easy"],
     "pipeline variants": [
         "oximg",
         "oximg-kcr0",
-        "oximg-m1.5",
+        "oximg-m1",
         "oximg-m2",
-        "oximg-m2-kcr0",
         "oximg-crop",
         "resize-crop",
         "crop-resize",
@@ -369,13 +368,13 @@ GROUPS = {
         "enc-webp-e6",
         "enc-webp-smart",
     ],
-    "linear-light resizing": ["oximg", "libvips", "hq-2x", "hq-4x"],
+    "linear-light resizing": ["oximg", "libvips", "oximg-hq", "hq-2x", "hq-4x"],
 }
 
 #: Columns of the per-photo tables: the peers first, then the variants that matter.
 PHOTO_COLUMNS = {
-    "fit-jpeg": ["libvips", "thumbor", "sorl", "easy", "oximg-kcr0", "oximg-m2", "oximg-m2-kcr0"],
-    "fill-webp": ["libvips", "thumbor", "sorl", "easy", "oximg-kcr0", "oximg-m2", "crop-resize"],
+    "fit-jpeg": ["libvips", "oximg-hq", "thumbor", "sorl", "easy", "oximg-m1", "oximg-m2"],
+    "fill-webp": ["libvips", "oximg-hq", "thumbor", "sorl", "easy", "oximg-m1", "crop-resize"],
 }
 
 
@@ -397,6 +396,12 @@ def versus_table(results: dict[str, Any], case: Case, base: str, keys: list[str]
         rows.append(cells)
     medians = [matched.number(matched.median(gains[key]), signed=True) for key in keys]
     rows.append(["**median**", "", *medians])
+    photos = [row[0] for row in rows[:-1]]
+    worst = []
+    for key in keys:
+        low = min(zip(gains[key], photos, strict=True), default=(math.nan, ""))
+        worst.append(f"{matched.number(low[0], signed=True)} ({low[1]})")
+    rows.append(["**worst**", "", *worst])
     return matched.markdown_table(header, rows)
 
 
@@ -414,7 +419,8 @@ def report(results: dict[str, Any]) -> str:
         present = {k for r in results[name].values() for k in r["contenders"]}
         parts.append(photo_table(results, case, [k for k in PHOTO_COLUMNS[name] if k in present]))
         parts.append(f"\n### {title}, linear-light resizing against bare libvips\n")
-        parts.append(versus_table(results, case, "libvips", ["hq-2x", "hq-4x"]) + "\n")
+        parts.append(versus_table(results, case, "libvips", ["oximg", "oximg-hq", "hq-2x", "hq-4x"]))
+        parts.append("")
     cases = {k: v for k, v in results.items() if k != "meta"}
     parts.append("### metadata\n")
     parts.append(metadata_table(cases) + "\n")

@@ -6,7 +6,7 @@ without its encoder. In this process:
 
 - django-oximg's ``pipeline.render`` with its defaults, and variants that
   change one setting or option each (the JPEG decode margin, keep_copyright,
-  the ``crop`` option);
+  the ``crop`` option, the high-quality mode);
 - bare libvips: ``thumbnail_buffer`` and a saver with the pipeline's encoder
   options;
 - encoders on django-oximg's own pixels (libjpeg-turbo through Pillow,
@@ -35,8 +35,9 @@ import pyvips
 from PIL import Image as PILImage
 
 from bench import servers
-from django_oximg.core import encoder, pipeline
+from django_oximg.core import defaults, encoder, pipeline
 from django_oximg.core.options import Crop, Options
+from django_oximg.core.pipeline.load import jpeg_shrink
 
 ROOT = Path(__file__).resolve().parent.parent
 PEERS_PYTHON = ROOT / "bench" / "peers" / ".venv-django-peers" / "bin" / "python"
@@ -107,7 +108,12 @@ class Contender:
 # --- django-oximg ----------------------------------------------------------------
 
 
-def oximg(margin: float = 1.0, keep_copyright: bool = True, crop_first: bool = False) -> Maker:
+def oximg(
+    margin: float = defaults.JPEG_SHRINK_MARGIN,
+    keep_copyright: bool = True,
+    crop_first: bool = False,
+    quality_mode: str = "",
+) -> Maker:
     """``pipeline.render`` with the defaults but for the given settings and options."""
     settings = pipeline.RenderSettings(jpeg_shrink_margin=margin)
 
@@ -119,6 +125,7 @@ def oximg(margin: float = 1.0, keep_copyright: bool = True, crop_first: bool = F
             quality=quality,
             keep_copyright=keep_copyright,
             crop=source_crop(photo, case) if crop_first else None,
+            quality_mode=quality_mode,
         )
         return pipeline.render(photo.data, options, fmt, settings).data
 
@@ -230,10 +237,10 @@ def decode_shrink(photo: Photo, case: Case, margin: float) -> int:
     header = photo.info()
     x_scale, y_scale, _, _ = target_size(photo, case)
     width, height = round(header.width * x_scale), round(header.height * y_scale)
-    return pipeline.jpeg_shrink(header.width, header.height, width, height, margin)
+    return jpeg_shrink(header.width, header.height, width, height, margin)
 
 
-def ordered_fill(crop_first: bool, margin: float = 1.0) -> Maker:
+def ordered_fill(crop_first: bool, margin: float = defaults.JPEG_SHRINK_MARGIN) -> Maker:
     """A centred fill at django-oximg's decode scale: crop then resize, or resize then crop."""
 
     def make(photo: Photo, case: Case, quality: int, fmt: str) -> bytes:
@@ -323,22 +330,18 @@ JPEG, WEBP = ("fit-jpeg",), ("fill-webp",)
 CONTENDERS = (
     Contender("oximg", "django-oximg (defaults)", oximg()),
     Contender("libvips", "libvips thumbnail + saver", libvips_thumbnail, grid="uniform"),
+    Contender("oximg-hq", "django-oximg, quality_mode high", oximg(quality_mode="high")),
     Contender("oximg-kcr0", "django-oximg, keep_copyright off", oximg(keep_copyright=False)),
-    Contender("oximg-m1.5", "django-oximg, margin 1.5", oximg(margin=1.5)),
+    Contender("oximg-m1", "django-oximg, margin 1", oximg(margin=1.0)),
     Contender("oximg-m2", "django-oximg, margin 2", oximg(margin=2.0)),
-    Contender(
-        "oximg-m2-kcr0",
-        "django-oximg, margin 2, keep_copyright off",
-        oximg(margin=2.0, keep_copyright=False),
-    ),
     Contender(
         "oximg-crop",
         "django-oximg, crop option (crop, then resize; full decode)",
         oximg(keep_copyright=False, crop_first=True),
         WEBP,
     ),
-    Contender("resize-crop", "pyvips 1/4 decode, resize then crop", ordered_fill(False), WEBP),
-    Contender("crop-resize", "pyvips 1/4 decode, crop then resize", ordered_fill(True), WEBP),
+    Contender("resize-crop", "pyvips decode, resize then crop", ordered_fill(False), WEBP),
+    Contender("crop-resize", "pyvips decode, crop then resize", ordered_fill(True), WEBP),
     Contender(
         "enc-turbo-420", "libjpeg-turbo 4:2:0 (Pillow)", pillow_jpeg(subsampling=2), JPEG, False
     ),

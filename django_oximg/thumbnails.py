@@ -28,6 +28,7 @@ from django_oximg.core.info import DEFAULT_BLURHASH, INFO_PREFIX
 from django_oximg.core.options import (
     FORMAT_NAMES,
     OUTPUT_FORMATS,
+    QUALITY_MODES,
     Gravity,
     Options,
     build_path,
@@ -241,6 +242,7 @@ def tag_options(geometry: str, kwargs: dict[str, Any]) -> Options:
     :class:`ThumbnailError` naming it, not a bare ``ValueError``.
     """
     unknown = set(kwargs) - {"crop", "format", "upscale", "background", "options", *NUMBER_KEYWORDS}
+    unknown -= {"quality_mode"}
     unknown -= TAG_ONLY
     if unknown:
         raise ThumbnailError(f"unknown thumbnail keyword(s): {', '.join(sorted(unknown))}")
@@ -262,7 +264,16 @@ def tag_options(geometry: str, kwargs: dict[str, Any]) -> Options:
     options = replace(options, **numbers)
     if kwargs.get("background"):
         options = replace(options, background=hex_color(str(kwargs["background"])))
+    if kwargs.get("quality_mode"):
+        options = replace(options, quality_mode=quality_mode(kwargs["quality_mode"]))
     return options
+
+
+def quality_mode(value: Any) -> str:
+    """``quality_mode="high"``: resize in linear light (the URL's ``qm``, docs/urls.md)."""
+    if value not in QUALITY_MODES:
+        raise ThumbnailError(f"bad quality_mode {value!r}: use {' or '.join(QUALITY_MODES)}")
+    return str(value)
 
 
 def parse_geometry(geometry: str) -> tuple[int, int]:

@@ -155,6 +155,27 @@ def test_crop_means_a_full_decode_without_shrink_on_load() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("source", "float_pixels"),
+    [
+        (lambda: jpeg(4000, 3000), 1000 * 750),  # 1/4: the DCT scale leaving 2x of 500x375
+        (lambda: png(2000, 1500), 2000 * 1500),  # converted whole
+    ],
+    ids=["jpeg", "png"],
+)
+def test_the_high_quality_mode_counts_its_float_pixels(
+    source: Callable[[], bytes], float_pixels: int
+) -> None:
+    """A whole scRGB copy of the 2x decode, over the standard mode's estimate."""
+    data = source()
+    info = probe(data)
+    standard = estimate_peak_bytes(planned(info, FIT_500), 1, data)
+    high = estimate_peak_bytes(planned(info, replace(FIT_500, quality_mode="high")), 1, data)
+    assert high - standard == pytest.approx(
+        budget.LINEAR_LIGHT_BYTES_PER_PIXEL * float_pixels, abs=2
+    )
+
+
 @pytest.mark.parametrize("fmt", ["gif", "webp"])
 def test_frames_multiply(fmt: str) -> None:
     info = SourceInfo(400, 300, fmt, frames=30, has_alpha=True)

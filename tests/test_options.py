@@ -17,6 +17,7 @@ from django_oximg.core.options import (
     MAX_APPLIED_OPTIONS,
     MAX_DIMENSION,
     OUTPUT_FORMATS,
+    QUALITY_MODES,
     RESIZING_TYPES,
     Crop,
     Gravity,
@@ -115,6 +116,7 @@ SIMPLE_OPTIONS = [
     (("cachebuster", "cb"), "v2", "cachebuster", "v2"),
     (("expires", "exp"), "4102444800", "expires", 4102444800),
     (("max_bytes", "mb"), "20000", "max_bytes", 20000),
+    (("quality_mode", "qm"), "high", "quality_mode", "high"),
 ]
 
 
@@ -406,6 +408,8 @@ BAD_SEGMENTS = [
     ("exp:-1", "expires"),
     ("exp:soon", "expires"),
     ("mb:-1", "max_bytes"),
+    ("qm:best", "quality_mode"),
+    ("qm:high:1", "quality_mode"),
     ("cb:a:b", "cachebuster"),
     ("sm:maybe", "strip_metadata"),
     ("kcr:2", "keep_copyright"),
@@ -594,11 +598,12 @@ def test_build_uses_short_names_in_a_fixed_order() -> None:
         cachebuster="v 1/2",
         expires=4102444800,
         max_bytes=1000,
+        quality_mode="high",
     )
     path = build_path(options, "a.jpg")
     assert path == (
         "/rt:fill/w:1/h:2/mw:3/mh:4/dpr:2/el:1/ex:1:so:1:0/g:fp:0.5:0.25/c:0.5:10:sm"
-        "/pd:1:2:3:4/bg:ff0010/bl:1.5/sh:0.5/rot:270/fl:0:1/q:80/fq:avif:50:webp:70"
+        "/pd:1:2:3:4/bg:ff0010/bl:1.5/sh:0.5/rot:270/fl:0:1/q:80/qm:high/fq:avif:50:webp:70"
         "/sm:0/kcr:0/scp:0/ar:0/cb:v%201%2F2/exp:4102444800/mb:1000/plain/a.jpg@jpeg"
     )
     assert parse_path(path) == ParsedPath(options, "a.jpg")
@@ -688,6 +693,7 @@ def valid_options(draw: st.DrawFn) -> Options:
         cachebuster=draw(st.text().filter(lambda text: ":" not in text)),
         expires=draw(st.integers(0, 2**40)),
         max_bytes=draw(st.integers(0, 2**40)),
+        quality_mode=draw(st.sampled_from(("", *QUALITY_MODES))),
     )
 
 

@@ -756,6 +756,101 @@ def test_metadata_kept_when_not_stripping() -> None:
     assert out.get_typeof("jpeg-thumbnail-data")
 
 
+# --- the high-quality mode ---------------------------------------------------
+
+
+def stripes(width: int, height: int, period: int) -> pyvips.Image:
+    """Black and white vertical stripes: half the light of white, whatever the scale."""
+    x = pyvips.Image.xyz(width, height)[0]
+    grey = ((x % period) < period / 2).ifthenelse(255, 0).cast("uchar")
+    return grey.bandjoin([grey, grey]).copy(interpretation="srgb")
+
+
+@pytest.mark.parametrize(
+    "encode",
+    [
+        lambda image: bytes(image.jpegsave_buffer(Q=100, subsample_mode="off")),
+        lambda image: png(image),
+    ],
+    ids=["jpeg", "png"],
+)
+def test_high_quality_mode_keeps_the_light(encode: object) -> None:
+    """Averaged as light, the stripes are 50 % grey, 188 in sRGB; averaged as sRGB values, 128.
+
+    4 px stripes, since a JPEG's 1/2 DCT decode (its 2x margin) averages
+    as sRGB values before the linear-light resize.
+    """
+    data = encode(stripes(1600, 1200, period=4))  # type: ignore[operator]
+    standard = render(data, width=400)
+    high = render(data, width=400, quality_mode="high")
+    assert (standard.width, standard.height) == (high.width, high.height) == (400, 300)
+    assert standard.avg() == pytest.approx(128, abs=4)
+    assert high.avg() == pytest.approx(188, abs=4)
+
+
+def turned(image: pyvips.Image, orientation: int) -> pyvips.Image:
+    """``image`` stored as a camera held sideways stores it, tagged to be turned upright."""
+    stored = STORED_FOR_ORIENTATION[orientation](image).copy()
+    stored.set_type(pyvips.GValue.gint_type, "orientation", orientation)
+    return stored
+
+
+HIGH_QUALITY_SOURCES = {
+    "jpeg": lambda: jpeg(photo(900, 600)),
+    "grey jpeg": lambda: jpeg(photo(900, 600).colourspace("b-w")),
+    "cmyk jpeg": lambda: jpeg(photo(600, 400).icc_transform("cmyk", input_profile="srgb")),
+    "turned jpeg": lambda: jpeg(turned(photo(900, 600), 6), keep=pyvips.enums.ForeignKeep.EXIF),
+    "png with alpha": lambda: png(photo(700, 500).bandjoin(200)),
+    "webp": lambda: bytes(photo(800, 600).webpsave_buffer()),
+}
+
+HIGH_QUALITY_OPTIONS = {
+    "fit": Options(width=250, height=250),
+    "fill": Options(width=200, height=120, resizing_type="fill"),
+    "rotate": Options(width=180, rotate=90),
+    "crop": Options(width=150, crop=Crop(0.5, 0.5)),
+    "enlarge": Options(width=1200, enlarge=True),
+}
+
+
+@pytest.mark.parametrize("decoder", ["libjpeg-turbo", "libvips"])
+@pytest.mark.parametrize("options", HIGH_QUALITY_OPTIONS.values(), ids=list(HIGH_QUALITY_OPTIONS))
+@pytest.mark.parametrize(
+    "source", HIGH_QUALITY_SOURCES.values(), ids=list(HIGH_QUALITY_SOURCES)
+)
+def test_high_quality_mode_gives_the_planned_size(
+    source: object, options: Options, decoder: str
+) -> None:
+    data = source()  # type: ignore[operator]
+    settings = pipeline.RenderSettings(jpeg_decoder=decoder, quality_mode="high")
+    plan = pipeline.plan_render(pipeline.probe(data), options, "jpeg", settings)
+    assert plan.linear_light
+    out = decode(pipeline.render(data, options, "jpeg", settings, plan=plan).data)
+    assert (out.width, out.height) == (plan.geometry.width, plan.geometry.height)
+
+
+@pytest.mark.parametrize(
+    ("setting", "option", "source", "linear"),
+    [
+        ("standard", "", "jpeg", False),
+        ("high", "", "jpeg", True),
+        ("standard", "high", "jpeg", True),
+        ("high", "standard", "jpeg", False),
+        ("high", "", "animation", False),
+    ],
+)
+def test_the_request_chooses_the_mode_over_the_site(
+    setting: str, option: str, source: str, linear: bool
+) -> None:
+    settings = pipeline.RenderSettings(quality_mode=setting)  # type: ignore[arg-type]
+    if source == "animation":
+        info, fmt = pipeline.SourceInfo(90, 60, "gif", frames=5), "gif"
+    else:
+        info, fmt = pipeline.SourceInfo(900, 600, "jpeg"), "jpeg"
+    options = Options(width=100, quality_mode=option)
+    assert pipeline.plan_render(info, options, fmt, settings).linear_light is linear
+
+
 # --- quality and size limits --------------------------------------------------
 
 

@@ -285,6 +285,17 @@ def test_bad_quality(media: Path) -> None:
         get_thumbnail(LANDSCAPE, "100", quality=101)
 
 
+def test_quality_mode_goes_into_the_url(media: Path) -> None:
+    """``quality_mode="high"``: the URL's ``qm:high``, another URL, the same size."""
+    high = get_thumbnail(LANDSCAPE, "300", quality_mode="high")
+    standard = get_thumbnail(LANDSCAPE, "300")
+    assert options_of(high).quality_mode == "high"
+    assert high.url != standard.url
+    assert served_size(high) == served_size(standard) == (high.width, high.height)
+    with pytest.raises(ThumbnailError, match="quality_mode"):
+        get_thumbnail(LANDSCAPE, "300", quality_mode="best")
+
+
 def test_effects_and_dpr(media: Path) -> None:
     thumbnail = get_thumbnail(
         LANDSCAPE, "200", blur=1.5, sharpen="0.5", dpr=2, background="#FF8000"
