@@ -399,7 +399,8 @@ def versus_table(results: dict[str, Any], case: Case, base: str, keys: list[str]
     photos = [row[0] for row in rows[:-1]]
     worst = []
     for key in keys:
-        low = min(zip(gains[key], photos, strict=True), default=(math.nan, ""))
+        found = [(g, p) for g, p in zip(gains[key], photos, strict=True) if not math.isnan(g)]
+        low = min(found, default=(math.nan, ""))
         worst.append(f"{matched.number(low[0], signed=True)} ({low[1]})")
     rows.append(["**worst**", "", *worst])
     return matched.markdown_table(header, rows)
@@ -419,7 +420,9 @@ def report(results: dict[str, Any]) -> str:
         present = {k for r in results[name].values() for k in r["contenders"]}
         parts.append(photo_table(results, case, [k for k in PHOTO_COLUMNS[name] if k in present]))
         parts.append(f"\n### {title}, linear-light resizing against bare libvips\n")
-        parts.append(versus_table(results, case, "libvips", ["oximg", "oximg-hq", "hq-2x", "hq-4x"]))
+        parts.append(
+            versus_table(results, case, "libvips", ["oximg", "oximg-hq", "hq-2x", "hq-4x"])
+        )
         parts.append("")
     cases = {k: v for k, v in results.items() if k != "meta"}
     parts.append("### metadata\n")

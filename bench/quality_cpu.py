@@ -1,6 +1,7 @@
 """CPU per thumbnail of the contenders bench/quality.py scores, in this process, one thread.
 
-    .venv/bin/python bench/quality_cpu.py [--photos bench/photos] [--repeats 9] [--json FILE]
+    .venv/bin/python bench/quality_cpu.py [--photos bench/photos] [--repeats 9]
+        [--contenders oximg-m1,libvips] [--json FILE]
 
 For each photo and case, every contender of bench/quality_contenders.py that
 runs in this process makes its thumbnail at django-oximg's default quality
@@ -41,11 +42,15 @@ def cpu_ms(make: Any, photo: Photo, case: contenders.Case) -> float:
     return 1000 * (time.process_time() - started)
 
 
-def measure(paths: list[Path], repeats: int) -> dict[str, Any]:
-    """``{case: {key: {photo: median ms}}}``."""
+def measure(paths: list[Path], repeats: int, only: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """``{case: {key: {photo: median ms}}}``; ``only``: these contenders (and the bases)."""
     found: dict[str, Any] = {}
     for case in CASES.values():
-        chosen = [c for c in contenders.CONTENDERS if not c.cases or case.name in c.cases]
+        chosen = [
+            c
+            for c in contenders.CONTENDERS
+            if (not c.cases or case.name in c.cases) and (not only or c.key in {*only, *BASES})
+        ]
         for path in paths:
             photo = Photo(path.name, path.read_bytes())
             contenders.oximg_pixels(photo, case)  # the encoder variants' input, made once
@@ -102,6 +107,7 @@ def main() -> None:
     parser.add_argument("--photos", type=Path, default=ROOT / "bench" / "photos")
     parser.add_argument("--only-photos", default="", help="comma-separated file names")
     parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--contenders", default="", help="keys to run (default: all)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--report", type=Path, help="print the table of a results file, no run")
     args = parser.parse_args()
@@ -112,7 +118,7 @@ def main() -> None:
     from django_oximg.core import pipeline
 
     pipeline.configure(concurrency=1)
-    found = measure(paths, args.repeats)
+    found = measure(paths, args.repeats, frozenset(k for k in args.contenders.split(",") if k))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(found, indent=1))

@@ -2,16 +2,16 @@
 
     .venv/bin/python bench/render_digests.py > digests.txt
 
-Renders about 150 requests in-process with ``core.pipeline.render`` (and a
+Renders about 300 requests in-process with ``core.pipeline.render`` (and a
 few ``/info`` summaries): JPEG (baseline, progressive, grey, CMYK, Display
 P3, EXIF-rotated with copyright tags), PNG (alpha, 16-bit, palette), GIF and
 WebP (still and animated), drawn with pyvips from fixed seeds; every
 resizing type, ``crop``, gravities (compass, offsets, ``fp``, ``sm``),
 rotate/flip, blur, sharpen, extend, padding, background, dpr, enlarge,
-``max_bytes``, each output format, the metadata options and each decoder,
-encoder and limit setting. Prints one line per render (its name, the
-sha256 of its bytes and its size, or the error it raised) and then one
-overall digest of all lines.
+``max_bytes``, each output format, the metadata options, each decoder,
+encoder and limit setting and the high-quality mode. Prints one line per
+render (its name, the sha256 of its bytes and its size, or the error it
+raised) and then one overall digest of all lines.
 
 A change meant to leave output bytes alone (a refactoring) must leave the
 overall digest alone: run this before and after and compare. Digests
@@ -113,6 +113,7 @@ SETTINGS = {
     "max-dim-300": replace(DEFAULT, max_result_dimension=300),
     "frames-3": replace(DEFAULT, max_animation_frames=3),
     "quality": replace(DEFAULT, quality={**DEFAULT.quality, "jpeg": 60, "webp": 50}),
+    "high-quality": replace(DEFAULT, quality_mode="high"),
 }
 
 FIT = Options(width=300, height=300)
@@ -258,6 +259,9 @@ def cases() -> Iterator[tuple[str, str, Options, str, str]]:
         yield f"tagged6/fit/jpeg/{settings}", "tagged6.jpg", FIT, "jpeg", settings
         yield f"grey/fit/jpeg/{settings}", "grey.jpg", FIT, "jpeg", settings
         yield f"progressive/fit/webp/{settings}", "progressive.jpg", FIT, "webp", settings
+    for source in ("alpha.png", "deep.png", "still.webp", "cmyk.jpg", "tagged6.jpg"):
+        stem = source.split(".")[0]
+        yield f"{stem}/fit/webp/high-quality", source, FIT, "webp", "high-quality"
     for source in ("photo.jpg", "alpha.png", "anim.gif"):
         yield (
             f"{source}/png-max-bytes",

@@ -815,9 +815,7 @@ HIGH_QUALITY_OPTIONS = {
 
 @pytest.mark.parametrize("decoder", ["libjpeg-turbo", "libvips"])
 @pytest.mark.parametrize("options", HIGH_QUALITY_OPTIONS.values(), ids=list(HIGH_QUALITY_OPTIONS))
-@pytest.mark.parametrize(
-    "source", HIGH_QUALITY_SOURCES.values(), ids=list(HIGH_QUALITY_SOURCES)
-)
+@pytest.mark.parametrize("source", HIGH_QUALITY_SOURCES.values(), ids=list(HIGH_QUALITY_SOURCES))
 def test_high_quality_mode_gives_the_planned_size(
     source: object, options: Options, decoder: str
 ) -> None:

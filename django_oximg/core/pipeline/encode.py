@@ -57,6 +57,11 @@ def encode(
 ) -> bytes:
     """``image`` encoded as ``plan`` says, in Pillow when ``in_memory`` allows, else libvips."""
     image, keep, exif_block = strip_metadata(image, plan.options)
+    if in_memory and plan.linear_light:
+        # Float pixels pulled through region fetches 64 rows at a time took
+        # twice the CPU of one libvips pass (25 against 13 ms for a 2560 px
+        # photo into 500 px): compute the 8-bit result once, then fetch it.
+        image = watched(image, deadline).copy_memory()
     encode_at = (
         in_memory_encoder(image, plan.format, keep, exif_block, settings, deadline)
         if in_memory
@@ -141,9 +146,10 @@ def in_memory_encoder(
 
     None leaves the result to libvips' savers: with ``settings.encoder``
     "libvips", when the result keeps all its metadata (``strip_metadata``
-    off: libvips rewrites EXIF, XMP and IPTC), or when :mod:`django_oximg.core.encoder` does not take its size,
-    bands or format. Region fetches run the pipeline on the calling thread,
-    without libvips' thread pool, :data:`FETCH_ROWS` rows at a time, so the
+    off: libvips rewrites EXIF, XMP and IPTC), or when
+    :mod:`django_oximg.core.encoder` does not take its size, bands or format.
+    Region fetches run the pipeline on the calling thread, without libvips'
+    thread pool, :data:`FETCH_ROWS` rows at a time, so the
     caller must know every pixel upstream is in memory already
     (:attr:`~django_oximg.core.pipeline.load.Loaded.in_memory`); the result
     is held once. ``exif_block`` (``keep_copyright``) is written as it is.

@@ -218,9 +218,8 @@ def turbo_decoded(data: bytes, shrink: int, info: SourceInfo, options: Options) 
         yres=header.yres,
     )
     copied = [ICC_FIELD, "resolution-unit"]
-    if options.keep_copyright:
-        if any(header.get_typeof(name) for name in COPYRIGHT_FIELDS):
-            copied.append(EXIF_FIELD)
+    if options.keep_copyright and any(header.get_typeof(name) for name in COPYRIGHT_FIELDS):
+        copied.append(EXIF_FIELD)
     for name in copied:
         gtype = header.get_typeof(name)
         if gtype:
