@@ -10,8 +10,12 @@ Three ways, chosen from the plan and the settings:
   of the DCT-scaled decode come from :mod:`django_oximg.core.jpeg`, faster
   than the mozjpeg in pyvips-binary, and :func:`resize_decoded` does what
   libvips' thumbnail would; what it declines, libvips decodes.
-* **Full load** (``crop``): the whole source at full size, as the region
-  is cut before scaling.
+* **Full load** (``crop``, ``trim``): the whole source at full size, as
+  the region is cut before scaling.
+
+With ``enforce_thumbnail`` a HEIF/AVIF source's embedded thumbnail is
+loaded instead of its main image (libheif gives the main image when there
+is none); the probe already planned from the thumbnail's size.
 """
 
 from __future__ import annotations
@@ -46,15 +50,17 @@ class Loaded(NamedTuple):
 
 
 def load(data: bytes, plan: Plan, settings: RenderSettings) -> Loaded:
-    """``data`` loaded for ``plan``: shrunk on load, or whole for ``crop``."""
-    if plan.options.crop is None:
+    """``data`` loaded for ``plan``: shrunk on load, or whole for ``crop`` and ``trim``."""
+    if not plan.full_load:
         return load_thumbnail(data, plan, settings)
-    return Loaded(load_full(data, plan.options, plan.animated), False)
+    return Loaded(load_full(data, plan), False)
 
 
-def loader_options(animated: bool) -> str:
-    """Option string for the loader: fail on truncation, all frames when animated."""
-    return "fail_on=truncated,n=-1" if animated else "fail_on=truncated"
+def loader_options(animated: bool, thumbnail: bool = False) -> str:
+    """Option string for the loader: fail on truncation, all frames when
+    animated, a HEIF's embedded ``thumbnail``."""
+    text = "fail_on=truncated,n=-1" if animated else "fail_on=truncated"
+    return text + ",thumbnail=true" if thumbnail else text
 
 
 def jpeg_shrink(
@@ -92,7 +98,7 @@ def load_thumbnail(data: bytes, plan: Plan, settings: RenderSettings) -> Loaded:
     """
     width, height = plan.load_size
     info, options = plan.source, plan.options
-    if info.format == "jpeg":
+    if info.format == "jpeg" and not info.embedded_thumbnail:
         upright_w, upright_h = upright_size(info, options)
         shrink = jpeg_shrink(upright_w, upright_h, width, height, settings.jpeg_shrink_margin)
         if settings.jpeg_decoder == "libjpeg-turbo":
@@ -114,7 +120,7 @@ def load_thumbnail(data: bytes, plan: Plan, settings: RenderSettings) -> Loaded:
         height=height,
         size="force",
         no_rotate=not options.auto_rotate,
-        option_string=loader_options(plan.animated),
+        option_string=loader_options(plan.animated, info.embedded_thumbnail),
     )
     return Loaded(image, False)
 
@@ -178,11 +184,14 @@ def turbo_decoded(data: bytes, shrink: int, info: SourceInfo, options: Options) 
     return image
 
 
-def load_full(data: bytes, options: Options, animated: bool) -> Image:
-    """Load at full size for the ``crop`` option (the region is cut before scaling)."""
+def load_full(data: bytes, plan: Plan) -> Image:
+    """Load at full size for ``crop`` and ``trim`` (they cut before scaling)."""
+    options, animated = plan.options, plan.animated
     kwargs: dict[str, Any] = {"access": "random", "fail_on": "truncated"}
     if animated:
         kwargs["n"] = -1
+    if plan.source.embedded_thumbnail:
+        kwargs["thumbnail"] = True
     image = pyvips.Image.new_from_buffer(data, "", **kwargs)
     if options.auto_rotate and not animated:
         image = image.autorot()
