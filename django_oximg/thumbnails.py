@@ -185,13 +185,13 @@ def url_version(source_version: str, effective: Options, source: str) -> str:
     Thumbnails are cached for a year by browsers and CDNs, which no purge
     reaches, so a URL must never come to mean other bytes. The token covers
     the source's content (its storage version), every setting that changes
-    output bytes (:func:`django_oximg.conf.output_fingerprint`) and the
+    output bytes (:func:`django_oximg.runtime.get_output_fingerprint`) and the
     options the URL expands to (presets included, which the URL names only
     as ``pr:name``). Unchanged, it stays the same across processes and
     deploys, so caches stay warm.
     """
     canonical = build_path(replace(effective, cachebuster=""), source)
-    text = "\n".join((source_version, conf.get_output_fingerprint(), canonical))
+    text = "\n".join((source_version, runtime.get_output_fingerprint(), canonical))
     return hashlib.sha256(text.encode()).hexdigest()[:URL_VERSION_LENGTH]
 
 

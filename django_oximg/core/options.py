@@ -712,6 +712,9 @@ _HANDLERS = _handler_table()
 #: ``preset``/``pr`` recurse into the parser, so they are not in the handler table.
 PRESET_NAMES = ("preset", "pr")
 
+#: Every option name a URL may use, long and short.
+OPTION_NAMES = frozenset(_HANDLERS) | frozenset(PRESET_NAMES)
+
 
 # -- parsing --------------------------------------------------------------------
 

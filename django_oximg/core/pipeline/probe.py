@@ -96,6 +96,23 @@ def memory_source(data: bytes) -> Any:
     return pyvips.Source.new_from_memory(data)
 
 
+#: Source formats (``SourceInfo.format``) that are web formats as they are.
+WEB_FORMATS = frozenset({"jpeg", "png", "webp", "gif"})
+
+
+def web_format(info: SourceInfo) -> str:
+    """The output format the source already is (``raw``, ``skip_processing``), or "".
+
+    A HEIF file counts as AVIF when its images are AV1, as browsers take it.
+    """
+    if info.format in WEB_FORMATS:
+        return info.format
+    header = info.header
+    if info.format == "heif" and header is not None and header.get_typeof("heif-compression"):
+        return "avif" if header.get("heif-compression") == "av1" else ""
+    return ""
+
+
 #: Formats whose files may carry an embedded thumbnail libvips can load
 #: (imgproxy reads the same ones for ``enforce_thumbnail``).
 THUMBNAIL_FORMATS = frozenset({"heif"})
