@@ -27,8 +27,8 @@ from hypothesis import strategies as st
 from django_oximg import conf, runtime
 from django_oximg.core import pipeline
 from django_oximg.core.client_hints import NO_HINTS, read_hints
-from django_oximg.core.options import parse_path
 from django_oximg.core.executor import Executor
+from django_oximg.core.options import parse_path
 from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
 from django_oximg.core.thumbnailer import Thumbnailer
 from django_oximg.wsgi import OximgMiddleware
