@@ -211,7 +211,7 @@ def test_only_presets(settings: Any, send: Callable[..., Answer]) -> None:
 
 
 def red_mark(media: Path) -> None:
-    mark = (pyvips.Image.black(20, 10, bands=3) + [255, 0, 0]).cast("uchar")
+    mark = pyvips.Image.black(20, 10).new_from_image([255, 0, 0]).cast("uchar")
     (media / "mark.png").write_bytes(bytes(mark.pngsave_buffer()))
 
 
