@@ -20,6 +20,7 @@ from django.core.wsgi import get_wsgi_application
 from django.test import Client
 
 from django_oximg import runtime
+from django_oximg.core import pipeline
 from django_oximg.thumbnails import ThumbnailError, get_thumbnail
 from django_oximg.wsgi import OximgMiddleware
 from tests import images
@@ -305,3 +306,28 @@ def test_with_client_hints_the_tags_urls_still_get_their_size(media: Path, setti
     status, headers, body = through_view(url(f"/plain/{LANDSCAPE}@png"), HTTP_SEC_CH_WIDTH="400")
     assert (status, size_of(body)) == (200, (400, 300))
     assert headers["vary"] == "Sec-CH-DPR, DPR, Sec-CH-Width, Width"
+
+
+# -- enforce_thumbnail ---------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not pipeline.saver_available("avif"), reason="no AVIF saver")
+def test_enforce_thumbnail_without_an_embedded_one_renders_the_image(
+    media: Path, send: Callable[..., Answer]
+) -> None:
+    """libvips' AVIF saver embeds no thumbnail: the main image is what there is.
+
+    (A file with a thumbnail cannot be made here; the loader's
+    ``thumbnail`` option is libheif's, see docs/urls.md.)
+    """
+    (media / "photos" / "still.avif").write_bytes(
+        bytes(images.photo(160, 120).heifsave_buffer(compression="av1"))
+    )
+    info = pipeline.probe((media / "photos" / "still.avif").read_bytes())
+    assert pipeline.embedded_thumbnail((media / "photos" / "still.avif").read_bytes(), info) == info
+    for source in ("photos/still.avif", LANDSCAPE):
+        plain = send(url(f"/w:80/plain/{source}@png"))
+        forced = send(url(f"/eth:1/w:80/plain/{source}@png"))
+        assert plain[0] == forced[0] == 200
+        assert size_of(plain[2]) == size_of(forced[2])
+        assert plain[1]["etag"] != forced[1]["etag"]  # another option, another object
