@@ -335,7 +335,7 @@ def effect_keywords(options: Options, kwargs: dict[str, Any]) -> Options:
     if kwargs.get("filename"):
         changes["filename"] = str(kwargs["filename"])
     if "attachment" in kwargs:
-        changes["return_attachment"] = upscale(kwargs["attachment"])
+        changes["return_attachment"] = upscale(kwargs["attachment"], "attachment")
     return replace(options, **changes) if changes else options
 
 
@@ -349,11 +349,12 @@ def parse_geometry(geometry: str) -> tuple[int, int]:
     return width, height
 
 
-def upscale(value: Any) -> bool:
-    """``upscale`` as a bool; text such as "false" from a template is not truthy."""
+def upscale(value: Any, name: str = "upscale") -> bool:
+    """``upscale`` (or keyword ``name``) as a bool; text such as "false" from a
+    template is not truthy."""
     if isinstance(value, str):
         if value.strip().lower() not in BOOLEAN_WORDS:
-            raise ThumbnailError(f"bad upscale {value!r}: use True or False")
+            raise ThumbnailError(f"bad {name} {value!r}: use True or False")
         return BOOLEAN_WORDS[value.strip().lower()]
     return bool(value)
 

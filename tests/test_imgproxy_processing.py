@@ -47,12 +47,10 @@ def planned_size(url_options: str, limit: int = NO_LIMIT) -> tuple[int, int]:
     return plan.width, plan.height
 
 
-def size_cases(
-    prefix: str, table: Iterable[tuple[int, int, int, int]], *marks: pytest.MarkDecorator
-) -> list[Any]:
+def size_cases(prefix: str, table: Iterable[tuple[int, int, int, int]]) -> list[Any]:
     """``(width, height, out_width, out_height)`` rows as ``(url options, out size)`` params."""
     return [
-        pytest.param(f"{prefix}/w:{w}/h:{h}", (out_w, out_h), id=f"{prefix}/{w}x{h}", marks=marks)
+        pytest.param(f"{prefix}/w:{w}/h:{h}", (out_w, out_h), id=f"{prefix}/{w}x{h}")
         for w, h, out_w, out_h in table
     ]
 
