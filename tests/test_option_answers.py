@@ -21,6 +21,7 @@ from django.test import Client
 
 from django_oximg import runtime
 from django_oximg.core import pipeline
+from django_oximg.core.options import Options, parse_path
 from django_oximg.thumbnails import ThumbnailError, get_thumbnail
 from django_oximg.wsgi import OximgMiddleware
 from tests import images
@@ -63,6 +64,10 @@ def send(request: pytest.FixtureRequest, media: Path) -> Callable[..., Answer]:
 
 def url(path: str) -> str:
     return "/img" + runtime.get_signer().signed_path(path)
+
+
+def parse_options(path: str) -> Options:
+    return parse_path(path).options
 
 
 def size_of(body: bytes) -> tuple[int, int]:
@@ -315,11 +320,7 @@ def test_with_client_hints_the_tags_urls_still_get_their_size(media: Path, setti
 def test_enforce_thumbnail_without_an_embedded_one_renders_the_image(
     media: Path, send: Callable[..., Answer]
 ) -> None:
-    """libvips' AVIF saver embeds no thumbnail: the main image is what there is.
-
-    (A file with a thumbnail cannot be made here; the loader's
-    ``thumbnail`` option is libheif's, see docs/urls.md.)
-    """
+    """libvips' AVIF saver embeds no thumbnail: the main image is what there is."""
     (media / "photos" / "still.avif").write_bytes(
         bytes(images.photo(160, 120).heifsave_buffer(compression="av1"))
     )
@@ -331,3 +332,34 @@ def test_enforce_thumbnail_without_an_embedded_one_renders_the_image(
         assert plain[0] == forced[0] == 200
         assert size_of(plain[2]) == size_of(forced[2])
         assert plain[1]["etag"] != forced[1]["etag"]  # another option, another object
+
+
+@pytest.mark.skipif(not pipeline.saver_available("avif"), reason="no AVIF saver")
+@pytest.mark.parametrize("options", ["w:20", "c:30:20/w:15", "rs:fill:10:10"])
+def test_enforce_thumbnail_renders_the_embedded_thumbnail(
+    media: Path, send: Callable[..., Answer], options: str
+) -> None:
+    main = pyvips.Image.black(160, 120).new_from_image([200, 30, 30]).cast("uchar")
+    thumb = pyvips.Image.black(40, 30).new_from_image([30, 30, 200]).cast("uchar")
+    data = images.heif_with_thumbnail(
+        main.copy(interpretation="srgb"), thumb.copy(interpretation="srgb")
+    )
+    (media / "photos" / "thumbed.avif").write_bytes(data)
+    info = pipeline.embedded_thumbnail(data, pipeline.probe(data))
+    assert (info.width, info.height, info.embedded_thumbnail) == (40, 30, True)
+    for prefix, blue in (("", False), ("eth:1/", True)):
+        status, _, body = send(url(f"/{prefix}{options}/plain/photos/thumbed.avif@png"))
+        assert status == 200
+        image = pyvips.Image.new_from_buffer(body, "")
+        red, _, bluish = image.getpoint(2, 2)[:3]
+        # Without eth, libvips' own shrink-on-load may already take a large
+        # enough thumbnail; the crop path reads the main image.
+        if blue or options.startswith("c:"):
+            assert (bluish > red) is blue
+        planned = pipeline.plan_render(
+            info if blue else pipeline.probe(data),
+            parse_options(f"/{prefix}{options}/plain/a"),
+            "png",
+            pipeline.RenderSettings(),
+        ).geometry
+        assert (image.width, image.height) == (planned.width, planned.height)

@@ -56,11 +56,9 @@ def load(data: bytes, plan: Plan, settings: RenderSettings) -> Loaded:
     return Loaded(load_full(data, plan), False)
 
 
-def loader_options(animated: bool, thumbnail: bool = False) -> str:
-    """Option string for the loader: fail on truncation, all frames when
-    animated, a HEIF's embedded ``thumbnail``."""
-    text = "fail_on=truncated,n=-1" if animated else "fail_on=truncated"
-    return text + ",thumbnail=true" if thumbnail else text
+def loader_options(animated: bool) -> str:
+    """Option string for the loader: fail on truncation, all frames when animated."""
+    return "fail_on=truncated,n=-1" if animated else "fail_on=truncated"
 
 
 def jpeg_shrink(
@@ -98,7 +96,17 @@ def load_thumbnail(data: bytes, plan: Plan, settings: RenderSettings) -> Loaded:
     """
     width, height = plan.load_size
     info, options = plan.source, plan.options
-    if info.format == "jpeg" and not info.embedded_thumbnail:
+    if info.embedded_thumbnail:
+        # libvips' thumbnail decides for itself whether a HEIF's thumbnail
+        # is large enough; enforce_thumbnail takes it whatever its size.
+        thumbnail = pyvips.Image.heifload_source(
+            memory_source(data), thumbnail=True, fail_on="truncated"
+        )
+        image = thumbnail.thumbnail_image(
+            width, height=height, size="force", no_rotate=not options.auto_rotate
+        )
+        return Loaded(image, False)
+    if info.format == "jpeg":
         upright_w, upright_h = upright_size(info, options)
         shrink = jpeg_shrink(upright_w, upright_h, width, height, settings.jpeg_shrink_margin)
         if settings.jpeg_decoder == "libjpeg-turbo":
@@ -120,7 +128,7 @@ def load_thumbnail(data: bytes, plan: Plan, settings: RenderSettings) -> Loaded:
         height=height,
         size="force",
         no_rotate=not options.auto_rotate,
-        option_string=loader_options(plan.animated, info.embedded_thumbnail),
+        option_string=loader_options(plan.animated),
     )
     return Loaded(image, False)
 
