@@ -23,6 +23,7 @@ from django.urls import NoReverseMatch, reverse
 
 from django_oximg import conf, runtime
 from django_oximg.core import pipeline
+from django_oximg.core.errors import InvalidOptions
 from django_oximg.core.geometry import plan_geometry
 from django_oximg.core.info import DEFAULT_BLURHASH, INFO_PREFIX
 from django_oximg.core.options import (
@@ -31,6 +32,7 @@ from django_oximg.core.options import (
     QUALITY_MODES,
     Gravity,
     Options,
+    Watermark,
     build_path,
     parse_path,
 )
@@ -110,7 +112,8 @@ def get_thumbnail(source: Any, geometry: str, **kwargs: Any) -> Thumbnail:
     ..., smart, "x% y%"), ``format`` (jpeg, png, webp, avif, gif, auto;
     default: the preset's format, else the source's), ``quality``,
     ``upscale``, ``preset``, ``blur``, ``sharpen``, ``dpr``, ``background``
-    ("RRGGBB"), ``options`` (raw imgproxy options, e.g. "rot:90/fl:1:0"). The
+    ("RRGGBB"), ``pixelate``, ``watermark`` (opacity), ``filename``,
+    ``attachment``, ``options`` (raw imgproxy options, e.g. "rot:90/fl:1:0"). The
     preset and ``options`` apply first, so the tag's own keywords win over
     them, as later options do in a URL.
 
@@ -134,7 +137,7 @@ def thumbnail_for(
     settings = conf.get_settings()
     options = tag_options(geometry, kwargs)
     meta = metadata or source_metadata(source_string)
-    prefix = option_prefix(kwargs)
+    prefix = hint_pins(settings) + option_prefix(kwargs)
     effective = effective_options(prefix, options, source_string, settings.PRESETS)
     if not effective.format and not kwargs.get("format"):
         # Nothing chose a format: keep the source's rather than negotiate.
@@ -144,6 +147,9 @@ def thumbnail_for(
     options = replace(options, cachebuster=version)
     effective = replace(effective, cachebuster=version)
     path = prefix + build_path(options, source_string, encode=encoding_for(source_string))
+    if settings.ONLY_PRESETS:
+        path = presets_only_path(kwargs, effective, source_string)
+    check_servable(path, effective, settings)
     plan = plan_geometry(
         meta.width,
         meta.height,
@@ -158,6 +164,54 @@ def thumbnail_for(
         height=plan.height,
         format=effective.format or "auto",
     )
+
+
+def unpredictable(options: Options) -> list[str]:
+    """Options whose output size depends on the pixels (``trim``), or is the
+    source's own or its thumbnail's: the tags could not print it."""
+    found = {
+        "trim": options.trim_threshold is not None,
+        "raw": options.raw,
+        "skip_processing": bool(options.skip_processing),
+        "enforce_thumbnail": options.enforce_thumbnail,
+    }
+    return [name for name, present in found.items() if present]
+
+
+def check_servable(path: str, effective: Options, settings: conf.OximgSettings) -> None:
+    """Refuse a URL the server would refuse (``ALLOWED_PROCESSING_OPTIONS``,
+    ``ONLY_PRESETS``), or whose size the tag cannot know."""
+    for name in unpredictable(effective):
+        raise ThumbnailError(f"{name}: the tags cannot know the size it makes")
+    if effective.watermark.opacity and not settings.WATERMARK:
+        raise ThumbnailError("watermark: set OXIMG['WATERMARK'] to the image to lay")
+    try:
+        parse_path(path, settings.PRESETS, runtime.url_rules(settings))
+    except InvalidOptions as exc:
+        raise ThumbnailError(f"the server would refuse this URL: {exc.public}") from exc
+
+
+def hint_pins(settings: conf.OximgSettings) -> str:
+    """With ``CLIENT_HINTS``, segments that keep hints out of the tags' URLs.
+
+    A hint fills in only what a URL leaves unset; the tags print the size
+    their URL makes, so their URLs set ``dpr`` and ``width`` (the tag's own
+    values, written after these, still win).
+    """
+    return "/dpr:1/w:0" if settings.CLIENT_HINTS else ""
+
+
+def presets_only_path(kwargs: dict[str, Any], effective: Options, source: str) -> str:
+    """``ONLY_PRESETS``: the URL is the tag's presets, the source and the format, no more.
+
+    There is no room for the version token (``cb``): a replaced source
+    keeps its URL.
+    """
+    extra = set(kwargs) - {"preset", "format"}
+    if not kwargs.get("preset") or extra:
+        raise ThumbnailError("ONLY_PRESETS: the tags take a preset (and a format) only")
+    tail = build_path(Options(format=effective.format), source, encode=encoding_for(source))
+    return f"/{kwargs['preset']}{tail}"
 
 
 def option_prefix(kwargs: dict[str, Any]) -> str:
@@ -186,13 +240,13 @@ def url_version(source_version: str, effective: Options, source: str) -> str:
     Thumbnails are cached for a year by browsers and CDNs, which no purge
     reaches, so a URL must never come to mean other bytes. The token covers
     the source's content (its storage version), every setting that changes
-    output bytes (:func:`django_oximg.conf.output_fingerprint`) and the
+    output bytes (:func:`django_oximg.runtime.get_output_fingerprint`) and the
     options the URL expands to (presets included, which the URL names only
     as ``pr:name``). Unchanged, it stays the same across processes and
     deploys, so caches stay warm.
     """
     canonical = build_path(replace(effective, cachebuster=""), source)
-    text = "\n".join((source_version, conf.get_output_fingerprint(), canonical))
+    text = "\n".join((source_version, runtime.get_output_fingerprint(), canonical))
     return hashlib.sha256(text.encode()).hexdigest()[:URL_VERSION_LENGTH]
 
 
@@ -242,8 +296,7 @@ def tag_options(geometry: str, kwargs: dict[str, Any]) -> Options:
     :class:`ThumbnailError` naming it, not a bare ``ValueError``.
     """
     unknown = set(kwargs) - {"crop", "format", "upscale", "background", "options", *NUMBER_KEYWORDS}
-    unknown -= {"quality_mode"}
-    unknown -= TAG_ONLY
+    unknown -= TAG_ONLY | EFFECT_KEYWORDS | {"quality_mode"}
     if unknown:
         raise ThumbnailError(f"unknown thumbnail keyword(s): {', '.join(sorted(unknown))}")
     if not str(geometry).strip() and kwargs.get("preset"):
@@ -266,7 +319,27 @@ def tag_options(geometry: str, kwargs: dict[str, Any]) -> Options:
         options = replace(options, background=hex_color(str(kwargs["background"])))
     if kwargs.get("quality_mode"):
         options = replace(options, quality_mode=quality_mode(kwargs["quality_mode"]))
-    return options
+    return effect_keywords(options, kwargs)
+
+
+#: Keywords for imgproxy options that leave the size alone (:func:`effect_keywords`).
+EFFECT_KEYWORDS = frozenset({"pixelate", "watermark", "filename", "attachment"})
+
+
+def effect_keywords(options: Options, kwargs: dict[str, Any]) -> Options:
+    """``pixelate`` (block size), ``watermark`` (opacity 0..1 of ``OXIMG["WATERMARK"]``),
+    ``filename`` and ``attachment`` (the ``Content-Disposition`` of the answer)."""
+    changes: dict[str, Any] = {}
+    if kwargs.get("pixelate"):
+        changes["pixelate"] = number("pixelate", kwargs["pixelate"], int)
+    if kwargs.get("watermark"):
+        opacity = number("watermark", kwargs["watermark"], float)
+        changes["watermark"] = Watermark(opacity=float(opacity))
+    if kwargs.get("filename"):
+        changes["filename"] = str(kwargs["filename"])
+    if "attachment" in kwargs:
+        changes["return_attachment"] = upscale(kwargs["attachment"], "attachment")
+    return replace(options, **changes) if changes else options
 
 
 def quality_mode(value: Any) -> str:
@@ -286,11 +359,12 @@ def parse_geometry(geometry: str) -> tuple[int, int]:
     return width, height
 
 
-def upscale(value: Any) -> bool:
-    """``upscale`` as a bool; text such as "false" from a template is not truthy."""
+def upscale(value: Any, name: str = "upscale") -> bool:
+    """``upscale`` (or keyword ``name``) as a bool; text such as "false" from a
+    template is not truthy."""
     if isinstance(value, str):
         if value.strip().lower() not in BOOLEAN_WORDS:
-            raise ThumbnailError(f"bad upscale {value!r}: use True or False")
+            raise ThumbnailError(f"bad {name} {value!r}: use True or False")
         return BOOLEAN_WORDS[value.strip().lower()]
     return bool(value)
 
