@@ -17,6 +17,7 @@ from django.core.management import call_command
 
 from bench import driver
 from bench.cases import CASES, oximg_path, thumbor_path, url_list
+from django_oximg.core import defaults
 
 # --- statistics -----------------------------------------------------------------
 
@@ -247,7 +248,7 @@ def test_oximg_bench_quick_writes_its_json_shape(media: Path, tmp_path: Path, ca
     )
     report = json.loads(out.read_text())
     assert set(report) >= {"meta", "results", "ratios", "notes"}
-    assert report["meta"]["jpeg_shrink_margin"] == 1.0
+    assert report["meta"]["jpeg_shrink_margin"] == defaults.JPEG_SHRINK_MARGIN
     contenders = {row["contender"] for row in report["results"]}
     assert contenders == {"bare libvips", "pipeline.render", "thumbnailer"}
     for row in report["results"]:
