@@ -262,6 +262,21 @@ def test_autoescape_off_is_respected(odd_prefix: str) -> None:
 # -- errors ---------------------------------------------------------------------
 
 
+@pytest.fixture
+def raising(settings: Any) -> None:
+    """What a project's test settings set: template failures raise."""
+    settings.OXIMG = {**settings.OXIMG, "RAISE_TEMPLATE_ERRORS": True}
+
+
+def failure_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The failures logged: each one WARNING line, without a traceback."""
+    records = [r for r in caplog.records if r.name == "django_oximg"]
+    assert all(r.levelno == logging.WARNING and r.exc_info is None for r in records)
+    lines = [r.getMessage() for r in records]
+    assert all("\n" not in line for line in lines)
+    return lines
+
+
 @pytest.mark.parametrize(
     ("source", "geometry", "error"),
     [
@@ -269,10 +284,9 @@ def test_autoescape_off_is_respected(odd_prefix: str) -> None:
         ("photos/missing.jpg", "100", SourceNotFound),
     ],
 )
-def test_errors_raise_when_debug(
-    sources: Path, settings: Any, source: str, geometry: str, error: type[Exception]
+def test_errors_raise_with_raise_template_errors(
+    sources: Path, raising: None, source: str, geometry: str, error: type[Exception]
 ) -> None:
-    settings.DEBUG = True
     for text in (
         BLOCK,
         "{% load oximg %}{% thumbnail source geometry %}",
@@ -287,24 +301,27 @@ def test_errors_raise_when_debug(
     [
         (LANDSCAPE, "big", "ThumbnailError"),
         ("photos/missing.jpg", "100", "SourceNotFound"),
-        (LANDSCAPE, "100", "InvalidOptions"),  # crop given as an unknown preset below
+        (LANDSCAPE, "100", "InvalidOptions"),  # an unknown preset, given by a variable below
     ],
 )
-def test_errors_render_empty_and_are_logged_without_debug(
+@pytest.mark.parametrize("debug", [False, True])
+def test_errors_render_empty_and_log_one_line(
     sources: Path,
     settings: Any,
     caplog: pytest.LogCaptureFixture,
     source: str,
     geometry: str,
     logged: str,
+    debug: bool,
 ) -> None:
-    settings.DEBUG = False
+    """Whatever DEBUG says: one missing media file never turns a page into a 500."""
+    settings.DEBUG = debug
     preset = "no-such-preset" if logged == "InvalidOptions" else ""
     block = (
         "{% load oximg %}{% thumbnail source geometry preset=preset as t %}{{ t.url }}"
         "{% empty %}EMPTY{% endthumbnail %}"
     )
-    with caplog.at_level(logging.ERROR, logger="django_oximg"):
+    with caplog.at_level(logging.WARNING, logger="django_oximg"):
         out = render(block, source=source, geometry=geometry, preset=preset)
         plain = render(
             "{% load oximg %}[{% thumbnail source geometry preset=preset %}]"
@@ -315,17 +332,19 @@ def test_errors_render_empty_and_are_logged_without_debug(
         )
     assert out == "EMPTY"
     assert plain == "[][]"
-    failures = [r for r in caplog.records if r.name == "django_oximg"]
-    assert len(failures) == 3
-    assert all(r.levelno == logging.ERROR and r.exc_info for r in failures)
-    assert all(logged == type(r.exc_info[1]).__name__ for r in failures if r.exc_info)
-    assert "thumbnail failed" in failures[0].getMessage()
+    lines = failure_lines(caplog)
+    assert len(lines) == 3
+    assert all(f"thumbnail of {source!r} failed: {logged}" in line for line in lines)
+
+
+def test_an_undefined_geometry_variable_is_named(sources: Path, raising: None) -> None:
+    with pytest.raises(ThumbnailError, match="the geometry sizee is empty or undefined"):
+        render("{% load oximg %}{% thumbnail source sizee %}", source=LANDSCAPE)
 
 
 def test_a_storage_that_is_no_source_is_explained(
-    sources: Path, settings: Any, tmp_path: Path
+    sources: Path, raising: None, tmp_path: Path
 ) -> None:
-    settings.DEBUG = True
     elsewhere = FileSystemStorage(location=str(tmp_path / "elsewhere"))
     image = FieldFile(instance=None, field=FileField(storage=elsewhere), name=LANDSCAPE)
     with pytest.raises(ThumbnailError, match=r"not an OXIMG source.*SOURCES"):
@@ -351,19 +370,93 @@ def test_unexpected_errors_are_never_swallowed(
         "{% thumbnail %}",
         "{% thumbnail src %}",
         "{% thumbnail src as t %}{% endthumbnail %}",
-        '{% thumbnail src "100" crop %}',
         '{% thumbnail src "100" crop="top" crop="left" %}',
-        '{% thumbnail src "100" 2x="y" %}',
         '{% thumbnail src "100" as %}',
         '{% thumbnail src "100" as 9t %}{% endthumbnail %}',
-        '{% thumbnail src "100" as t %}no end',
+        # the block form (an {% endthumbnail %} follows) and easy-thumbnails' form mixed
+        '{% thumbnail src "1" as t %}{% thumbnail src "2" as u %}{{ u }}{% endthumbnail %}',
         '{% thumbnail src "100" as t %}{% empty %}no end',
         "{% thumbnail_url %}",
+        '{% thumbnail_url crop="top" %}',
     ],
 )
 def test_bad_syntax(text: str) -> None:
     with pytest.raises(TemplateSyntaxError):
         Template("{% load oximg %}" + text)
+
+
+#: Mistakes written as literals, and the words the compile-time error must contain.
+LITERAL_MISTAKES = [
+    ('{% thumbnail src "100" padding=3 %}', "bad padding 3"),
+    ('{% thumbnail src "100" progressive=True %}', "progressive: JPEGs are written baseline"),
+    ('{% thumbnail src "100" colorspace="GRAY" %}', "colorspace"),
+    ('{% thumbnail src "100" cropbox="0,0,10,10" %}', "cropbox: cut a region first"),
+    ('{% thumbnail src "100" crop="10px 20px" %}', "bad crop '10px 20px': pixel offsets"),
+    ('{% thumbnail src "100" crop="scale" %}', "bad crop 'scale'"),
+    ('{% thumbnail src "100" crop="sideways" %}', "bad crop 'sideways'"),
+    ('{% thumbnail src "big" %}', "bad geometry 'big'"),
+    ('{% thumbnail src "100x" %}', "bad geometry '100x'"),
+    ("{% thumbnail src 100x100x2 %}", "bad geometry"),
+    ('{% thumbnail src "100" quality="high" %}', "bad quality 'high'"),
+    ('{% thumbnail src "100" format="bmp" %}', "unknown format 'bmp'"),
+    ('{% thumbnail src "100" upscale="maybe" %}', "bad upscale 'maybe'"),
+    ('{% thumbnail src "100" background="red" %}', "bad background 'red'"),
+    ('{% thumbnail src "100" sizing="pillow" %}', "bad sizing 'pillow'"),
+    ('{% thumbnail src "100" preset="nope" %}', "unknown preset 'nope'"),
+    ('{% thumbnail src "100" options="zz:1" %}', "bad options 'zz:1'"),
+    ("{% thumbnail src 100x100 sharpen %}", "expected key=value, got 'sharpen'"),
+    ('{% thumbnail_url src "100" colour="red" %}', "unknown thumbnail keyword(s): colour"),
+    ('{% thumbnail_srcset src "200" crop="sideways" %}', "bad crop 'sideways'"),
+    ('{% thumbnail_srcset src "200" widths="nope" %}', "unknown widths 'nope'"),
+    ('{% picture src "200" onload="x()" %}', "unknown thumbnail keyword(s): onload"),
+]
+
+
+@pytest.mark.parametrize(("text", "words"), LITERAL_MISTAKES)
+def test_literal_mistakes_fail_when_the_template_is_compiled(text: str, words: str) -> None:
+    with pytest.raises(TemplateSyntaxError) as raised:
+        Template("{% load oximg %}" + text)
+    assert words in str(raised.value)
+    assert str(raised.value).startswith(text.split()[1])  # the tag's name
+
+
+def test_variables_are_checked_when_the_tag_renders(sources: Path, raising: None) -> None:
+    page = Template('{% load oximg %}{% thumbnail src "100" crop=how %}')  # compiles
+    with pytest.raises(ThumbnailError, match="bad crop 'noon'"):
+        page.render(Context({"src": LANDSCAPE, "how": "noon"}))
+
+
+def test_easy_thumbnails_as_form_sets_a_variable(sources: Path) -> None:
+    """Without an {% endthumbnail %} in the template, ``as`` sets the variable, as there."""
+    out = render(
+        "{% load oximg %}{% for s in names %}{% thumbnail s 80x60 crop as t %}"
+        "{{ t.width }}x{{ t.height }}:{{ t.url|slice:':5' }} {% endfor %}",
+        names=[LANDSCAPE, "photos/missing.jpg", ""],
+    )
+    assert out == "80x60:/img/ x: x: "
+
+
+def test_a_misleading_unquoted_geometry_is_a_size(sources: Path) -> None:
+    """``200x0`` unquoted was a variable lookup that gave '': now it is the size."""
+    out = render(
+        "{% load oximg %}{% thumbnail src 200x0 as t %}{{ t.width }}x{{ t.height }}"
+        "{% endthumbnail %} {% thumbnail src 80x80 crop as t %}{{ t.size }}{% endthumbnail %}",
+        src=LANDSCAPE,
+    )
+    assert out == "200x150 [80, 80]"
+
+
+@pytest.mark.parametrize("crop", ["True", '"true"', "1", '"center"'])
+def test_crop_true_is_centre(sources: Path, crop: str) -> None:
+    out = render(f'{{% load oximg %}}{{% thumbnail_url src "60x60" crop={crop} %}}', src=LANDSCAPE)
+    centre = render('{% load oximg %}{% thumbnail_url src "60x60" crop="center" %}', src=LANDSCAPE)
+    assert out == centre
+
+
+@pytest.mark.parametrize("crop", ["False", '"noop"', '""', "None"])
+def test_no_crop_spellings_fit(sources: Path, crop: str) -> None:
+    out = render(f'{{% load oximg %}}{{% thumbnail_url src "60x60" crop={crop} %}}', src=LANDSCAPE)
+    assert out == render('{% load oximg %}{% thumbnail_url src "60x60" %}', src=LANDSCAPE)
 
 
 # -- cost per render ------------------------------------------------------------

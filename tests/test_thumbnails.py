@@ -177,7 +177,9 @@ def test_crop_maps_to_imgproxy_gravity(media: Path, crop: str, gravity: Gravity)
     assert (thumbnail.width, thumbnail.height) == (100, 100)
 
 
-@pytest.mark.parametrize("crop", ["middle", "30%", "101% 0%", "30% 70% 10%", "top bottom"])
+@pytest.mark.parametrize(
+    "crop", ["middle", "101% 0%", "30% 70% 10%", "top bottom", "10px 20px", "scale", "0,0"]
+)
 def test_bad_crop_is_a_thumbnail_error(media: Path, crop: str) -> None:
     with pytest.raises(ThumbnailError, match="crop"):
         get_thumbnail(LANDSCAPE, "100x100", crop=crop)
@@ -302,8 +304,8 @@ def test_bad_background(media: Path) -> None:
 
 
 def test_unknown_keyword(media: Path) -> None:
-    with pytest.raises(ThumbnailError, match="colour, padding"):
-        get_thumbnail(LANDSCAPE, "100", padding=3, colour="red")
+    with pytest.raises(ThumbnailError, match=r"colour, rounded \(rounded: no equivalent\)"):
+        get_thumbnail(LANDSCAPE, "100", rounded=3, colour="red")
 
 
 def test_preset(media: Path, settings: Any) -> None:
