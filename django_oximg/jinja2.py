@@ -133,14 +133,14 @@ class OximgExtension(Extension):
 
 
 def is_call_of_a_global(tokens: list[Token], index: int) -> bool:
-    """Whether ``tokens[index]`` names one of :data:`GLOBALS`, called (not ``x.thumbnail(``)."""
+    """Whether ``tokens[index]`` calls one of :data:`GLOBALS` (not ``x.thumbnail(`` or a filter)."""
     token = tokens[index]
     return (
         token.type == "name"
         and token.value in GLOBALS
         and index + 1 < len(tokens)
         and tokens[index + 1].type == "lparen"
-        and (index == 0 or tokens[index - 1].type != "dot")
+        and (index == 0 or tokens[index - 1].type not in ("dot", "pipe"))
     )
 
 

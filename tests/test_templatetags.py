@@ -7,6 +7,7 @@ format on four kinds of source) through Django and decoding the response.
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -483,3 +484,93 @@ def test_a_second_render_reads_no_source(sources: Path, monkeypatch: pytest.Monk
     second = page.render(Context({"names": names}))
     assert second == first
     assert len(reads) == len(names)
+
+
+# -- sorl-thumbnail's and easy-thumbnails' filters and forms ---------------------------------
+
+
+@pytest.fixture
+def presets(settings: Any) -> None:
+    settings.OXIMG = {**settings.OXIMG, "PRESETS": {"avatar": "rs:fill:50:50/g:ce"}}
+
+
+def test_is_portrait_of_sources_and_thumbnails(sources: Path) -> None:
+    out = render(
+        "{% load oximg %}{{ a|is_portrait }} {{ b|is_portrait }} {{ c|is_portrait }}"
+        '{% thumbnail a "100x200" crop="center" as t %} {{ t|is_portrait }}'
+        " {{ t.is_portrait }}{% endthumbnail %}",
+        a=LANDSCAPE,
+        b=TURNED,  # stored landscape, shown portrait
+        c="",
+    )
+    assert out == "False True False True True"
+
+
+def test_margin_centres_the_thumbnail_in_the_box(sources: Path) -> None:
+    out = render(
+        '{% load oximg %}{% thumbnail src "100" as t %}{{ t|margin:"120x120" }}{% endthumbnail %}'
+        '|{{ src|margin:"640x500" }}|{{ none|margin:"10x10" }}',
+        src=LANDSCAPE,
+        none="",
+    )
+    assert out == "22px 10px 23px 10px|10px 0px 10px 0px|auto"
+
+
+def test_resolution_of_a_url_and_of_a_thumbnail(sources: Path) -> None:
+    out = render(
+        '{% load oximg %}{% thumbnail src "100x80" crop="center" as t %}'
+        "{{ t.url|resolution:'2x' }} {{ t|resolution:'2x' }} {{ t.url }}{% endthumbnail %}",
+        src=LANDSCAPE,
+    )
+    from_url, from_thumbnail, plain = (url.replace("&amp;", "&") for url in out.split())
+    assert from_url == from_thumbnail != plain
+    image = pyvips.Image.new_from_buffer(fetch(from_url)[1], "")
+    assert (image.width, image.height) == (200, 160)
+
+
+def test_resolution_gives_back_what_it_cannot_double(
+    sources: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="django_oximg"):
+        out = render("{% load oximg %}{{ url|resolution:'2x' }}", url="/static/logo.png")
+    assert out == "/static/logo.png"
+    assert len(failure_lines(caplog)) == 1
+
+
+def test_the_thumbnail_url_filter_takes_a_preset(
+    sources: Path, presets: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    out = render(
+        "{% load oximg %}{{ src|thumbnail_url:'avatar' }} "
+        '{% thumbnail_url src preset="avatar" %} {% thumbnail_url src "avatar" %} '
+        "[{{ src|thumbnail_url:'nope' }}]",
+        src=LANDSCAPE,
+    )
+    first, second, third, missing = out.split()
+    assert first == second == third
+    assert pyvips.Image.new_from_buffer(fetch(first)[1], "").width == 50
+    assert missing == "[]"
+    assert "InvalidOptions" in failure_lines(caplog)[0]
+
+
+def test_the_block_tag_takes_a_preset_without_geometry(sources: Path, presets: None) -> None:
+    out = render(
+        '{% load oximg %}{% thumbnail src preset="avatar" as t %}{{ t.size }}{% endthumbnail %}'
+        '{% thumbnail src "avatar" as t %}{{ t.size }}{% endthumbnail %}',
+        src=LANDSCAPE,
+    )
+    assert out == "[50, 50][50, 50]"
+
+
+def test_the_data_uri_filter_inlines_the_image(sources: Path) -> None:
+    out = render(
+        '{% load oximg %}{% thumbnail src "24x24" crop="center" as t %}{{ t|data_uri }}'
+        "{% endthumbnail %}[{{ none|data_uri }}]",
+        src=LANDSCAPE,
+        none="",
+    )
+    uri, empty = out.split("[")
+    assert uri.startswith("data:image/jpeg;base64,")
+    image = pyvips.Image.new_from_buffer(base64.b64decode(uri.partition(",")[2]), "")
+    assert (image.width, image.height) == (24, 24)
+    assert empty == "]"
