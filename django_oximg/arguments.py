@@ -90,7 +90,7 @@ UNSUPPORTED = {
     "format_options": "no equivalent",
     "bw": "no equivalent",
     "replace_alpha": "use background='RRGGBB' with a format without alpha",
-    "zoom": "cut the source first with options='c:0.8:0.8' (fractions of it)",
+    "zoom": "cut the source first: options='c:F:F' with F = 100 / (100 + zoom)",
     "target": "use a focus point: crop='40% 60%'",
     "subsampling": "no equivalent",
     "autocrop": "no equivalent",
@@ -161,6 +161,14 @@ def parse_geometry(geometry: str) -> tuple[int, int]:
     if not (width or height):
         raise ThumbnailError(f"bad geometry {geometry!r}: use 'WxH', 'W' or 'xH', or a preset")
     return width, height
+
+
+def geometry_text(geometry: Any) -> str:
+    """A geometry as text: easy-thumbnails' ``(width, height)`` (0 for a free side) too."""
+    if isinstance(geometry, tuple | list) and len(geometry) == 2:
+        width, height = geometry
+        return f"{width or ''}x{height}" if height else str(width)
+    return "" if geometry is None else str(geometry)
 
 
 def is_geometry(text: str) -> bool:

@@ -25,6 +25,7 @@ from django.urls import NoReverseMatch, reverse
 from django_oximg import conf, runtime
 from django_oximg.arguments import (
     ThumbnailError,
+    geometry_text,
     is_geometry,
     output_format,
     preset_is_known,
@@ -123,8 +124,9 @@ class Thumbnail:
 def get_thumbnail(source: Any, geometry: str = "", **kwargs: Any) -> Thumbnail:
     """A :class:`Thumbnail` for ``source`` (a FieldFile or a storage name).
 
-    ``geometry`` is "WxH", "W" or "xH", or a preset's name; it may be left
-    out with a ``preset`` that gives the size. Keywords: ``crop`` (center,
+    ``geometry`` is "WxH", "W" or "xH" (or easy-thumbnails' ``(W, H)``),
+    or a preset's name; it may be left out with a ``preset`` that gives the
+    size. Keywords: ``crop`` (center,
     top, bottom, left, right, "top left", ..., smart, "x% y%", True),
     ``format`` (jpeg, png, webp, avif, gif, auto; default: the preset's
     format, else the source's), ``quality``, ``upscale``, ``preset``,
@@ -155,7 +157,7 @@ def resolve_arguments(
     """
     settings = conf.get_settings()
     resolved = {**settings.TAG_DEFAULTS, **kwargs}
-    text = "" if geometry is None else str(geometry)
+    text = geometry_text(geometry)
     named = text.strip()
     preset_named = named and not resolved.get("preset") and not is_geometry(named)
     if preset_named and preset_is_known(named, settings.PRESETS):
@@ -466,9 +468,7 @@ class SourceThumbnails:
     def get_thumbnail(self, options: Mapping[str, Any]) -> Thumbnail:
         """A thumbnail from easy-thumbnails' options: ``size`` and the tag's keywords."""
         kwargs = dict(options)
-        width, height = kwargs.pop("size", (0, 0))
-        geometry = f"{width or ''}x{height or ''}" if height else str(width or "")
-        return get_thumbnail(self.source, geometry, **kwargs)
+        return get_thumbnail(self.source, kwargs.pop("size", ""), **kwargs)
 
 
 def get_thumbnailer(source: Any) -> SourceThumbnails:

@@ -405,7 +405,8 @@ LITERAL_MISTAKES = [
     ('{% thumbnail src "100" sizing="pillow" %}', "bad sizing 'pillow'"),
     ('{% thumbnail src "100" preset="nope" %}', "unknown preset 'nope'"),
     ('{% thumbnail src "100" options="zz:1" %}', "bad options 'zz:1'"),
-    ("{% thumbnail src 100x100 sharpen %}", "expected key=value, got 'sharpen'"),
+    ("{% thumbnail src 100x100 sharpen %}", "got 'sharpen' (sharpen takes a value: sharpen=...)"),
+    ("{% thumbnail src 100x100 bw %}", "expected key=value, got 'bw' (no equivalent)"),
     ('{% thumbnail_url src "100" colour="red" %}', "unknown thumbnail keyword(s): colour"),
     ('{% thumbnail_srcset src "200" crop="sideways" %}', "bad crop 'sideways'"),
     ('{% thumbnail_srcset src "200" widths="nope" %}', "unknown widths 'nope'"),
@@ -445,6 +446,16 @@ def test_a_misleading_unquoted_geometry_is_a_size(sources: Path) -> None:
         src=LANDSCAPE,
     )
     assert out == "200x150 [80, 80]"
+
+
+def test_a_size_variable_may_hold_easy_thumbnails_tuple(sources: Path) -> None:
+    out = render(
+        "{% load oximg %}{% for size in sizes %}{% thumbnail src size as t %}{{ t.size }}"
+        "{% endthumbnail %}{% endfor %}",
+        src=LANDSCAPE,
+        sizes=[(100, 100), (200, 0), [0, 30]],
+    )
+    assert out == "[100, 75][200, 150][40, 30]"
 
 
 @pytest.mark.parametrize("crop", ["True", '"true"', "1", '"center"'])

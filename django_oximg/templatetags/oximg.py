@@ -45,7 +45,14 @@ from django.utils.html import conditional_escape
 from django.utils.safestring import SafeString
 
 from django_oximg import conf
-from django_oximg.arguments import FLAGS, UNSUPPORTED, check_arguments, parse_geometry
+from django_oximg.arguments import (
+    FLAGS,
+    KEYWORDS,
+    UNSUPPORTED,
+    check_arguments,
+    geometry_text,
+    parse_geometry,
+)
 from django_oximg.core.errors import OximgError
 from django_oximg.responsive import (
     IMG_ATTRIBUTES,
@@ -204,6 +211,8 @@ def parse_arguments(parser: Parser, token: Token, extra: Iterable[str] = ()) -> 
             kwargs[name] = parser.compile_filter("True")
         else:
             hint = f" ({UNSUPPORTED[bit]})" if bit in UNSUPPORTED else ""
+            if bit in KEYWORDS:
+                hint = f" ({bit} takes a value: {bit}=...)"
             raise template.TemplateSyntaxError(
                 f"{tag_name}: expected key=value, got {bit!r}{hint}; "
                 f"only {', '.join(sorted(FLAGS))} may stand alone"
@@ -401,7 +410,9 @@ def thumbnail_srcset(source: Any, geometry: Any, widths: Any = None, **kwargs: A
     default size for ``src`` and the intrinsic size. "" for an empty source
     or a failure.
     """
-    return tolerant(lambda: get_srcset(source, str(given(geometry)), widths, **kwargs), source, "")
+    return tolerant(
+        lambda: get_srcset(source, geometry_text(given(geometry)), widths, **kwargs), source, ""
+    )
 
 
 @call_tag("picture", extra=PICTURE_KEYWORDS)
@@ -424,7 +435,9 @@ def picture(
     attrs = {name: kwargs.pop(name) for name in IMG_ATTRIBUTES if name in kwargs}
 
     def build() -> SafeString:
-        built = get_picture(source, str(given(geometry)), widths, formats, placeholder, **kwargs)
+        built = get_picture(
+            source, geometry_text(given(geometry)), widths, formats, placeholder, **kwargs
+        )
         return picture_html(built, sizes, attrs)
 
     return tolerant(build, source, SafeString(""))
