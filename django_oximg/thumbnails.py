@@ -411,16 +411,15 @@ def url_at_resolution(thumbnail: Thumbnail | str, resolution: Any) -> str:
     runtime.get_signer().verify(signature, path)
     presets = conf.get_settings().PRESETS
     parsed = parse_path(path, presets)
-    segments = path.strip("/").split("/")
+    segments = path.removeprefix("/").split("/")
     # Options run up to the first segment without ":"; the source follows.
-    count = next(i for i, segment in enumerate(segments) if ":" not in segment)
-    options = [s for s in segments[:count] if not s.startswith(("cb:", "cachebuster:"))]
+    count = next((i for i, segment in enumerate(segments) if ":" not in segment), len(segments))
+    kept = [s for s in segments[:count] if not s.startswith(("cb:", "cachebuster:"))]
+    options = [*kept, f"dpr:{parsed.options.dpr * factor:g}"]  # later options win
     source = segments[count:]
-    dpr = parsed.options.dpr * factor
-    unversioned = "/" + "/".join([*options, f"dpr:{dpr:g}", *source])
-    effective = parse_path(unversioned, presets).options
+    effective = parse_path("/" + "/".join([*options, *source]), presets).options
     version = url_version(source_metadata(parsed.source).version, effective, parsed.source)
-    versioned = "/" + "/".join([*options, f"dpr:{dpr:g}", f"cb:{version}", *source])
+    versioned = "/" + "/".join([*options, f"cb:{version}", *source])
     return url_prefix() + runtime.get_signer().signed_path(versioned)[1:]
 
 

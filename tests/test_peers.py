@@ -16,19 +16,18 @@ from __future__ import annotations
 import base64
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pyvips
-from django.core.cache import cache
 from django.template import Context, Template
 from django.test import Client
 
 from django_oximg.thumbnails import get_thumbnailer
 from tests import images
 from tests.peers import spec
+from tests.test_templatetags import empty_cache  # noqa: F401 (an autouse fixture)
 from tests.testapp.models import Photo
 
 REPO = Path(__file__).resolve().parent.parent
@@ -38,13 +37,6 @@ MEASURED = json.loads(spec.MEASURED.read_text(encoding="utf-8"))
 #: What a site moving from each package sets (docs/migrating-from-*.md).
 SORL_SETTINGS = {"TAG_DEFAULTS": {"upscale": True, "sizing": "sorl"}}
 EASY_SETTINGS = {"TAG_DEFAULTS": {"sizing": "easy-thumbnails"}, "PRESETS": spec.PRESETS}
-
-
-@pytest.fixture(autouse=True)
-def empty_cache() -> Iterator[None]:
-    cache.clear()
-    yield
-    cache.clear()
 
 
 @pytest.fixture

@@ -37,6 +37,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from django import template
@@ -133,22 +134,15 @@ def log_failure(source: Any, exc: Exception) -> None:
 # -- parsing: one syntax for every tag ------------------------------------------------
 
 
+@dataclass(frozen=True)
 class Arguments:
     """A tag's arguments as written: source, geometry, keywords, ``as`` name."""
 
-    def __init__(
-        self,
-        tag_name: str,
-        source: FilterExpression,
-        geometry: FilterExpression,
-        kwargs: dict[str, FilterExpression],
-        as_var: str | None,
-    ) -> None:
-        self.tag_name = tag_name
-        self.source = source
-        self.geometry = geometry
-        self.kwargs = kwargs
-        self.as_var = as_var
+    tag_name: str
+    source: FilterExpression
+    geometry: FilterExpression
+    kwargs: dict[str, FilterExpression]
+    as_var: str | None
 
     def resolve(self, context: template.Context) -> tuple[Any, Any, dict[str, Any]]:
         source = self.source.resolve(context)
