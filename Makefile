@@ -2,29 +2,73 @@
 #   make demo   set up and serve the example site at http://127.0.0.1:8000/
 #   make test   set up and run the whole test suite (what .ci/run runs)
 #   make docs   build the documentation site into build/docs/ (make docs-serve: live)
+#
+# The suite runs on two Djangos, each in its own virtualenv:
+#   .venv                 Django 5.2 LTS on $(PYTHON): lint, mypy, the suite;
+#                         also the demo's, the docs' and the benchmarks' venv
+#   .venv-django-newest   Django's newest release on $(NEWEST_PYTHON): the suite
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# The demo's packages only; STAMP adds everything the tests and docs need.
+DEMO_STAMP := $(VENV)/.installed-demo
 STAMP := $(VENV)/.installed
+DJANGO_LTS := Django~=5.2.0
 
-.PHONY: demo test docs docs-serve lint typecheck clean
+# Django 6 needs Python 3.12 or newer, and Debian 12's python3 is 3.11: take
+# the newest python3.1x on PATH that runs, else the newest under pyenv.
+NEWEST_PYTHON ?= $(shell for p in python3.14 python3.13 python3.12 \
+	  $$(ls -d "$${PYENV_ROOT:-$$HOME/.pyenv}"/versions/3.1[2-9]*/bin/python3 2>/dev/null | sort -rV); do \
+	  "$$p" -c 'import sys; sys.version_info >= (3, 12) and print(sys.executable)' 2>/dev/null \
+	  | grep . && break; done)
+NEWEST_VENV := .venv-django-newest
+NEWEST_STAMP := $(NEWEST_VENV)/.installed
 
-$(STAMP): pyproject.toml
+# Installs read both files: a changed dependency or install line reinstalls.
+INSTALL_INPUTS := pyproject.toml Makefile
+
+.PHONY: demo test test-lts test-newest docs docs-serve lint typecheck clean
+
+$(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=25.1"
-	$(PY) -m pip install --quiet -e ".[s3,redis,metrics]" --group test
+
+$(DEMO_STAMP): $(VENV)/bin/python $(INSTALL_INPUTS)
+	$(PY) -m pip install --quiet -e . "$(DJANGO_LTS)"
+	touch $(DEMO_STAMP)
+
+$(STAMP): $(VENV)/bin/python $(INSTALL_INPUTS)
+	$(PY) -m pip install --quiet -e ".[s3,redis,metrics]" --group test "$(DJANGO_LTS)"
 	touch $(STAMP)
 
-demo: $(STAMP)
+# --clear: a rebuilt venv starts empty, whichever Python it had before.
+$(NEWEST_STAMP): $(INSTALL_INPUTS)
+	@test -n "$(NEWEST_PYTHON)" || { echo "make: Django's newest release needs Python 3.12+;" \
+	  "none found. Install one, or run: make test NEWEST_PYTHON=/path/to/python3.12" >&2; exit 1; }
+	"$(NEWEST_PYTHON)" -m venv --clear $(NEWEST_VENV)
+	$(NEWEST_VENV)/bin/python -m pip install --quiet --upgrade "pip>=25.1"
+	$(NEWEST_VENV)/bin/python -m pip install --quiet \
+	  -e ".[s3,redis,metrics]" --group test Django
+	touch $(NEWEST_STAMP)
+
+demo: $(DEMO_STAMP)
 	$(PY) example_project/manage.py migrate --noinput
 	$(PY) example_project/manage.py make_samples
 	$(PY) example_project/manage.py runserver 127.0.0.1:8000
 
-# Lint and `mypy --strict` first (quick), then the suite. The docs are built
-# (strictly) by tests/test_docs.py, and the browser test drives Debian's
-# chromium, so `make test` checks both.
-test: lint typecheck
+# Lint and `mypy --strict` first (quick), then the suite on each Django. The
+# docs are built (strictly) by tests/test_docs.py, the distributions by
+# tests/test_packaging.py, and the browser test drives Debian's chromium, so
+# `make test` checks all of them. A pytest exit status other than 0 (5 when
+# no test was collected, too) stops make with an error. The newest Django's
+# venv is made first, so a machine without Python 3.12+ stops at once.
+test: $(NEWEST_STAMP) lint typecheck test-lts test-newest
+
+test-lts: $(STAMP)
 	$(PY) -m pytest
+
+test-newest: $(NEWEST_STAMP)
+	$(NEWEST_VENV)/bin/python -m pytest
 
 # docs/settings.md is generated from django_oximg/conf.py; regenerate it
 # first (tests/test_conf.py fails when the committed copy is stale).
@@ -44,4 +88,4 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) example_project/var .pytest_cache build/docs
+	rm -rf $(VENV) $(NEWEST_VENV) example_project/var .pytest_cache build/docs dist

@@ -1,38 +1,44 @@
-"""Quality: SSIMULACRA2 of each contender's thumbnail against a high-quality reference.
+"""Quality per byte: SSIMULACRA2 of each contender's thumbnails at django-oximg's byte sizes.
 
-    .venv/bin/python bench/quality.py [--cases medium-jpeg,large-jpeg] [--json FILE]
+    bash bench/peers/setup_tools.sh          # ssimulacra2 (needed)
+    bash bench/peers/setup_thumbor.sh        # thumbor 7.8 (optional)
+    bash bench/peers/setup_django_peers.sh   # sorl-thumbnail, easy-thumbnails (optional)
+    bash bench/fetch_photos.sh               # 14 photos into bench/photos (git-ignored)
+    .venv/bin/python bench/quality.py --json bench/results/quality.json
+    .venv/bin/python bench/quality.py --report bench/results/quality.json   # tables only
 
-Reference: the source decoded at full size by pyvips (no shrink-on-load),
-resized with Lanczos3 to the contender's exact output size, kept lossless
-(PNG). Every output is decoded by pyvips to PNG too, so only the
-contenders' resizing and encoding differ, not the decoders used to score.
+For each photo and case (500x500 fit JPEG, 320x320 fill WebP) every contender
+(bench/quality_contenders.py) makes the thumbnail at each quality of
+``--qualities``, and once losslessly (PNG). Each output is decoded by libvips
+and scored with SSIMULACRA2 against a reference made from the full decode of
+the photo, resized to that output's exact size with Lanczos3 in linear light
+(sRGB -> scRGB, no reducing gap, back to sRGB), kept lossless.
 
-Contenders: django-oximg's ``core.pipeline.render`` at each
-``JPEG_SHRINK_MARGIN`` in ``--margins`` (2 = libvips' own rule, the same
-bytes as bare pyvips ``thumbnail_buffer``), thumbor 7.8 (its own venv, file
-loader, over HTTP on 127.0.0.1), sorl-thumbnail and easy-thumbnails (their
-own venv). Each makes the case's box (500x500 fit) at JPEG qualities
-``--qualities``; reported: the score and bytes at q80 ("defaults", as the
-load benchmark configures every contender), and the score interpolated at
-the bytes of django-oximg's default q80 output ("matched bytes": quality
-per byte, which is what a quality setting trades).
+Scores are then read at django-oximg's own sizes: its bytes at its default
+quality (q80 JPEG, q75 WebP) and at q60 and q90. Each contender's score is
+interpolated at those bytes on its quality sweep ("matched bytes"), and so
+are the bytes it needs for django-oximg's score there ("matched look");
+bench/matched.py does the arithmetic. A difference in score at equal bytes
+is what a site sees: the same page weight, a better or worse picture.
 
 SSIMULACRA2 comes from PyPI's ``ssimulacra2`` 0.3.0 (a NumPy port of the
-reference metric), run in bench/peers/.venv-tools (bench/peers/setup_tools.sh)
-because it needs Pillow, which the project's venv must not have.
+reference metric) in bench/peers/.venv-tools: 100 is identical, 90 visually
+lossless, 70 high quality. A linear-light reference favours linear-light
+resizing by construction, so lossless outputs are also scored against an
+sRGB-space one. docs/quality.md has the results.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
+import contextlib
+import hashlib
 import json
 import math
 import subprocess
 import sys
 import tempfile
-import urllib.request
-from dataclasses import replace
+import time
 from pathlib import Path
 from typing import Any
 
@@ -41,186 +47,442 @@ sys.path.insert(0, str(ROOT))
 
 import pyvips  # noqa: E402
 
-from bench import servers  # noqa: E402
-from bench.cases import CASES, Case, thumbor_path  # noqa: E402
-from bench.images import write_set  # noqa: E402
+from bench import matched  # noqa: E402
+from bench import quality_contenders as contenders  # noqa: E402
+from bench.quality_contenders import CASES, Case, Photo  # noqa: E402
 
 TOOLS_PYTHON = ROOT / "bench" / "peers" / ".venv-tools" / "bin" / "python"
-PEERS_PYTHON = ROOT / "bench" / "peers" / ".venv-django-peers" / "bin" / "python"
+SCORER = ROOT / "bench" / "peers" / "score.py"
+
+#: Labels of the contenders from other processes.
+PEER_LABELS = {
+    "thumbor": "thumbor 7.8",
+    "sorl": "sorl-thumbnail 13.4",
+    "easy": "easy-thumbnails 2.10",
+}
+
+#: Qualities besides the default at whose django-oximg bytes scores are read.
+SECONDARY_QUALITIES = (60, 90)
+
+#: Key of a lossless output in a contender's outputs.
+LOSSLESS = "lossless"
 
 
-def oximg_outputs(
-    case: Case, source: bytes, margins: list[float], qualities: list[int], out: Path
-) -> dict[str, dict[int, Path]]:
-    from django_oximg.core import pipeline
-    from django_oximg.core.options import Options
+# --- making and scoring ------------------------------------------------------------
 
-    found: dict[str, dict[int, Path]] = {}
-    for margin in margins:
-        name = f"oximg margin {margin:g}"
-        settings = pipeline.RenderSettings(jpeg_shrink_margin=margin)
-        for quality in qualities:
-            options = Options(width=case.width, height=case.height, quality=quality)
-            data = pipeline.render(source, options, case.format, settings).data
-            path = out / f"oximg-m{margin:g}-{case.name}-q{quality}.{case.format}"
-            path.write_bytes(data)
-            found.setdefault(name, {})[quality] = path
+
+def make_outputs(
+    photo: Photo,
+    path: Path,
+    case: Case,
+    qualities: list[int],
+    only: set[str],
+    thumbor_get: Any,
+) -> dict[str, dict[str, Any]]:
+    """Every contender's outputs: ``{key: {"label", "outputs": {quality: bytes}}}``.
+
+    The qualities are strings; ``"lossless"`` is the PNG output.
+    """
+    found: dict[str, dict[str, Any]] = {}
+    for contender in contenders.CONTENDERS:
+        if (contender.cases and case.name not in contender.cases) or (
+            only and contender.key not in only and contender.key != "oximg"
+        ):
+            continue
+        outputs: dict[str, bytes] = {
+            str(q): contender.make(photo, case, q, case.format) for q in qualities
+        }
+        if contender.lossless:
+            outputs[LOSSLESS] = contender.make(photo, case, 0, "png")
+        found[contender.key] = {
+            "label": contender.label,
+            "outputs": outputs,
+            "grid": contender.grid,
+        }
+    if thumbor_get is not None and (not only or "thumbor" in only):
+        outputs = {
+            str(q): thumbor_get(contenders.thumbor_path(path.name, case, q, case.format))
+            for q in qualities
+        }
+        outputs[LOSSLESS] = thumbor_get(contenders.thumbor_path(path.name, case, 0, "png"))
+        found["thumbor"] = {"label": PEER_LABELS["thumbor"], "outputs": outputs}
+    if contenders.peers_available():
+        for peer in ("sorl", "easy"):
+            if only and peer not in only:
+                continue
+            lossy = contenders.peer_outputs(peer, path, case, qualities, case.format)
+            outputs = {str(q): data for q, data in lossy.items()}
+            outputs[LOSSLESS] = contenders.peer_outputs(peer, path, case, [90], "png")[90]
+            found[peer] = {"label": PEER_LABELS[peer], "outputs": outputs}
     return found
 
 
-def thumbor_outputs(
-    case: Case, media: Path, qualities: list[int], out: Path, logs: Path
-) -> dict[str, dict[int, Path]]:
-    if not servers.thumbor_available():
-        return {}
-    found: dict[int, Path] = {}
-    first = thumbor_path(case, case.width, "cold")
-    with servers.thumbor(media, first, processes=1, log_dir=logs) as thumbor:
-        for quality in qualities:
-            path_q = thumbor_path(replace(case, quality=quality), case.width, "")
-            with urllib.request.urlopen(f"http://127.0.0.1:{thumbor.port}{path_q}") as answer:
-                path = out / f"thumbor-{case.name}-q{quality}.{case.format}"
-                path.write_bytes(answer.read())
-                found[quality] = path
-    return {"thumbor 7.8": found}
+def decoded_rgb(data: bytes) -> Any:
+    """An output as the scorer sees it: decoded by libvips, 8-bit sRGB, no alpha."""
+    image = pyvips.Image.new_from_buffer(data, "")
+    if image.hasalpha():
+        image = image.flatten(background=[255, 255, 255])
+    if image.interpretation != "srgb":
+        image = image.colourspace("srgb")
+    return image.cast("uchar").copy_memory()
 
 
-def peer_outputs(
-    case: Case, media: Path, qualities: list[int], out: Path
-) -> dict[str, dict[int, Path]]:
-    if not PEERS_PYTHON.exists():
-        return {}
-    found: dict[str, dict[int, Path]] = {}
-    for contender, label in (("sorl", "sorl-thumbnail"), ("easy", "easy-thumbnails")):
-        command = [
-            str(PEERS_PYTHON),
-            str(ROOT / "bench" / "peers" / "django_peers.py"),
-            "--contender",
-            contender,
-            "--case",
-            case.name,
-            "--images",
-            str(media),
-            "--emit",
-            str(out),
-            "--qualities",
-            ",".join(map(str, qualities)),
-        ]
-        subprocess.run(command, check=True, capture_output=True)
-        found[label] = {q: out / f"{contender}-{case.name}-q{q}.{case.format}" for q in qualities}
-    return found
+def score_outputs(
+    photo: Photo, case: Case, made: dict[str, dict[str, Any]], work: Path
+) -> dict[str, dict[str, Any]]:
+    """Score every output once (identical pixels share a score) and return the curves.
+
+    Lossless outputs are also scored against an sRGB-space reference
+    (``"lossless_srgb_reference"``), a check on the linear-light one.
+    """
+    references: dict[str, Path] = {}
+    pairs: dict[str, tuple[Path, Path]] = {}
+    keyed: dict[tuple[str, str], tuple[str, int, str]] = {}
+
+    def pair(image: Any, png: Path, digest: str, linear: bool, grid: str) -> str:
+        size = (int(image.width), int(image.height))
+        name = f"ref-{size[0]}x{size[1]}-{grid}-{'linear' if linear else 'srgb'}"
+        if name not in references:
+            ref = contenders.reference(photo, case, *size, linear=linear, grid=grid)
+            references[name] = work / f"{name}.png"
+            ref.pngsave(str(references[name]), compression=1)
+        key = f"{digest}-{name}"
+        pairs.setdefault(key, (references[name], png))
+        return key
+
+    for name, entry in made.items():
+        grid = entry.get("grid", "stretch")
+        for quality, data in entry["outputs"].items():
+            image = decoded_rgb(data)
+            dims = f"{image.width}x{image.height}"
+            digest = hashlib.sha1(bytes(image.write_to_memory()) + dims.encode()).hexdigest()
+            png = work / f"{digest}.png"
+            if not png.exists():
+                image.pngsave(str(png), compression=1)
+            keyed[(name, quality)] = (pair(image, png, digest, True, grid), len(data), dims)
+            if quality == LOSSLESS:
+                keyed[(name, "srgb")] = (pair(image, png, digest, False, grid), len(data), dims)
+    order = list(pairs)
+    scores = dict(zip(order, run_scorer([pairs[k] for k in order], work), strict=True))
+    curves: dict[str, dict[str, Any]] = {}
+    for (name, quality), (key, size, dims) in keyed.items():
+        entry = curves.setdefault(name, {"label": made[name]["label"], "dims": dims, "curve": {}})
+        point = {"bytes": size, "score": scores[key]}
+        if quality == LOSSLESS:
+            entry["lossless"] = point
+        elif quality == "srgb":
+            entry["lossless_srgb_reference"] = point
+        else:
+            entry["curve"][quality] = point
+    return curves
 
 
-def reference_png(
-    source: bytes, width: int, height: int, out: Path, cache: dict[tuple[int, int], Path]
-) -> Path:
-    """Full decode, Lanczos3 to exactly width x height, lossless PNG."""
-    if (width, height) in cache:
-        return cache[(width, height)]
-    full = pyvips.Image.new_from_buffer(source, "", access="sequential")
-    resized = full.resize(width / full.width, vscale=height / full.height, kernel="lanczos3")
-    path = out / f"reference-{width}x{height}.png"
-    resized.cast("uchar").pngsave(str(path), compression=1)
-    cache[(width, height)] = path
-    return path
-
-
-def decoded_png(path: Path) -> Path:
-    png = path.with_suffix(path.suffix + ".png")
-    pyvips.Image.new_from_file(str(path)).pngsave(str(png), compression=1)
-    return png
-
-
-def scores(pairs: list[tuple[Path, Path]], work: Path) -> list[float]:
+def run_scorer(pairs: list[tuple[Path, Path]], work: Path) -> list[float]:
+    """SSIMULACRA2 of (reference, distorted) PNG pairs, in bench/peers/.venv-tools."""
     listing = work / "pairs.json"
     listing.write_text(json.dumps([[str(a), str(b)] for a, b in pairs]))
     done = subprocess.run(
-        [str(TOOLS_PYTHON), str(ROOT / "bench" / "peers" / "score.py"), str(listing)],
-        check=True,
-        capture_output=True,
-        text=True,
+        [str(TOOLS_PYTHON), str(SCORER), str(listing)], check=True, capture_output=True, text=True
     )
     return [float(v) for v in json.loads(done.stdout.strip().splitlines()[-1])]
 
 
-def at_bytes(points: list[tuple[int, float]], target: float) -> float:
-    """Score at ``target`` bytes, linear in log(bytes) between the two nearest qualities."""
-    points = sorted(points)
-    for (b0, s0), (b1, s1) in itertools.pairwise(points):
-        if b0 <= target <= b1:
-            if b1 == b0:
-                return s0
-            t = (math.log(target) - math.log(b0)) / (math.log(b1) - math.log(b0))
-            return s0 + t * (s1 - s0)
-    return math.nan
+# --- reading the curves ---------------------------------------------------------------
+
+
+def points(entry: dict[str, Any]) -> list[tuple[float, float]]:
+    return [(float(p["bytes"]), float(p["score"])) for p in entry["curve"].values()]
+
+
+def matched_points(result: dict[str, Any], case: Case) -> dict[str, dict[str, dict[str, float]]]:
+    """Per quality target (q60, default, q90): each contender's score at django-oximg's bytes.
+
+    ``{"q80": {key: {"score", "delta", "bytes_pct"}}}``: ``delta`` is the score
+    minus django-oximg's own, ``bytes_pct`` the bytes the contender needs for
+    django-oximg's score, against django-oximg's bytes, in per cent.
+    """
+    baseline = result["contenders"]["oximg"]["curve"]
+    read: dict[str, dict[str, dict[str, float]]] = {}
+    for quality in target_qualities(case):
+        target = baseline.get(str(quality))
+        if target is None:
+            continue
+        row = read.setdefault(f"q{quality}", {})
+        for key, entry in result["contenders"].items():
+            curve = points(entry)
+            score = matched.score_at_bytes(curve, target["bytes"])
+            row[key] = {
+                "score": score,
+                "delta": score - target["score"],
+                "bytes_pct": matched.percent_change(
+                    matched.bytes_at_score(curve, target["score"]), target["bytes"]
+                ),
+            }
+    return read
+
+
+def target_qualities(case: Case) -> list[int]:
+    return sorted({case.default_quality, *SECONDARY_QUALITIES})
+
+
+# --- tables -----------------------------------------------------------------------------
+
+
+def summary_table(results: dict[str, Any], case: Case, keys: list[str] | None = None) -> str:
+    """Median and worst photo per contender (``keys``, default all), at django-oximg's bytes."""
+    per_photo = results[case.name]
+    first = next(iter(per_photo.values()))
+    keys = [key for key in keys or first["contenders"] if key in first["contenders"]]
+    default = f"q{case.default_quality}"
+    header = [
+        "contender",
+        f"score at oximg {default} bytes",
+        *(f"Δ at q{q} bytes" for q in target_qualities(case)),
+        f"worst Δ at {default} bytes (photo)",
+        f"bytes for oximg's {default} look",
+        "lossless",
+        "lossless, sRGB-space reference",
+    ]
+    rows = []
+    for key in keys:
+        at = {photo: r["matched"] for photo, r in per_photo.items()}
+
+        def pick(quality: str, field: str, key: str = key, at: Any = at) -> dict[str, float]:
+            return {
+                photo: m[quality][key][field]
+                for photo, m in at.items()
+                if quality in m and key in m[quality]
+            }
+
+        deltas = pick(default, "delta")
+        name, low = matched.worst(deltas)
+        lossless = lossless_scores(per_photo, key, "lossless")
+        lossless_srgb = lossless_scores(per_photo, key, "lossless_srgb_reference")
+        rows.append(
+            [
+                f"`{key}` {first['contenders'][key]['label']}",
+                matched.number(matched.median(pick(default, "score").values())),
+                *(
+                    matched.number(matched.median(pick(f"q{q}", "delta").values()), signed=True)
+                    for q in target_qualities(case)
+                ),
+                f"{matched.number(low, signed=True)} ({name.removesuffix('.jpg')})"
+                if name
+                else "-",
+                percent(matched.median(pick(default, "bytes_pct").values())),
+                matched.number(matched.median(lossless)) if lossless else "-",
+                matched.number(matched.median(lossless_srgb)) if lossless_srgb else "-",
+            ]
+        )
+    return matched.markdown_table(header, rows)
+
+
+def lossless_scores(per_photo: dict[str, Any], key: str, field: str) -> list[float]:
+    found = (r["contenders"].get(key, {}) for r in per_photo.values())
+    return [entry[field]["score"] for entry in found if field in entry]
+
+
+def percent(value: float) -> str:
+    return "-" if math.isnan(value) else f"{matched.number(value, 0, signed=True)}%"
+
+
+def photo_table(results: dict[str, Any], case: Case, keys: list[str]) -> str:
+    """Per photo: django-oximg's score and bytes at its default, each contender's Δ."""
+    default = f"q{case.default_quality}"
+    per_photo = results[case.name]
+    header = ["photo", f"oximg {default} bytes", "score", *(f"`{k}` Δ" for k in keys)]
+    rows = []
+    for photo, result in per_photo.items():
+        base = result["contenders"]["oximg"]["curve"][str(case.default_quality)]
+        row = result["matched"].get(default, {})
+        rows.append(
+            [
+                photo.removesuffix(".jpg"),
+                str(base["bytes"]),
+                matched.number(base["score"]),
+                *(matched.number(row[k]["delta"], signed=True) if k in row else "-" for k in keys),
+            ]
+        )
+    medians = [
+        matched.number(
+            matched.median(
+                r["matched"][default][k]["delta"]
+                for r in per_photo.values()
+                if k in r["matched"].get(default, {})
+            ),
+            signed=True,
+        )
+        for k in keys
+    ]
+    rows.append(["**median**", "", "", *medians])
+    return matched.markdown_table(header, rows)
+
+
+def metadata_table(results: dict[str, Any]) -> str:
+    """The bytes keep_copyright costs per photo (default against keep_copyright off)."""
+    header = ["photo"]
+    columns = []
+    for name in results:
+        case = CASES[name]
+        header += [f"{name} q{case.default_quality} bytes", "keep_copyright off", "metadata"]
+        columns.append((name, case))
+    rows = []
+    photos = next(iter(results.values())).keys()
+    for photo in photos:
+        row = [photo.removesuffix(".jpg")]
+        for name, case in columns:
+            found = results[name][photo]["contenders"]
+            quality = str(case.default_quality)
+            if "oximg-kcr0" not in found:
+                row += ["-", "-", "-"]
+                continue
+            kept = found["oximg"]["curve"][quality]["bytes"]
+            stripped = found["oximg-kcr0"]["curve"][quality]["bytes"]
+            share = matched.number(100 * (kept - stripped) / kept, 0)
+            row += [str(kept), str(stripped), f"{kept - stripped} ({share}%)"]
+        rows.append(row)
+    return matched.markdown_table(header, rows)
+
+
+#: The contenders of each summary table, django-oximg's defaults first.
+GROUPS = {
+    "against other servers": ["oximg", "libvips", "thumbor", "sorl", "easy"],
+    "pipeline variants": [
+        "oximg",
+        "oximg-kcr0",
+        "oximg-m1.5",
+        "oximg-m2",
+        "oximg-m2-kcr0",
+        "oximg-crop",
+        "resize-crop",
+        "crop-resize",
+    ],
+    "encoders on django-oximg's pixels": [
+        "oximg",
+        "enc-turbo-420",
+        "enc-turbo-444",
+        "enc-turbo-prog",
+        "enc-mozjpeg",
+        "enc-mozjpeg-trellis",
+        "enc-webp-e2",
+        "enc-webp-e4",
+        "enc-webp-e6",
+        "enc-webp-smart",
+    ],
+    "linear-light resizing": ["oximg", "libvips", "hq-2x", "hq-4x"],
+}
+
+#: Columns of the per-photo tables: the peers first, then the variants that matter.
+PHOTO_COLUMNS = {
+    "fit-jpeg": ["libvips", "thumbor", "sorl", "easy", "oximg-kcr0", "oximg-m2", "oximg-m2-kcr0"],
+    "fill-webp": ["libvips", "thumbor", "sorl", "easy", "oximg-kcr0", "oximg-m2", "crop-resize"],
+}
+
+
+def versus_table(results: dict[str, Any], case: Case, base: str, keys: list[str]) -> str:
+    """Per photo, at django-oximg's default bytes: ``base``'s score and each key's gain on it."""
+    default = f"q{case.default_quality}"
+    header = ["photo", f"`{base}` score", *(f"`{k}` - `{base}`" for k in keys)]
+    gains: dict[str, list[float]] = {key: [] for key in keys}
+    rows = []
+    for photo, result in results[case.name].items():
+        row = result["matched"].get(default, {})
+        if base not in row:
+            continue
+        cells = [photo.removesuffix(".jpg"), matched.number(row[base]["score"])]
+        for key in keys:
+            gain = row[key]["score"] - row[base]["score"] if key in row else math.nan
+            gains[key].append(gain)
+            cells.append(matched.number(gain, signed=True))
+        rows.append(cells)
+    medians = [matched.number(matched.median(gains[key]), signed=True) for key in keys]
+    rows.append(["**median**", "", *medians])
+    return matched.markdown_table(header, rows)
+
+
+def report(results: dict[str, Any]) -> str:
+    parts = []
+    for name in results:
+        if name == "meta":
+            continue
+        case = CASES[name]
+        title = f"{name}: {case.width}x{case.height} {case.mode} {case.format}"
+        for group, keys in GROUPS.items():
+            parts.append(f"### {title}, {group}\n")
+            parts.append(summary_table(results, case, keys) + "\n")
+        parts.append(f"### {title}, per photo (Δ at oximg q{case.default_quality} bytes)\n")
+        present = {k for r in results[name].values() for k in r["contenders"]}
+        parts.append(photo_table(results, case, [k for k in PHOTO_COLUMNS[name] if k in present]))
+        parts.append(f"\n### {title}, linear-light resizing against bare libvips\n")
+        parts.append(versus_table(results, case, "libvips", ["hq-2x", "hq-4x"]) + "\n")
+    cases = {k: v for k, v in results.items() if k != "meta"}
+    parts.append("### metadata\n")
+    parts.append(metadata_table(cases) + "\n")
+    return "\n".join(parts)
+
+
+# --- main -------------------------------------------------------------------------------
 
 
 def evaluate(
-    case: Case, media: Path, work: Path, margins: list[float], qualities: list[int]
+    path: Path, case: Case, qualities: list[int], only: set[str], thumbor_get: Any
 ) -> dict[str, Any]:
-    source = (media / case.source).read_bytes()
-    outputs = oximg_outputs(case, source, margins, qualities, work)
-    outputs.update(thumbor_outputs(case, media, qualities, work, work))
-    outputs.update(peer_outputs(case, media, qualities, work))
-    references: dict[tuple[int, int], Path] = {}
-    pairs, index = [], []
-    for name, by_quality in outputs.items():
-        for quality, path in by_quality.items():
-            image = pyvips.Image.new_from_file(str(path))
-            ref = reference_png(source, image.width, image.height, work, references)
-            pairs.append((ref, decoded_png(path)))
-            index.append((name, quality, path.stat().st_size, f"{image.width}x{image.height}"))
-    values = scores(pairs, work)
-    table: dict[str, dict[str, Any]] = {}
-    for (name, quality, size, dims), score in zip(index, values, strict=True):
-        table.setdefault(name, {"dims": dims, "by_quality": {}})["by_quality"][quality] = {
-            "bytes": size,
-            "ssimulacra2": score,
-        }
-    baseline = f"oximg margin {margins[0]:g}"
-    target = table[baseline]["by_quality"][80]["bytes"]
-    for entry in table.values():
-        curve = [(v["bytes"], v["ssimulacra2"]) for v in entry["by_quality"].values()]
-        entry["at_matched_bytes"] = at_bytes(curve, target)
-    return {"case": case.name, "matched_bytes": target, "contenders": table}
-
-
-def print_report(results: list[dict[str, Any]]) -> None:
-    for result in results:
-        print(f"\n{result['case']} (matched bytes = {result['matched_bytes']})")
-        print("| contender | size | q80 bytes | q80 SSIMULACRA2 | SSIMULACRA2 at matched bytes |")
-        print("|---|---|---|---|---|")
-        for name, entry in result["contenders"].items():
-            q80 = entry["by_quality"].get(80, {})
-            print(
-                f"| {name} | {entry['dims']} | {q80.get('bytes', '-')} | "
-                f"{q80.get('ssimulacra2', math.nan):.2f} | {entry['at_matched_bytes']:.2f} |"
-            )
+    photo = Photo(path.name, path.read_bytes())
+    with tempfile.TemporaryDirectory(prefix="oximg-quality-") as work:
+        made = make_outputs(photo, path, case, qualities, only, thumbor_get)
+        curves = score_outputs(photo, case, made, Path(work))
+    result: dict[str, Any] = {"contenders": curves}
+    result["matched"] = matched_points(result, case)
+    return result
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", default="medium-jpeg,large-jpeg")
-    parser.add_argument("--margins", default="2,1.5,1")
-    parser.add_argument("--qualities", default="50,60,70,80,90")
-    parser.add_argument("--json", type=Path)
+    parser.add_argument("--photos", type=Path, default=ROOT / "bench" / "photos")
+    parser.add_argument("--only-photos", default="", help="comma-separated file names")
+    parser.add_argument("--cases", default=",".join(CASES))
+    parser.add_argument("--qualities", default="30..95:5", help='"40,60,80" or "30..95:5"')
+    parser.add_argument("--contenders", default="", help="keys to run (default: all)")
+    parser.add_argument("--json", type=Path, help="write the results here (as they come)")
+    parser.add_argument("--report", type=Path, help="print the tables of a results file, no run")
     args = parser.parse_args()
+    if args.report:
+        print(report(json.loads(args.report.read_text())))
+        return
     if not TOOLS_PYTHON.exists():
         sys.exit("needs bench/peers/.venv-tools: bash bench/peers/setup_tools.sh")
+    paths = contenders.photo_paths(args.photos, args.only_photos)
     from django_oximg.core import pipeline
 
     pipeline.configure(concurrency=1)
-    work = Path(tempfile.mkdtemp(prefix="oximg-quality-"))
-    media = work / "media"
-    write_set(media)
-    margins = [float(m) for m in args.margins.split(",")]
-    qualities = [int(q) for q in args.qualities.split(",")]
-    results = [
-        evaluate(CASES[name], media, work, margins, qualities) for name in args.cases.split(",")
-    ]
-    print_report(results)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+    qualities = matched.parse_qualities(args.qualities)
+    only = {key for key in args.contenders.split(",") if key}
+    cases = [CASES[name] for name in args.cases.split(",")]
+    results: dict[str, Any] = {
+        "meta": {
+            "libvips": pipeline.libvips_version(),
+            "qualities": qualities,
+            "photos": [p.name for p in paths],
+            "date": time.strftime("%Y-%m-%d"),
+        }
+    }
+    with tempfile.TemporaryDirectory(prefix="oximg-quality-logs-") as logs:
+        thumbor_run = None
+        if contenders.servers.thumbor_available() and (not only or "thumbor" in only):
+            first = contenders.thumbor_path(paths[0].name, cases[0], 80, cases[0].format)
+            thumbor_run = contenders.thumbor(args.photos, first, Path(logs))
+        with thumbor_run if thumbor_run is not None else contextlib.nullcontext() as thumbor_get:
+            for case in cases:
+                for path in paths:
+                    started = time.perf_counter()
+                    result = evaluate(path, case, qualities, only, thumbor_get)
+                    results.setdefault(case.name, {})[path.name] = result
+                    took = time.perf_counter() - started
+                    print(f"{case.name} {path.name}: {took:.0f} s", file=sys.stderr)
+                    if args.json:
+                        args.json.parent.mkdir(parents=True, exist_ok=True)
+                        args.json.write_text(json.dumps(results, indent=1))
+    print(report(results))
 
 
 if __name__ == "__main__":

@@ -28,13 +28,12 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.crypto import salted_hmac
 
 from django_oximg.arguments import NOT_DEFAULTS, ThumbnailError, tag_options
+from django_oximg.core import defaults
 from django_oximg.core.errors import InvalidOptions
 from django_oximg.core.http_source import parse_prefix
 from django_oximg.core.keys import output_fingerprint as output_fingerprint_of
 from django_oximg.core.options import OUTPUT_FORMATS, parse_path
 from django_oximg.core.signing import pairs_from_hex
-
-MIB = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -54,7 +53,7 @@ class OximgSettings:
     """Bytes of the HMAC digest kept in the signature (1..32), as imgproxy's
     ``IMGPROXY_SIGNATURE_SIZE``."""
 
-    ALLOW_UNSIGNED: bool = False
+    ALLOW_UNSIGNED: bool = defaults.ALLOW_UNSIGNED
     """Accept ``insecure``/``unsafe`` in place of a signature. For local
     experiments only: anyone could then make the server render anything.
     A system check warns when it is on."""
@@ -80,15 +79,15 @@ class OximgSettings:
     private, link-local or other non-public addresses (checked on every
     resolved address and every redirect). See docs/http_sources.md."""
 
-    HTTP_TIMEOUT: float = 5.0
+    HTTP_TIMEOUT: float = defaults.HTTP_TIMEOUT
     """Seconds a whole HTTP source download may take: connecting, redirects,
     headers and body (504 after it)."""
 
-    HTTP_MAX_REDIRECTS: int = 5
+    HTTP_MAX_REDIRECTS: int = defaults.HTTP_MAX_REDIRECTS
     """Redirects followed for an HTTP source; one more is a 404. Each new
     location is checked against ``HTTP_SOURCES`` and the address guard."""
 
-    HTTP_ALLOW_PRIVATE_NETWORKS: bool = False
+    HTTP_ALLOW_PRIVATE_NETWORKS: bool = defaults.HTTP_ALLOW_PRIVATE_NETWORKS
     """Allow HTTP sources on loopback, private (10/8, 172.16/12, 192.168/16,
     100.64/10, fc00::/7), link-local and reserved addresses. Off, these are
     refused whatever ``HTTP_SOURCES`` says, which is what stops a URL from
@@ -102,10 +101,10 @@ class OximgSettings:
     CACHE_FSYNC: bool = True
     """fsync each result on a local-disk cache before renaming it into place,
     so that a power cut cannot leave a torn or empty file under a final name
-    (served for a year under ``CACHE_CONTROL``). It costs about 0.5 ms of
-    CPU per miss (docs/BENCHMARKS.md). Turn off only when the cache directory
-    does not outlive a crash (tmpfs, or emptied at boot): the write stays
-    atomic for readers either way. Other storages write as they do."""
+    (served for a year under ``CACHE_CONTROL``). Turn off only when the cache
+    directory does not outlive a crash (tmpfs, or emptied at boot): the write
+    stays atomic for readers either way. Other storages write as they do.
+    Its cost is measured in docs/BENCHMARKS.md."""
 
     CACHE_REDIRECT: bool = False
     """On a hit in an S3 result cache, answer ``302`` to the object's own
@@ -124,32 +123,32 @@ class OximgSettings:
     """Jobs allowed to wait for a worker; one more is answered 429.
     0: ``WORKERS`` x 16."""
 
-    QUEUE_TIMEOUT: float = 5.0
+    QUEUE_TIMEOUT: float = defaults.QUEUE_TIMEOUT
     """Seconds a job may wait for a worker and memory before a 503."""
 
-    RENDER_TIMEOUT: float = 10.0
+    RENDER_TIMEOUT: float = defaults.RENDER_TIMEOUT
     """Seconds a render may run inside libvips before it is killed (503)."""
 
     MEMORY_BUDGET: int = 0
     """Bytes of estimated peak render memory per process. 0: the smaller of
     512 MiB and a quarter of the cgroup memory limit."""
 
-    MAX_SRC_RESOLUTION: int = 50_000_000
+    MAX_SRC_RESOLUTION: int = defaults.MAX_SRC_RESOLUTION
     """Largest source in pixels, all rendered frames summed (422 above)."""
 
-    MAX_SRC_FILE_SIZE: int = 50 * MIB
+    MAX_SRC_FILE_SIZE: int = defaults.MAX_SRC_FILE_SIZE
     """Largest source in bytes (422 above)."""
 
-    MAX_ANIMATION_FRAMES: int = 100
+    MAX_ANIMATION_FRAMES: int = defaults.MAX_ANIMATION_FRAMES
     """Animations with more frames are rendered as their first frame only."""
 
-    MAX_RESULT_DIMENSION: int = 8192
+    MAX_RESULT_DIMENSION: int = defaults.MAX_RESULT_DIMENSION
     """Largest output width or height; larger requests are clamped."""
 
-    QUALITY: Mapping[str, int] = field(default_factory=lambda: {"jpeg": 80, "webp": 75, "avif": 65})
+    QUALITY: Mapping[str, int] = field(default_factory=lambda: dict(defaults.QUALITY))
     """Default encoder quality per output format (merged over the defaults)."""
 
-    AUTO_FORMAT: bool = True
+    AUTO_FORMAT: bool = defaults.AUTO_FORMAT
     """When a URL names no format, choose AVIF or WebP from the request's
     ``Accept`` header (and send ``Vary: Accept``). Off: the source's format."""
 
@@ -171,7 +170,7 @@ class OximgSettings:
     starting with a digit (a digit starts a literal list such as
     ``widths="320,640"``)."""
 
-    CACHE_CONTROL: str = "public, max-age=31536000, immutable"
+    CACHE_CONTROL: str = defaults.CACHE_CONTROL
     """Cache-Control of successful responses. A signed URL's bytes never
     change (a changed source gets a new URL), so forever is safe."""
 
@@ -179,49 +178,40 @@ class OximgSettings:
     """libvips threads per render. 1 with ``WORKERS`` = CPUs keeps every core
     busy on separate requests without oversubscription; see docs/operations.md."""
 
-    JPEG_SHRINK_MARGIN: float = 1.0
+    JPEG_SHRINK_MARGIN: float = defaults.JPEG_SHRINK_MARGIN
     """How much larger than the thumbnail a JPEG is decoded, at least, before
     the final resize (1 to 8). JPEG decoders can scale by 1/2, 1/4 or 1/8 as
-    they decode; the smallest scale leaving this margin is used. The default,
-    1, is the rule of imgproxy and of Pillow's draft mode (thumbor): decode
-    as close to the thumbnail as the DCT allows. libvips' own rule is 2. On a
-    2000 px photo fitted into 500 px, 1 took 11 % less CPU than 1.5 and
-    scored 0.7 lower on SSIMULACRA2 (78.5 against 79.2; thumbor 76.7); on a
-    7360 px photo 1 and 1.5 decode alike, 2 took 20 % more CPU. Measured in
-    docs/BENCHMARKS.md (JPEG decode scale). Part of the output fingerprint
-    (a change gives new cache keys and tag URLs)."""
+    they decode; the smallest scale leaving this margin is used. 1 decodes as
+    close to the thumbnail as the DCT allows (imgproxy's rule, and Pillow's
+    draft mode); 2 is libvips' own rule. Larger is sharper and costs CPU:
+    what each value costs and buys is measured in docs/pipeline.md. Changing
+    it gives new cache keys and tag URLs."""
 
-    JPEG_DECODER: str = "libjpeg-turbo"
+    JPEG_DECODER: defaults.JpegDecoder = defaults.JPEG_DECODER
     """Who decodes the pixels of JPEG sources: ``"libjpeg-turbo"`` (through
-    the simplejpeg package) or ``"libvips"``. pyvips-binary builds libvips
-    with mozjpeg, whose decoder took 8-26 % more CPU than libjpeg-turbo for the
-    same pixels on the benchmark photos (docs/BENCHMARKS.md, "The JPEG
-    decoder"); decoding is most of a JPEG thumbnail's cost. Both give the
-    same pixels, so this is not part of the cache key. libvips still reads
-    the header, and decodes whatever libjpeg-turbo declines: CMYK, any file
-    it warns about, and requests that keep all metadata
-    (``strip_metadata`` off)."""
+    the simplejpeg package, faster than the mozjpeg inside pyvips-binary) or
+    ``"libvips"``. Both give the same pixels. libvips still reads the header,
+    and decodes whatever libjpeg-turbo declines: CMYK, any file it warns
+    about, and requests that keep all metadata (``strip_metadata`` off).
+    Set ``"libvips"`` only to rule the decoder out when chasing a problem.
+    Measured in docs/BENCHMARKS.md."""
 
-    ENCODER: str = "pillow"
+    ENCODER: defaults.Encoder = defaults.ENCODER
     """Who encodes JPEG and WebP results whose source pixels are all in
     memory (JPEG sources decoded by libjpeg-turbo, and ``sm`` gravity):
-    ``"pillow"`` or ``"libvips"``. With ``"pillow"`` the result is computed
-    on the render thread, 64 rows at a time, and Pillow encodes it there;
-    libvips' savers hand every 16 lines between a worker and a writer
-    thread, and two renders in one process then left a fifth of the two
-    cores idle: on the 2000 px benchmark photo one process served 12 % more
-    thumbnails a second with ``"pillow"`` (17 % more in the render loop
-    alone; docs/BENCHMARKS.md, "Encoding on the render thread"). The JPEGs
-    decode to the same pixels and the WebPs are the same bytes, so this is
-    not part of the cache key. Results over 2 MP, and results that keep
-    EXIF, XMP or IPTC, are always encoded by libvips."""
+    ``"pillow"`` (on the render thread, so several renders in one process
+    keep every core busy) or ``"libvips"`` (its savers, which hand strips
+    between threads). Both give the same pixels. Results over 2 MP, and
+    results that keep EXIF, XMP or IPTC, are always encoded by libvips. Set
+    ``"libvips"`` only to rule the encoder out when chasing a problem.
+    Measured in docs/BENCHMARKS.md."""
 
     COORDINATION_CACHE: str = ""
     """Alias in ``CACHES`` (Redis or Memcached) through which processes that
     share a result cache agree who renders a hot key, so it is rendered once
     across all of them. Empty: each process coordinates only its own threads."""
 
-    METRICS: bool = True
+    METRICS: bool = defaults.METRICS
     """Answer ``<prefix>metrics`` with Prometheus metrics (requests by status,
     cache hits, renders and their duration, queue and memory, process RSS).
     Needs the ``django-oximg[metrics]`` extra (prometheus-client); without
@@ -292,12 +282,6 @@ COUNTS = (
     "METADATA_CACHE_TIMEOUT",
     "HTTP_MAX_REDIRECTS",
 )
-
-#: Values of ``JPEG_DECODER`` (see core/jpeg.py and core/pipeline/load.py).
-JPEG_DECODERS = ("libjpeg-turbo", "libvips")
-
-#: Values of ``ENCODER`` (see core/encoder.py and core/pipeline/encode.py).
-ENCODERS = ("pillow", "libvips")
 
 #: A URL path of RFC 3986 segment characters, starting and ending with "/":
 #: anything else (spaces, "?", "#", quotes) would be changed by browsers or
@@ -405,7 +389,9 @@ def check_type(name: str, value: Any, hint: Any) -> None:
     """Refuse a value of the wrong type, naming the key (a str for an int, ...)."""
     origin = typing.get_origin(hint) or hint
     args = typing.get_args(hint)
-    if origin is tuple:
+    if origin is typing.Literal:
+        ok = value in args
+    elif origin is tuple:
         ok = isinstance(value, tuple) and all(isinstance(item, str) for item in value)
     elif origin is Mapping:
         ok = isinstance(value, Mapping) and all(
@@ -431,6 +417,8 @@ TYPE_NAMES = {int: "an integer", float: "a number", bool: "True or False", str: 
 
 
 def _type_name(hint: Any) -> str:
+    if typing.get_origin(hint) is typing.Literal:
+        return "one of " + ", ".join(map(repr, typing.get_args(hint)))
     if typing.get_origin(hint) is tuple:
         return "a string or a list of strings"
     if typing.get_origin(hint) is Mapping:
@@ -458,14 +446,6 @@ def _validate(conf: OximgSettings) -> None:
             raise ImproperlyConfigured(f"OXIMG: {name} must be positive.")
     if not 1 <= conf.JPEG_SHRINK_MARGIN <= 8:
         raise ImproperlyConfigured("OXIMG: JPEG_SHRINK_MARGIN must be between 1 and 8.")
-    if conf.JPEG_DECODER not in JPEG_DECODERS:
-        raise ImproperlyConfigured(
-            f"OXIMG: JPEG_DECODER must be one of {', '.join(map(repr, JPEG_DECODERS))}."
-        )
-    if conf.ENCODER not in ENCODERS:
-        raise ImproperlyConfigured(
-            f"OXIMG: ENCODER must be one of {', '.join(map(repr, ENCODERS))}."
-        )
     _validate_quality(conf.QUALITY)
     _validate_sources(conf.SOURCES)
     _validate_presets(conf.PRESETS)

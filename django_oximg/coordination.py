@@ -36,6 +36,8 @@ class CacheCoordinator:
     failure is logged, at most once a minute.
     """
 
+    shared = True
+
     def __init__(self, cache: BaseCache) -> None:
         self.cache = cache
         self._last_error = 0.0

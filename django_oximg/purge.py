@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from django_oximg import conf, runtime, storage
+from django_oximg import conf, runtime
 from django_oximg.core.keys import RESULT_KEY, source_directory
 from django_oximg.core.stores import CacheEntry, CacheStore
 from django_oximg.thumbnails import forget_source_metadata
@@ -35,7 +35,7 @@ def result_cache() -> CacheStore:
     A purge from a model signal or a command needs only the storage, not
     libvips or worker threads.
     """
-    return storage.cache_store(runtime.cache_storage(conf.get_settings()))
+    return runtime.cache_store(conf.get_settings())
 
 
 def purge_source(source: str, store: CacheStore | None = None) -> Purged:

@@ -24,7 +24,7 @@ from django_oximg.core.executor import Executor
 from django_oximg.core.http_source import URL_ALIAS, HttpSourceConfig, HttpSourceStore
 from django_oximg.core.signing import URLSigner, pairs_from_hex
 from django_oximg.core.sources import SourceResolver
-from django_oximg.core.stores import SourceStore
+from django_oximg.core.stores import CacheStore, SourceStore
 from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 
 _lock = threading.Lock()
@@ -49,6 +49,16 @@ def default_cache_storage() -> FileSystemStorage:
     return FileSystemStorage(
         location=os.path.join(str(django_settings.MEDIA_ROOT), "oximg"),
         base_url=media_url.rstrip("/") + "/oximg/",
+    )
+
+
+def cache_store(settings: conf.OximgSettings) -> CacheStore:
+    """The result cache of ``settings``, without the render pool (purges need only this)."""
+    return storage.cache_store(
+        cache_storage(settings),
+        fsync=settings.CACHE_FSYNC,
+        cache_control=settings.CACHE_CONTROL,
+        redirect=settings.CACHE_REDIRECT,
     )
 
 
@@ -79,21 +89,23 @@ def source_stores(settings: conf.OximgSettings) -> dict[str, SourceStore]:
     """Source stores by alias, plus the HTTP store when ``HTTP_SOURCES`` lists prefixes."""
     stores = {alias: storage.source_store(s) for alias, s in source_storages(settings).items()}
     if settings.HTTP_SOURCES:
-        stores[URL_ALIAS] = HttpSourceStore(
-            HttpSourceConfig(
-                prefixes=settings.HTTP_SOURCES,
-                timeout=settings.HTTP_TIMEOUT,
-                max_redirects=settings.HTTP_MAX_REDIRECTS,
-                allow_private_networks=settings.HTTP_ALLOW_PRIVATE_NETWORKS,
-            )
-        )
+        stores[URL_ALIAS] = HttpSourceStore(http_source_config(settings))
     return stores
+
+
+def http_source_config(settings: conf.OximgSettings) -> HttpSourceConfig:
+    return HttpSourceConfig(
+        prefixes=settings.HTTP_SOURCES,
+        timeout=settings.HTTP_TIMEOUT,
+        max_redirects=settings.HTTP_MAX_REDIRECTS,
+        allow_private_networks=settings.HTTP_ALLOW_PRIVATE_NETWORKS,
+    )
 
 
 def thumbnailer_config(settings: conf.OximgSettings) -> ThumbnailerConfig:
     return ThumbnailerConfig(
         render=pipeline.RenderSettings(
-            quality={**pipeline.RenderSettings().quality, **settings.QUALITY},
+            quality=dict(settings.QUALITY),
             max_result_dimension=settings.MAX_RESULT_DIMENSION,
             max_animation_frames=settings.MAX_ANIMATION_FRAMES,
             jpeg_shrink_margin=settings.JPEG_SHRINK_MARGIN,
@@ -145,7 +157,7 @@ def build_thumbnailer() -> Thumbnailer:
         thumbnailer_config(settings),
         signer(settings),
         get_source_resolver(),
-        storage.cache_store(cache_storage(settings)),
+        cache_store(settings),
         executor(settings),
         coordinator=coordinator(settings),
     )

@@ -26,7 +26,6 @@ from django.core.exceptions import SuspiciousFileOperation
 from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage, Storage
 
-from django_oximg import conf
 from django_oximg.core.errors import (
     OximgError,
     SourceNotFound,
@@ -56,15 +55,18 @@ def source_store(storage: Storage) -> SourceStore:
     return StorageSourceStore(storage)
 
 
-def cache_store(storage: Storage) -> CacheStore:
-    """The result cache store for ``storage``."""
-    settings = conf.get_settings()
+def cache_store(
+    storage: Storage, *, fsync: bool = True, cache_control: str = "", redirect: bool = False
+) -> CacheStore:
+    """The result cache store for ``storage``.
+
+    ``fsync`` applies to a local disk (``CACHE_FSYNC``); ``cache_control``
+    and ``redirect`` to S3 (``CACHE_CONTROL``, ``CACHE_REDIRECT``).
+    """
     if isinstance(storage, FileSystemStorage):
-        return FileSystemCacheStore(storage.location, fsync=settings.CACHE_FSYNC)
+        return FileSystemCacheStore(storage.location, fsync=fsync)
     if is_s3(storage):
-        return S3CacheStore(
-            storage, cache_control=settings.CACHE_CONTROL, redirect=settings.CACHE_REDIRECT
-        )
+        return S3CacheStore(storage, cache_control=cache_control, redirect=redirect)
     return StorageCacheStore(storage)
 
 

@@ -1,4 +1,4 @@
-"""Hostile and broken source files for BAD_INPUTS.md, built here in milliseconds.
+"""Hostile and broken source files for the bad-inputs table (docs/security.md), built in ms.
 
 Decompression bombs are built from their bytes rather than encoded: a real
 20000x20000 JPEG takes seconds to encode, but its entropy-coded data for a
@@ -51,7 +51,7 @@ def png_claiming(width: int, height: int) -> bytes:
 def flat_grey_png(width: int, height: int, bit_depth: int = 1) -> bytes:
     """A complete black greyscale PNG: all-zero rows compress to almost nothing.
 
-    At 1 bit, 20000x20000 is 49 KB (BAD_INPUTS row 29).
+    At 1 bit, 20000x20000 is 49 KB (bad input 29).
     """
     row = b"\x00" * (1 + (width * bit_depth + 7) // 8)  # filter byte + packed samples
     packer = zlib.compressobj(9)

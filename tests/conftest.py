@@ -8,8 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from tests import images
+
+# No example may fail for taking long: the machine is shared and noisy, and
+# wall-clock limits are measured in bench/, not asserted here.
+hypothesis_settings.register_profile("oximg", deadline=None)
+hypothesis_settings.load_profile("oximg")
 
 
 @pytest.fixture

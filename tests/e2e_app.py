@@ -1,7 +1,7 @@
 """The WSGI application gunicorn serves in tests/test_e2e_gunicorn.py.
 
-Django (tests/urls.py) wrapped in ``OximgMiddleware``, as DESIGN.md's
-"fastest path" deployment does, plus a header naming the worker process.
+Django (tests/urls.py) wrapped in ``OximgMiddleware``, as the fastest
+deployment in docs/deployment.md does, plus a header naming the worker process.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""System services the tests start themselves (redis-server from Debian).
+"""System services the tests start themselves (redis-server from Debian), and what else they need.
 
 When a service's program is missing the test is skipped with the reason,
 except under ``OXIMG_REQUIRE_SERVICES=1`` (set by .ci/run, which installs
@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -26,7 +27,11 @@ def require_program(name: str) -> str:
     found = shutil.which(name)
     if found:
         return found
-    message = f"{name} is not installed (Debian package: apt-get install {name})"
+    missing(f"{name} is not installed (Debian package: apt-get install {name})")
+
+
+def missing(message: str) -> NoReturn:
+    """Skip the test for something it needs and does not have; in CI, fail it."""
     if os.environ.get("OXIMG_REQUIRE_SERVICES") == "1":
         pytest.fail(message)
     pytest.skip(message)

@@ -573,3 +573,112 @@ def test_instruction_count_is_read_from_cachegrinds_summary() -> None:
     assert instructions(report) == 1_234_567_890
     with pytest.raises(ValueError):
         instructions("==41== ERROR SUMMARY: 0 errors\n")
+
+
+# --- quality per byte (bench/matched.py, bench/quality.py) ---------------------------
+
+
+def test_qualities_are_a_list_or_an_inclusive_range() -> None:
+    from bench.matched import parse_qualities
+
+    assert parse_qualities("80,40,60,60") == [40, 60, 80]
+    assert parse_qualities("30..95:5") == list(range(30, 96, 5))
+    assert parse_qualities("1..3") == [1, 2, 3]
+
+
+def test_score_at_bytes_interpolates_in_log_bytes_between_neighbours() -> None:
+    from bench.matched import score_at_bytes
+
+    curve = [(4000.0, 80.0), (1000.0, 60.0), (2000.0, 70.0)]
+    assert score_at_bytes(curve, 2000.0) == 70.0
+    # Half-way in log(bytes) between 1000 and 4000 is 2000, not 2500.
+    assert score_at_bytes([(1000.0, 60.0), (4000.0, 80.0)], 2000.0) == pytest.approx(70.0)
+    assert score_at_bytes(curve, 1000.0 * 2**0.5) == pytest.approx(65.0)
+    assert math.isnan(score_at_bytes(curve, 999.0))
+    assert math.isnan(score_at_bytes(curve, 4001.0))
+    assert math.isnan(score_at_bytes([], 1000.0))
+
+
+def test_bytes_at_score_is_the_inverse_and_takes_the_cheapest_way() -> None:
+    from bench.matched import bytes_at_score, score_at_bytes
+
+    curve = [(1000.0, 60.0), (2000.0, 70.0), (4000.0, 80.0)]
+    assert bytes_at_score(curve, 65.0) == pytest.approx(1000.0 * 2**0.5)
+    assert score_at_bytes(curve, bytes_at_score(curve, 77.0)) == pytest.approx(77.0)
+    # A step that costs bytes and buys nothing: the first (cheapest) crossing wins.
+    bumpy = [(1000.0, 60.0), (2000.0, 70.0), (3000.0, 69.0), (4000.0, 80.0)]
+    assert bytes_at_score(bumpy, 69.5) < 2000.0
+    assert math.isnan(bytes_at_score(curve, 85.0))
+
+
+def test_medians_and_worst_leave_nan_out() -> None:
+    from bench.matched import median, percent_change, worst
+
+    assert median([3.0, math.nan, 1.0, 2.0]) == 2.0
+    assert math.isnan(median([math.nan]))
+    assert worst({"b": -1.0, "a": -1.0, "c": math.nan, "d": 2.0}) == ("a", -1.0)
+    assert worst({"c": math.nan})[0] == ""
+    assert percent_change(90.0, 100.0) == pytest.approx(-10.0)
+    assert math.isnan(percent_change(math.nan, 100.0))
+
+
+def test_markdown_table_aligns_numbers_and_refuses_ragged_rows() -> None:
+    from bench.matched import markdown_table, number
+
+    assert [number(-0.04, signed=True), number(1.26, signed=True), number(math.nan)] == [
+        "0.0",
+        "+1.3",
+        "-",
+    ]
+    table = markdown_table(["name", "Δ"], [["a", "+1.3"], ["b", "-"]])
+    assert table.splitlines() == ["| name | Δ |", "|---|---:|", "| a | +1.3 |", "| b | - |"]
+    with pytest.raises(ValueError):
+        markdown_table(["name", "Δ"], [["a"]])
+
+
+def quality_result(curves: dict[str, list[tuple[int, int, float]]]) -> dict[str, Any]:
+    """bench/quality.py's per-photo result for (quality, bytes, score) sweeps."""
+    return {
+        "contenders": {
+            key: {
+                "label": key,
+                "dims": "500x313",
+                "curve": {str(q): {"bytes": b, "score": s} for q, b, s in sweep},
+                "lossless": {"bytes": 300_000, "score": 90.0},
+            }
+            for key, sweep in curves.items()
+        }
+    }
+
+
+def test_contenders_are_read_at_django_oximgs_bytes_and_tabled() -> None:
+    from bench.quality import matched_points, summary_table
+    from bench.quality_contenders import CASES
+
+    case = CASES["fit-jpeg"]
+    oximg = [(60, 10_000, 70.0), (80, 20_000, 80.0), (90, 40_000, 86.0)]
+    # The same look for 10 % fewer bytes, swept from q80 up only.
+    smaller = [(q, int(b * 0.9), s) for q, b, s in oximg if q >= 80] + [(95, 60_000, 90.0)]
+    per_photo = {}
+    for photo in ("a.jpg", "b.jpg"):
+        result = quality_result({"oximg": oximg, "smaller": smaller})
+        result["matched"] = matched_points(result, case)
+        per_photo[photo] = result
+    read = per_photo["a.jpg"]["matched"]
+    assert set(read) == {"q60", "q80", "q90"}
+    assert read["q80"]["oximg"]["delta"] == 0.0
+    assert read["q80"]["smaller"]["bytes_pct"] == pytest.approx(-10.0, abs=0.01)
+    assert read["q80"]["smaller"]["delta"] > 0
+    assert math.isnan(read["q60"]["smaller"]["delta"])  # 10000 B is below its sweep
+    table = summary_table({"fit-jpeg": per_photo}, case)
+    row = next(line for line in table.splitlines() if line.startswith("| `smaller`"))
+    assert "-10%" in row
+    assert "| - |" in row  # the q60 column: off its curve
+
+
+def test_a_fill_keeps_the_centred_region_of_the_box_aspect_ratio() -> None:
+    from bench.quality_contenders import cover_region
+
+    assert cover_region(2560, 1600, 320, 320) == (1600, 1600)
+    assert cover_region(1600, 2560, 320, 320) == (1600, 1600)
+    assert cover_region(2000, 1000, 400, 100) == (2000, 500)

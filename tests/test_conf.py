@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
-from django.core.files.storage import FileSystemStorage
 
 from django_oximg import conf, runtime, storage
 from django_oximg.conf import OximgSettings, build_settings, get_settings, settings_reference
@@ -268,10 +267,27 @@ def test_the_runtime_is_rebuilt_when_storages_change(settings: Any, tmp_path: Pa
 def test_cache_fsync_reaches_the_local_cache_store(
     settings: Any, tmp_path: Path, fsync: bool
 ) -> None:
+    settings.MEDIA_ROOT = str(tmp_path)
     settings.OXIMG = {**settings.OXIMG, "CACHE_FSYNC": fsync}
-    store = storage.cache_store(FileSystemStorage(location=str(tmp_path)))
+    store = runtime.get_thumbnailer().cache
     assert isinstance(store, storage.FileSystemCacheStore)
     assert store.fsync is fsync
+
+
+def test_the_core_defaults_are_the_settings_defaults() -> None:
+    """One set of defaults: a core built by hand behaves as a site that sets nothing."""
+    from django_oximg.core.http_source import HttpSourceConfig
+    from django_oximg.core.pipeline import RenderSettings
+    from django_oximg.core.thumbnailer import ThumbnailerConfig
+
+    built = build_settings(with_key())
+    configured = runtime.thumbnailer_config(built)
+    by_hand = ThumbnailerConfig(fingerprint=configured.fingerprint)
+    assert configured.render == RenderSettings() == by_hand.render
+    assert configured == by_hand
+    assert runtime.http_source_config(
+        build_settings(with_key(HTTP_SOURCES=["https://a.example/"]))
+    ) == HttpSourceConfig(prefixes=("https://a.example/",))
 
 
 def test_settings_are_built_once_until_changed() -> None:

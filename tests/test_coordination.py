@@ -29,6 +29,8 @@ JOIN_TIMEOUT = 60.0
 class SharedLeases:
     """A thread-safe stand-in for Redis ``SET NX`` with expiry, counting refusals."""
 
+    shared = True
+
     def __init__(self) -> None:
         self.leases: dict[str, float] = {}
         self.refused = 0

@@ -80,3 +80,37 @@ def test_readme_links_to_existing_docs_pages() -> None:
     linked = re.findall(r"\]\((docs/[^)#]+)", readme)
     assert linked
     assert [link for link in linked if not (REPO_ROOT / link).is_file()] == []
+
+
+#: The pages that show the middleware's wsgi.py.
+WSGI_PAGES = ("README.md", "docs/django.md", "docs/index.md")
+
+
+def test_the_wsgi_snippet_is_a_whole_working_file(tmp_path: Path) -> None:
+    """Pasted as it is into a project's wsgi.py, it gives the middleware around Django."""
+    snippets = {
+        page: re.findall(
+            r"```python\n(# mysite/wsgi\.py\n.*?)```", (REPO_ROOT / page).read_text(), re.S
+        )
+        for page in WSGI_PAGES
+    }
+    assert all(len(found) == 1 for found in snippets.values()), snippets
+    [snippet] = {found[0] for found in snippets.values()}
+    site = tmp_path / "mysite"
+    site.mkdir()
+    (site / "__init__.py").write_text("")
+    (site / "wsgi.py").write_text(snippet)
+    (site / "settings.py").write_text(
+        'SECRET_KEY = "docs"\n'
+        'INSTALLED_APPS = ["django_oximg"]\n'
+        f'OXIMG = {{"KEY": "{"ab" * 32}", "SALT": "{"cd" * 16}"}}\n'
+    )
+    check = (
+        "from mysite.wsgi import application; from django_oximg.wsgi import OximgMiddleware; "
+        "assert isinstance(application, OximgMiddleware), application"
+    )
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}  # no DJANGO_SETTINGS_MODULE
+    result = subprocess.run(
+        [sys.executable, "-c", check], cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr

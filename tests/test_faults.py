@@ -1,6 +1,6 @@
 """Fault injection: workers killed mid-render and mid-write, failing and hanging sources.
 
-BAD_INPUTS row 47: a gunicorn worker is SIGKILLed at random points while it
+Bad input 47 (docs/security.md): a gunicorn worker is SIGKILLed at random points while it
 renders or writes the result cache, 50 times (200 with ``pytest -m slow``).
 Afterwards no final cache name holds a partial or undecodable file, the next
 request regenerates the result, and the orphaned ``tmp-oximg-*`` files the

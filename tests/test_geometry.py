@@ -17,6 +17,7 @@ from django_oximg.core.options import RESIZING_TYPES, Crop, Gravity, Options
 
 
 def size_of(width: int, height: int, options: Options, **kwargs: int) -> tuple[int, int]:
+    kwargs.setdefault("max_result_dimension", 8192)
     plan = plan_geometry(width, height, options, **kwargs)
     return plan.width, plan.height
 
@@ -77,7 +78,7 @@ def test_small_source(options: Options, expected: tuple[int, int]) -> None:
 def test_min_sizes_enlarge_past_the_box_then_crop_to_it() -> None:
     # imgproxy: rs:fit:300:300/mw:280/mh:280 on 1600x1200 -> 373x280 cropped to 300x280.
     options = Options(width=300, height=300, min_width=280, min_height=280)
-    plan = plan_geometry(1600, 1200, options)
+    plan = plan_geometry(1600, 1200, options, max_result_dimension=8192)
     assert (plan.scaled_width, plan.scaled_height) == (373, 280)
     assert (plan.width, plan.height) == (300, 280)
     fill_down = Options(
@@ -93,9 +94,17 @@ def test_min_width_alone() -> None:
 @pytest.mark.parametrize("orientation", range(1, 9))
 def test_exif_orientation_swaps_only_with_auto_rotate(orientation: int) -> None:
     turned = orientation >= 5
-    plan = plan_geometry(400, 200, Options(width=100), orientation=orientation)
+    plan = plan_geometry(
+        400, 200, Options(width=100), orientation=orientation, max_result_dimension=8192
+    )
     assert (plan.source_width, plan.source_height) == ((200, 400) if turned else (400, 200))
-    plain = plan_geometry(400, 200, Options(width=100, auto_rotate=False), orientation=orientation)
+    plain = plan_geometry(
+        400,
+        200,
+        Options(width=100, auto_rotate=False),
+        orientation=orientation,
+        max_result_dimension=8192,
+    )
     assert (plain.source_width, plain.source_height) == (400, 200)
 
 
@@ -120,7 +129,7 @@ def test_scaling_never_goes_below_one_pixel() -> None:
 
 def test_invalid_source_size_is_refused() -> None:
     with pytest.raises(ValueError, match="positive"):
-        plan_geometry(0, 10, Options())
+        plan_geometry(0, 10, Options(), max_result_dimension=8192)
 
 
 def test_crop_size_units() -> None:

@@ -884,8 +884,29 @@ def tls_files(directory: Path, host: str) -> tuple[Path, Path, Path]:
             .not_valid_before(now - datetime.timedelta(hours=1))
             .not_valid_after(now + datetime.timedelta(hours=1))
             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+            # Key identifiers and the CA's key usage: Python 3.13's default
+            # context verifies strictly (VERIFY_X509_STRICT) and requires them.
+            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), False)
+            .add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()), False
+            )
         )
-        if not ca:
+        if ca:
+            builder = builder.add_extension(
+                x509.KeyUsage(
+                    digital_signature=False,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
+        else:
             builder = builder.add_extension(
                 x509.SubjectAlternativeName([x509.DNSName(subject)]), critical=False
             )

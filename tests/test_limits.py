@@ -33,7 +33,7 @@ from tests.test_thumbnailer import (  # noqa: F401 (fixtures)
 
 
 def png_header_only(width: int, height: int) -> bytes:
-    """A tiny PNG whose IHDR claims ``width`` x ``height`` (a pixel flood, BAD_INPUTS 28)."""
+    """A tiny PNG whose IHDR claims ``width`` x ``height`` (a pixel flood, bad input 28)."""
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         body = kind + data
@@ -107,6 +107,40 @@ def test_a_job_alone_above_the_memory_budget_gets_422(
     assert reply.status == 422
     assert reply.body == b"Source image is too large\n"
     assert cached_files(cache_dir) == []
+
+
+def test_a_budget_between_two_estimates_admits_the_small_job_and_refuses_the_large(
+    make: Callable[..., Thumbnailer], executors: list[Executor], source_dir: Path, cache_dir: Path
+) -> None:
+    """The budget is compared with each job's own estimate, not with a constant."""
+    from django_oximg.core import pipeline
+    from django_oximg.core.budget import estimate_peak_bytes
+    from django_oximg.core.options import parse_path
+
+    (source_dir / "small.jpg").write_bytes(images.jpeg(320, 240))
+    (source_dir / "large.png").write_bytes(bytes(images.photo(3000, 2000).pngsave_buffer()))
+    requests = {
+        "small": "/rs:fit:200:200/plain/small.jpg@jpeg",
+        "large": "/rs:fit:2500:2500/plain/large.png@png",
+    }
+    estimates = {}
+    for name, path in requests.items():
+        data = (source_dir / path.split("/plain/")[1].split("@")[0]).read_bytes()
+        info = pipeline.probe(data)
+        plan = pipeline.plan_render(
+            info, parse_path(path).options, path.rsplit("@", 1)[1], RenderSettings()
+        )
+        estimates[name] = estimate_peak_bytes(plan, 1, data)
+    assert estimates["small"] * 4 < estimates["large"]
+    thumbnailer = make()
+    thumbnailer.executor.shutdown()
+    budget = int((estimates["small"] * estimates["large"]) ** 0.5)
+    thumbnailer.executor = Executor(1, 4, 5.0, memory_budget=budget)
+    executors.append(thumbnailer.executor)
+    assert get(thumbnailer, requests["small"]).status == 200
+    large = get(thumbnailer, requests["large"])
+    assert (large.status, large.body) == (422, b"Source image is too large\n")
+    assert len(cached_files(cache_dir)) == 1
 
 
 def test_a_render_past_its_deadline_gets_503_and_frees_its_slot(

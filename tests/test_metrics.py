@@ -265,6 +265,8 @@ def test_identical_concurrent_requests_are_counted_as_coalesced(
 class HeldElsewhere:
     """A coordinator whose lease another process always holds, counting refusals."""
 
+    shared = True
+
     def __init__(self) -> None:
         self.refused = 0
 

@@ -25,7 +25,7 @@ CACHE_CONTROL = "public, max-age=31536000, immutable"
 ETAG = '"0123456789abcdef"'
 DATA = bytes(range(256)) * 8
 
-#: Every concrete error and the status BAD_INPUTS / DESIGN give it.
+#: Every concrete error and its status (docs/security.md, docs/urls.md).
 EXPECTED_STATUS = {
     errors.InvalidOptions: 400,
     errors.InvalidSignature: 403,

@@ -489,7 +489,7 @@ def test_an_info_document_is_stored_and_redirected_to_as_json(
 def test_a_failing_putobject_still_answers_from_memory_and_caches_nothing(
     s3_cache: Buckets, s3_server: S3Server, client: Client
 ) -> None:
-    """BAD_INPUTS row 48 with S3: PutObject answers 500."""
+    """Bad input 48 (docs/security.md) with S3: PutObject answers 500."""
     with s3_server.failing_puts():
         first = fetch(client, signed(CONTROL))
         second = fetch(client, signed(CONTROL))

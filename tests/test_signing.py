@@ -175,7 +175,7 @@ def test_no_pairs_is_an_error() -> None:
         URLSigner(())
 
 
-# Tampering: each variant must be refused (BAD_INPUTS rows 2-8)
+# Tampering: each variant must be refused (docs/security.md, bad inputs 2-8)
 
 LAST_CHAR_TWINS = [DOCS_SIGNATURE[:-1] + c for c in "9-_"]  # "8" = 111100; same 6 high bits
 LENIENT_TWINS = [

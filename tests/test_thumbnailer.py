@@ -287,7 +287,7 @@ def test_negotiate_prefers_avif_then_webp_and_ignores_wildcards(accept: str, exp
 def test_negotiated_formats_are_separate_cache_objects_with_vary(
     thumbnailer: Thumbnailer, cache_dir: Path
 ) -> None:
-    """BAD_INPUTS row 49: Accept: image/webp then */* never share an object."""
+    """Bad input 49 (docs/security.md): Accept: image/webp then */* never share an object."""
     path = "/rs:fit:200:200/plain/photos/landscape.jpg"
     webp = get(thumbnailer, path, HTTP_ACCEPT="image/webp,*/*")
     anything = get(thumbnailer, path, HTTP_ACCEPT="*/*")
@@ -504,7 +504,7 @@ def truncated_jpeg() -> bytes:
 
 #: A format we recognise but block is UnsupportedFormat (415); bytes that are
 #: no image at all, or a known format that fails to decode, are InvalidImage
-#: (422), as BAD_INPUTS rows 35 and 34 ask.
+#: (422), as bad inputs 35 and 34 of docs/security.md say.
 BAD_SOURCES = [
     ("svg", SVG, 415),
     ("ppm", PPM, 415),
@@ -622,7 +622,7 @@ def test_a_job_waiting_past_the_queue_timeout_gets_503_with_retry_after(
 def test_twenty_concurrent_identical_requests_render_and_read_once(
     thumbnailer: Thumbnailer, sources: CountingSourceStore, cache_dir: Path
 ) -> None:
-    """BAD_INPUTS row 46."""
+    """Bad input 46 (docs/security.md)."""
     barrier = threading.Barrier(20)
     replies: list[Reply] = []
     lock = threading.Lock()
@@ -682,7 +682,7 @@ def test_a_request_that_missed_just_before_a_flight_ended_does_not_render_again(
 def test_a_failing_cache_write_still_serves_from_memory(
     thumbnailer: Thumbnailer, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """BAD_INPUTS row 48: a read-only or full cache disk costs caching, not the answer."""
+    """Bad input 48: a read-only or full cache disk costs caching, not the answer."""
     import errno
     import tempfile
 
@@ -766,7 +766,7 @@ def test_the_memory_estimate_plans_with_the_configured_result_limit(
     assert cost > 16000 * 10664 * budget.OUTPUT_BYTES_PER_PIXEL
 
 
-# -- encoding variants (BAD_INPUTS row 7) --------------------------------------------
+# -- encoding variants (bad input 7) --------------------------------------------------
 
 VARIANTS = [
     "/rs:fit:200:200/plain/photos/landscape.jpg@jpeg",

@@ -162,7 +162,7 @@ def test_cache_control_follows_the_setting(media: Path, client: Client, settings
 def test_accept_chooses_the_format_and_each_is_its_own_cache_object(
     media: Path, client: Client
 ) -> None:
-    """BAD_INPUTS row 49: no wrong-format hit, Vary: Accept on every negotiated answer."""
+    """Bad input 49: no wrong-format hit, Vary: Accept on every negotiated answer."""
     if not pipeline.saver_available("avif"):
         pytest.skip("this libvips has no AVIF saver (heifsave)")
     avif = fetch(client, signed(AUTO), HTTP_ACCEPT="image/avif,image/webp,*/*")
@@ -296,7 +296,7 @@ def test_a_decoded_path_without_raw_uri_fails_closed(media: Path, client: Client
     assert fetch(client, signed(CONTROL), raw=False).status == 200
 
 
-# -- encoding variants (BAD_INPUTS row 7) ----------------------------------------------
+# -- encoding variants (bad input 7) ----------------------------------------------------
 
 VARIANTS = [
     "/rs:fit:200:200/plain/photos/landscape.jpg@jpeg",
@@ -326,7 +326,7 @@ def test_encoding_variants_give_403_or_200_with_one_cache_object(
     assert len(cached_files(media)) == 1
 
 
-# -- cache faults (BAD_INPUTS row 48) --------------------------------------------------
+# -- cache faults (bad input 48) --------------------------------------------------------
 
 
 def test_a_read_only_cache_still_answers_200_from_memory(

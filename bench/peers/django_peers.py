@@ -4,6 +4,9 @@ Runs in bench/peers/.venv-django-peers (Pillow lives only there):
 
     bench/peers/.venv-django-peers/bin/python bench/peers/django_peers.py \
         --contender sorl --case medium-jpeg --images DIR [--seconds 5] [--threads 1]
+    # bench/quality.py: one thumbnail per quality of any photo, no timing
+    ... --contender easy --source PHOTO --box 320x320 --mode fill --format webp \
+        --emit DIR --qualities 40,50,60
 
 Each call is the library's public "give me this thumbnail" call with its
 defaults (Pillow engine, JPEG quality 80, no upscaling) for a thumbnail that
@@ -87,6 +90,8 @@ def easy_maker(case: Case) -> Callable[[int, int], int]:
 
     def make(width: int, index: int) -> int:
         thumbnailer = get_thumbnailer(default_storage, case.source)
+        # Its format comes from the thumbnailer's extension (THUMBNAIL_EXTENSION).
+        thumbnailer.thumbnail_extension = "jpg" if case.format == "jpeg" else case.format
         options: dict[str, object] = {
             "size": (width, case.height),
             "quality": case.quality,
@@ -109,11 +114,11 @@ def emit(contender: str, case: Case, out: Path, qualities: list[int]) -> None:
         at_quality = replace(case, quality=quality)
         maker = sorl_maker if contender == "sorl" else easy_maker
         make = maker(at_quality)
-        path = last_path(make, at_quality.width, 100_000 + index)
+        path = last_path(make, at_quality.width, 100_000 + index, case.source)
         shutil.copy(path, out / f"{contender}-{case.name}-q{quality}.{case.format}")
 
 
-def last_path(make: Callable[[int, int], int], width: int, index: int) -> str:
+def last_path(make: Callable[[int, int], int], width: int, index: int, source: str) -> str:
     """Run ``make`` and find the file it just wrote (the newest under MEDIA_ROOT)."""
     from django.conf import settings
 
@@ -121,15 +126,19 @@ def last_path(make: Callable[[int, int], int], width: int, index: int) -> str:
     files = [
         p for p in Path(settings.MEDIA_ROOT).rglob("*") if p.is_file() and p.suffix != ".sqlite3"
     ]
-    files = [p for p in files if p.name not in ("medium.jpg", "large.jpg")]
+    files = [p for p in files if p.name != source]
     return str(max(files, key=lambda p: p.stat().st_mtime_ns))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--contender", choices=("sorl", "easy"), required=True)
-    parser.add_argument("--case", choices=sorted(CASES), required=True)
-    parser.add_argument("--images", type=Path, required=True)
+    parser.add_argument("--case", choices=sorted(CASES))
+    parser.add_argument("--images", type=Path)
+    parser.add_argument("--source", type=Path, help="with --emit: this photo instead of a case")
+    parser.add_argument("--box", default="500x500", help="with --source: WIDTHxHEIGHT")
+    parser.add_argument("--mode", choices=("fit", "fill"), default="fit")
+    parser.add_argument("--format", choices=("jpeg", "webp", "png"), default="jpeg")
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
@@ -140,14 +149,24 @@ def main() -> None:
     parser.add_argument("--qualities", default="80")
     args = parser.parse_args()
 
-    case = CASES[args.case]
+    if args.source:
+        width, height = (int(side) for side in args.box.split("x"))
+        name = args.source.stem
+        case = Case(name, args.source.name, args.mode, width, height, args.format, 80)
+        source = args.source
+    elif args.case and args.images:
+        case = CASES[args.case]
+        source = args.images / case.source
+    else:
+        parser.error("give --case and --images, or --source")
     media = Path(tempfile.mkdtemp(prefix=f"{args.contender}-media-"))
-    shutil.copy(args.images / case.source, media / case.source)
+    shutil.copy(source, media / case.source)
     configure(media, args.contender)
     import PIL
 
     if args.emit:
         emit(args.contender, case, args.emit, [int(q) for q in args.qualities.split(",")])
+        shutil.rmtree(media, ignore_errors=True)
         return
     make = (sorl_maker if args.contender == "sorl" else easy_maker)(case)
     for index in range(2):  # warm-up

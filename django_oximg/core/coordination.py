@@ -18,6 +18,10 @@ from typing import Protocol
 class Coordinator(Protocol):
     """Leases on cache keys, shared by every process that shares a result cache."""
 
+    #: Whether other processes take leases too (then a result may appear in
+    #: the shared cache at any time, and is looked for once the lease is held).
+    shared: bool
+
     def acquire(self, key: str, ttl: float) -> bool:
         """Take the lease on ``key`` for ``ttl`` seconds; False if another holds it."""
         ...
@@ -29,6 +33,8 @@ class Coordinator(Protocol):
 
 class LocalCoordinator:
     """One process only: in-process single-flight already covers it, so always grant."""
+
+    shared = False
 
     def acquire(self, key: str, ttl: float) -> bool:
         return True

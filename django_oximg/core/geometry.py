@@ -232,13 +232,15 @@ def plan_geometry(
     options: Options,
     *,
     orientation: int = 1,
-    max_result_dimension: int = 8192,
+    max_result_dimension: int,
 ) -> Geometry:
     """Plan the output of ``options`` applied to a ``width`` x ``height`` source.
 
     ``width``/``height`` are the stored size (as the header says, one frame for
     animations); ``orientation`` is the EXIF orientation 1..8. A
-    ``max_result_dimension`` of 0 disables the limit.
+    ``max_result_dimension`` of 0 disables the limit. It has no default: every
+    caller passes the configured limit, so an estimate can never plan with
+    another limit than the render.
     """
     if width < 1 or height < 1:
         raise ValueError(f"source size must be positive, got {width}x{height}")

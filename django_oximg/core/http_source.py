@@ -55,6 +55,7 @@ from urllib3.exceptions import (
 from urllib3.response import BaseHTTPResponse
 from urllib3.util.timeout import Timeout
 
+from django_oximg.core import defaults
 from django_oximg.core.deadlines import Deadline
 from django_oximg.core.errors import (
     InvalidImage,
@@ -314,6 +315,10 @@ def address_refusal(ip: IPAddress, allow_private: bool = False) -> str | None:
             reason = address_refusal(endpoint, allow_private)
             if reason:
                 return f"{ip} tunnels to {endpoint}: {reason}"
+        if ip.sixtofour is not None:
+            # Judged by the IPv4 address it tunnels to, checked above. Python
+            # 3.12.4 and later call all of 2002::/16 private.
+            return None
     if ip.is_unspecified or ip.is_multicast or ip == LIMITED_BROADCAST:
         return f"{ip} is unspecified, multicast or broadcast"
     if allow_private:
@@ -532,10 +537,10 @@ class HttpSourceConfig:
 
     prefixes: tuple[str, ...]
     #: Seconds for the whole download (connect, redirects, headers and body).
-    timeout: float = 5.0
-    max_redirects: int = 5
+    timeout: float = defaults.HTTP_TIMEOUT
+    max_redirects: int = defaults.HTTP_MAX_REDIRECTS
     #: Lift the address guard for loopback/private/link-local addresses.
-    allow_private_networks: bool = False
+    allow_private_networks: bool = defaults.HTTP_ALLOW_PRIVATE_NETWORKS
     user_agent: str = "django-oximg"
     #: A PEM file of trusted CAs for HTTPS sources; None: the system's.
     ca_certs: str | None = None

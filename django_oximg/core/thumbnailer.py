@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from django_oximg.core import errors, keys, metrics, pipeline, responders
+from django_oximg.core import defaults, errors, keys, metrics, pipeline, responders
 from django_oximg.core import info as info_endpoint
 from django_oximg.core.budget import estimate_peak_bytes
 from django_oximg.core.coordination import Coordinator, LocalCoordinator
@@ -56,20 +56,24 @@ RAW_URI_VARIABLES = ("RAW_URI", "REQUEST_URI")
 
 @dataclass(frozen=True)
 class ThumbnailerConfig:
-    """Everything the thumbnailer needs from settings, already validated."""
+    """Everything the thumbnailer needs from settings, already validated.
+
+    ``runtime.thumbnailer_config`` builds it from ``OXIMG``; the defaults
+    (:mod:`django_oximg.core.defaults`) serve a core built by hand.
+    """
 
     render: pipeline.RenderSettings = field(default_factory=pipeline.RenderSettings)
     presets: Mapping[str, str] = field(default_factory=dict)
-    allow_unsigned: bool = False
-    auto_format: bool = True
-    max_src_resolution: int = 50_000_000
-    max_src_file_size: int = 50 * 1024 * 1024
-    render_timeout: float = 10.0
+    allow_unsigned: bool = defaults.ALLOW_UNSIGNED
+    auto_format: bool = defaults.AUTO_FORMAT
+    max_src_resolution: int = defaults.MAX_SRC_RESOLUTION
+    max_src_file_size: int = defaults.MAX_SRC_FILE_SIZE
+    render_timeout: float = defaults.RENDER_TIMEOUT
     #: How long a request waits for a peer process's render of the same key.
-    peer_wait: float = 15.0
-    cache_control: str = "public, max-age=31536000, immutable"
+    peer_wait: float = defaults.QUEUE_TIMEOUT + defaults.RENDER_TIMEOUT
+    cache_control: str = defaults.CACHE_CONTROL
     #: Whether ``/metrics`` answers (it also needs prometheus-client installed).
-    metrics: bool = True
+    metrics: bool = defaults.METRICS
     #: :func:`~django_oximg.core.keys.output_fingerprint` of the settings
     #: that change output bytes: part of every cache key.
     fingerprint: str = ""
@@ -287,31 +291,23 @@ class Thumbnailer:
     def _cached_or_made(self, job: Job, made_before: int) -> CachedResult:
         """Run once per key in flight: make the answer, unless it appeared meanwhile.
 
-        The cache is looked at again only when it may have changed since the
-        caller's miss: when this process made an answer in between (a flight
-        that ended just before this one started), or after waiting for a
-        peer process's lease. Followers share what this returns, so a
-        remote store's stream is read into memory first.
+        The cache is looked at again, once the lease is held, only when it
+        may have changed since the caller's miss: when this process made an
+        answer in between (a flight that ended just before this one
+        started), or when other processes share the cache (a peer may have
+        stored it and released its lease in between). While a peer holds the
+        lease, the cache is polled for its result. Followers share what this
+        returns, so a remote store's stream is read into memory first.
         """
         lease_ttl = self.config.peer_wait + LEASE_MARGIN
         give_up = time.monotonic() + self.config.peer_wait
         pause = PEER_POLL_FIRST
-        look = self.made != made_before
-        waited = False
+        look = self.made != made_before or self.coordinator.shared
         while True:
-            cached = self.cache.get(job.key) if look else None
-            if cached is not None:
-                if waited:
-                    with self._lock:
-                        self.peer_results += 1
-                return cached.in_memory()
             if self.coordinator.acquire(job.key, lease_ttl):
                 try:
-                    if waited:  # the peer may have finished between our look and our lease
-                        cached = self.cache.get(job.key)
-                        if cached is not None:
-                            return cached.in_memory()
-                    return self.make(job)
+                    cached = self.cache.get(job.key) if look else None
+                    return cached.in_memory() if cached is not None else self.make(job)
                 finally:
                     self.coordinator.release(job.key)
             # Another process holds the lease: its result will be in the cache.
@@ -321,7 +317,12 @@ class Thumbnailer:
                 return self.make(job)
             time.sleep(pause)
             pause = min(pause * 2, PEER_POLL_MAX)
-            look = waited = True
+            cached = self.cache.get(job.key)
+            if cached is not None:
+                with self._lock:
+                    self.peer_results += 1
+                return cached.in_memory()
+            look = True  # the peer may finish between this look and our lease
 
     def make(self, job: Job) -> CachedResult:
         """Read, check, make within budget and deadline, then cache the answer.

@@ -17,20 +17,15 @@ from functools import partial
 
 import pyvips
 
-from django_oximg.core import encoder
+from django_oximg.core import encoder, keys
 from django_oximg.core.deadlines import Deadline
 from django_oximg.core.errors import ResultTooLarge, UnsupportedFormat
-from django_oximg.core.options import Options
+from django_oximg.core.options import OUTPUT_FORMATS, Options
 from django_oximg.core.pipeline.libvips import COPYRIGHT_FIELDS, ICC_FIELD, Image, watched
 from django_oximg.core.pipeline.plan import Plan, RenderSettings
 
-CONTENT_TYPES = {
-    "jpeg": "image/jpeg",
-    "png": "image/png",
-    "webp": "image/webp",
-    "avif": "image/avif",
-    "gif": "image/gif",
-}
+#: The image formats the pipeline writes, with their content types.
+CONTENT_TYPES = {fmt: keys.CONTENT_TYPES[fmt] for fmt in OUTPUT_FORMATS}
 
 #: Formats whose encoder has a quality setting (the ``max_bytes`` loop lowers it).
 LOSSY_FORMATS = frozenset({"jpeg", "webp", "avif"})

@@ -15,8 +15,10 @@ Pure Python: no pixels, no pyvips call.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from django_oximg.core import defaults
 from django_oximg.core.geometry import Geometry, plan_geometry
 from django_oximg.core.options import Options
 from django_oximg.core.pipeline.probe import SourceInfo
@@ -33,31 +35,25 @@ FALLBACK_QUALITY = 80
 
 @dataclass(frozen=True)
 class RenderSettings:
-    """Site-wide pipeline defaults, built once from settings by the caller."""
+    """Site-wide pipeline settings, built once from ``OXIMG`` by the caller.
 
-    #: Default quality per output format.
-    quality: dict[str, int] = field(
-        default_factory=lambda: {"jpeg": 80, "webp": 75, "avif": 65, "png": 0, "gif": 0}
-    )
+    Defaults are those of :mod:`django_oximg.core.defaults`; what each one
+    does is documented with the setting of the same name (docs/settings.md).
+    """
+
+    #: Default quality per output format (``QUALITY``).
+    quality: Mapping[str, int] = field(default_factory=lambda: dict(defaults.QUALITY))
     #: Largest output side in pixels; larger requests are clamped.
-    max_result_dimension: int = 8192
+    max_result_dimension: int = defaults.MAX_RESULT_DIMENSION
     #: More frames than this and only the first frame is used.
-    max_animation_frames: int = 100
+    max_animation_frames: int = defaults.MAX_ANIMATION_FRAMES
     #: libvips AVIF encoder effort (0 fastest .. 9 slowest); see docs/pipeline.md.
     avif_effort: int = 2
-    #: JPEG sources decode at the smallest DCT scale (1/2, 1/4, 1/8) that
-    #: still leaves this many times the target size for the final resize.
-    #: 2.0 is libvips' own rule; 1 (the default) is imgproxy's and Pillow's
-    #: draft mode: 11 % less CPU than 1.5 on a 4x downscale for 0.7 less
-    #: SSIMULACRA2. See docs/BENCHMARKS.md (JPEG decode scale).
-    jpeg_shrink_margin: float = 1.0
-    #: Who decodes JPEG pixels: "libjpeg-turbo" (simplejpeg, faster than the
-    #: mozjpeg inside pyvips-binary; :mod:`django_oximg.core.jpeg`) or "libvips".
-    jpeg_decoder: str = "libjpeg-turbo"
-    #: Who encodes JPEG and WebP results whose pixels are already in memory:
-    #: "pillow" (on the render thread; :mod:`django_oximg.core.encoder`) or
-    #: "libvips" (its savers, with their own threads).
-    encoder: str = "pillow"
+    #: JPEG sources decode at the smallest DCT scale that still leaves this
+    #: many times the target size for the final resize.
+    jpeg_shrink_margin: float = defaults.JPEG_SHRINK_MARGIN
+    jpeg_decoder: defaults.JpegDecoder = defaults.JPEG_DECODER
+    encoder: defaults.Encoder = defaults.ENCODER
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,41 @@
+"""The default of every setting the core uses, stated once.
+
+``django_oximg.conf.OximgSettings`` (the settings reference users read) and
+the core's own configuration objects (``RenderSettings``,
+``ThumbnailerConfig``, ``HttpSourceConfig``) take their defaults from here,
+so a plain-WSGI user who builds the core by hand gets the same behaviour as
+a Django site that sets nothing. The values are explained where users look
+for them: the docstrings of ``conf.OximgSettings``.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Mapping
+from typing import Literal
+
+MIB = 1024 * 1024
+
+#: Who decodes JPEG pixels (``JPEG_DECODER``).
+JpegDecoder = Literal["libjpeg-turbo", "libvips"]
+
+#: Who encodes results whose pixels are in memory (``ENCODER``).
+Encoder = Literal["pillow", "libvips"]
+
+QUALITY: Mapping[str, int] = types.MappingProxyType({"jpeg": 80, "webp": 75, "avif": 65})
+MAX_RESULT_DIMENSION = 8192
+MAX_ANIMATION_FRAMES = 100
+MAX_SRC_RESOLUTION = 50_000_000
+MAX_SRC_FILE_SIZE = 50 * MIB
+JPEG_SHRINK_MARGIN = 1.0
+JPEG_DECODER: JpegDecoder = "libjpeg-turbo"
+ENCODER: Encoder = "pillow"
+AUTO_FORMAT = True
+ALLOW_UNSIGNED = False
+QUEUE_TIMEOUT = 5.0
+RENDER_TIMEOUT = 10.0
+CACHE_CONTROL = "public, max-age=31536000, immutable"
+METRICS = True
+HTTP_TIMEOUT = 5.0
+HTTP_MAX_REDIRECTS = 5
+HTTP_ALLOW_PRIVATE_NETWORKS = False

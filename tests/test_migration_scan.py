@@ -1,0 +1,520 @@
+"""The migration scanner: what it finds in a sorl-thumbnail and an easy-thumbnails project.
+
+The two projects are fixture files under tests/migration_fixtures/ (four sorl
+templates with the Python around them; an easy-thumbnails alias setup with a
+template and views). The findings are pinned exactly, and the scanner's
+claims are checked against django-oximg itself: every tag it calls unchanged,
+and every tag edit it writes, renders through the real ``{% thumbnail %}``
+with DEBUG on; every preset it writes parses and means what the tag keywords
+mean.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.template import Context, Template
+
+from django_oximg import migration_scan, thumbnails
+from django_oximg.core.options import build_path, parse_path
+from django_oximg.migration_scan import (
+    EASY,
+    EDIT,
+    SORL,
+    UNCHANGED,
+    UNSUPPORTED,
+    Finding,
+    scan_python,
+    scan_template,
+)
+
+FIXTURES = Path(__file__).parent / "migration_fixtures"
+SORL_PROJECT = FIXTURES / "sorl_project"
+EASY_PROJECT = FIXTURES / "easy_project"
+SORL_TEMPLATES = SORL_PROJECT / "shop" / "templates" / "shop"
+
+Row = tuple[str, int, str, str, str]
+
+
+def scan(project: Path, relative: str, library: str) -> list[Finding]:
+    path = project / relative
+    scanner = scan_python if path.suffix == ".py" else scan_template
+    return scanner(relative, path.read_text(), library)
+
+
+def rows(findings: list[Finding]) -> list[Row]:
+    """What a reader acts on: where, the verdict, the code found and its replacement."""
+    return [(f.path, f.line, f.verdict, f.code, f.replacement) for f in findings]
+
+
+SORL_TEMPLATE_ROWS: dict[str, list[Row]] = {
+    "product_list.html": [
+        ("product_list.html", 2, EDIT, "{% load thumbnail %}", "{% load oximg %}"),
+        (
+            "product_list.html",
+            8,
+            UNCHANGED,
+            '{% thumbnail product.image "300x200" crop="center" quality=85 as im %}',
+            "",
+        ),
+    ],
+    "product_detail.html": [
+        ("product_detail.html", 2, EDIT, "{% load static thumbnail %}", "{% load static oximg %}"),
+        ("product_detail.html", 5, UNSUPPORTED, "{% if product.image|is_portrait %}", ""),
+        (
+            "product_detail.html",
+            6,
+            UNCHANGED,
+            '{% thumbnail product.image "800" upscale=False format="PNG" as im %}',
+            "",
+        ),
+        (
+            "product_detail.html",
+            9,
+            EDIT,
+            '{% thumbnail product.image "600x600" padding=True padding_color="#eee" as im %}',
+            '{% thumbnail product.image "600x600" options="ex:1" background="eeeeee" as im %}',
+        ),
+        ("product_detail.html", 10, EDIT, "im.x", "im.width"),
+    ],
+    "banner.html": [
+        ("banner.html", 1, EDIT, "{% load thumbnail %}", "{% load oximg %}"),
+        (
+            "banner.html",
+            3,
+            EDIT,
+            '{% thumbnail banner.image "1200x630" crop="50% 30%" progressive=False as im %}',
+            '{% thumbnail banner.image "1200x630" crop="50% 30%" as im %}',
+        ),
+        ("banner.html", 5, UNSUPPORTED, "{{ im.url|resolution:'2x' }}", ""),
+        ("banner.html", 7, UNSUPPORTED, "{{ banner.logo|margin:'200x200' }}", ""),
+        ("banner.html", 8, UNCHANGED, '{% thumbnail banner.logo "200x200" as logo %}', ""),
+    ],
+    "avatar.html": [
+        ("avatar.html", 1, EDIT, "{% load thumbnail %}", "{% load oximg %}"),
+        (
+            "avatar.html",
+            3,
+            UNCHANGED,
+            '{% thumbnail user.avatar "80x80" crop="smart" as im %}',
+            "",
+        ),
+        (
+            "avatar.html",
+            4,
+            UNSUPPORTED,
+            '{% thumbnail user.avatar "40x40" crop="noop" colorspace="GRAY" as im %}',
+            '{% thumbnail user.avatar "40x40" as im %}',
+        ),
+        ("avatar.html", 5, EDIT, "im.is_portrait", ""),
+        (
+            "avatar.html",
+            7,
+            EDIT,
+            '{% thumbnail user.avatar "x100" cropbox="10,10,110,110" as im %}',
+            '{% thumbnail user.avatar "x100" options="c:100:100:nowe:10:10" as im %}',
+        ),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SORL_TEMPLATE_ROWS))
+def test_sorl_templates(name: str) -> None:
+    findings = scan(SORL_TEMPLATES, name, SORL)
+    assert rows(findings) == SORL_TEMPLATE_ROWS[name]
+    assert {f.library for f in findings} == {SORL}
+    # Every finding that is not unchanged says why or how.
+    assert all(f.advice for f in findings if f.verdict != UNCHANGED)
+
+
+def test_sorl_advice_names_what_to_do() -> None:
+    [*_, cropbox] = scan(SORL_TEMPLATES, "avatar.html", SORL)
+    assert cropbox.features == ("geometry", "cropbox")
+    assert cropbox.advice == 'a fixed cut before resizing is options="c:W:H:nowe:X:Y"'
+    unsupported = scan(SORL_TEMPLATES, "avatar.html", SORL)[2]
+    assert unsupported.features == ("geometry", "crop by pixels", "colorspace")
+    assert "no grayscale output" in unsupported.advice
+
+
+SORL_PYTHON_ROWS: dict[str, list[Row]] = {
+    "shop/models.py": [
+        (
+            "shop/models.py",
+            2,
+            EDIT,
+            "from sorl.thumbnail import ImageField",
+            "from django.db.models import ImageField",
+        )
+    ],
+    "shop/views.py": [
+        (
+            "shop/views.py",
+            2,
+            EDIT,
+            "from sorl.thumbnail import delete, get_thumbnail",
+            "from django_oximg.purge import purge_source",
+        ),
+        (
+            "shop/views.py",
+            2,
+            EDIT,
+            "from sorl.thumbnail import delete, get_thumbnail",
+            "from django_oximg.thumbnails import get_thumbnail",
+        ),
+        (
+            "shop/views.py",
+            9,
+            UNCHANGED,
+            'get_thumbnail(product.image, "100x100", crop="center", quality=90)',
+            "",
+        ),
+        (
+            "shop/views.py",
+            10,
+            EDIT,
+            'get_thumbnail(product.image, "1000", progressive=False, upscale=False)',
+            'get_thumbnail(product.image, "1000", upscale=False)',
+        ),
+        ("shop/views.py", 15, EDIT, "delete(product.image)", "purge_source(product.image.name)"),
+    ],
+    "shop/migrations/0001_initial.py": [
+        (
+            "shop/migrations/0001_initial.py",
+            15,
+            EDIT,
+            "sorl.thumbnail.fields.ImageField",
+            "models.ImageField",
+        )
+    ],
+    "settings.py": [
+        ("settings.py", 3, EDIT, '"sorl.thumbnail"', '"django_oximg"'),
+        ("settings.py", 7, EDIT, "THUMBNAIL_DEBUG = True", ""),
+        (
+            "settings.py",
+            8,
+            EDIT,
+            'THUMBNAIL_KVSTORE = "sorl.thumbnail.kvstores.redis_kvstore.KVStore"',
+            "",
+        ),
+        ("settings.py", 9, EDIT, 'THUMBNAIL_REDIS_URL = "redis://localhost:6379/1"', ""),
+        (
+            "settings.py",
+            10,
+            EDIT,
+            'THUMBNAIL_FORMAT = "WEBP"',
+            'OXIMG["PRESETS"] = {"default": "f:webp"}',
+        ),
+        ("settings.py", 11, EDIT, "THUMBNAIL_QUALITY = 85", 'OXIMG["QUALITY"] = {"jpeg": 85}'),
+        ("settings.py", 12, EDIT, "THUMBNAIL_UPSCALE = False", ""),
+        ("settings.py", 13, UNSUPPORTED, "THUMBNAIL_DUMMY = True", ""),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(SORL_PYTHON_ROWS))
+def test_sorl_python(name: str) -> None:
+    assert rows(scan(SORL_PROJECT, name, SORL)) == SORL_PYTHON_ROWS[name]
+
+
+EASY_PRESETS = {
+    "avatar": "rs:fill:50:50/g:ce",
+    "card": "rs:fill:400:300/g:sm/q:70",
+    "wide": "rs:fit:1200:0/el:1",
+    "grey": "rs:fit:100:100",
+    "profiles.Profile.banner.hero": "rs:fill:1600:400/g:no/sh:0.5",
+}
+
+
+def test_easy_aliases_become_presets() -> None:
+    findings = scan(EASY_PROJECT, "settings.py", EASY)
+    presets = ", ".join(f'"{name}": "{text}"' for name, text in EASY_PRESETS.items())
+    assert rows(findings) == [
+        ("settings.py", 3, EDIT, '"easy_thumbnails"', '"django_oximg"'),
+        ("settings.py", 7, EDIT, "THUMBNAIL_ALIASES = {", f'OXIMG["PRESETS"] = {{{presets}}}'),
+        ("settings.py", 9, EDIT, '"avatar"', '"avatar": "rs:fill:50:50/g:ce"'),
+        ("settings.py", 10, EDIT, '"card"', '"card": "rs:fill:400:300/g:sm/q:70"'),
+        ("settings.py", 11, EDIT, '"wide"', '"wide": "rs:fit:1200:0/el:1"'),
+        ("settings.py", 12, UNSUPPORTED, '"grey"', '"grey": "rs:fit:100:100"'),
+        (
+            "settings.py",
+            15,
+            EDIT,
+            '"hero"',
+            '"profiles.Profile.banner.hero": "rs:fill:1600:400/g:no/sh:0.5"',
+        ),
+        ("settings.py", 18, EDIT, "THUMBNAIL_QUALITY = 90", 'OXIMG["QUALITY"] = {"jpeg": 90}'),
+        ("settings.py", 19, EDIT, "THUMBNAIL_HIGH_RESOLUTION = True", ""),
+    ]
+    grey = findings[5]
+    assert grey.features == ("alias definition", "bw")
+    assert "no grayscale output" in grey.advice
+    assert "presets are global" in findings[6].advice
+
+
+#: Each preset and the tag arguments of the alias it was translated from.
+ALIAS_ARGUMENTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "avatar": ("50x50", {"crop": "center"}),
+    "card": ("400x300", {"crop": "smart", "quality": 70}),
+    "wide": ("1200x0", {"upscale": True}),
+    "grey": ("100x100", {}),
+    "profiles.Profile.banner.hero": ("1600x400", {"crop": "top", "sharpen": 0.5}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EASY_PRESETS))
+def test_each_preset_means_what_the_tag_keywords_mean(name: str) -> None:
+    """The preset parses as the server will parse it, into the tag's own options."""
+    preset = parse_path(f"/pr:{name}/plain/x.jpg", EASY_PRESETS).options
+    geometry, keywords = ALIAS_ARGUMENTS[name]
+    tag = thumbnails.tag_options(geometry, keywords)
+    assert preset == parse_path(build_path(tag, "x.jpg")).options
+
+
+def test_easy_templates() -> None:
+    findings = scan(EASY_PROJECT, "profiles/templates/profiles/profile.html", EASY)
+    path = "profiles/templates/profiles/profile.html"
+    assert rows(findings) == [
+        (path, 1, EDIT, "{% load thumbnail %}", "{% load oximg %}"),
+        (
+            path,
+            2,
+            EDIT,
+            "{{ profile.photo|thumbnail_url:'avatar' }}",
+            '{% thumbnail_url profile.photo "" preset="avatar" %}',
+        ),
+        (
+            path,
+            3,
+            EDIT,
+            "{% thumbnail profile.photo 'card' as t %}",
+            '{% thumbnail profile.photo "" preset="card" as t %}',
+        ),
+        (path, 6, UNSUPPORTED, "t.path", ""),
+        (
+            path,
+            7,
+            EDIT,
+            "{% thumbnail profile.photo 100x100 crop upscale %}",
+            '{% thumbnail profile.photo "100x100" crop="center" upscale=True %}',
+        ),
+        (
+            path,
+            8,
+            EDIT,
+            '{% thumbnail profile.banner 1600x400 crop=",0" quality=90 %}',
+            '{% thumbnail profile.banner "1600x400" quality=90 crop="top" %}',
+        ),
+        (
+            path,
+            9,
+            EDIT,
+            '{% thumbnail profile.photo "200x200" crop="smart" replace_alpha="#fff" %}',
+            '{% thumbnail profile.photo "200x200" crop="smart" background="ffffff" '
+            'format="jpeg" %}',
+        ),
+        (
+            path,
+            10,
+            UNSUPPORTED,
+            "{% with photo=profile.photo|thumbnailer %}",
+            "",
+        ),
+    ]
+    # The block needs closing after the variable's last use, which the advice finds.
+    assert "after the last use of t (line 6)" in findings[2].advice
+    assert {f.library for f in findings} == {EASY}
+
+
+def test_easy_python() -> None:
+    assert rows(scan(EASY_PROJECT, "profiles/models.py", EASY)) == [
+        (
+            "profiles/models.py",
+            2,
+            EDIT,
+            "from easy_thumbnails.fields import ThumbnailerImageField",
+            "from django.db.models import ImageField",
+        )
+    ]
+    assert rows(scan(EASY_PROJECT, "profiles/views.py", EASY)) == [
+        (
+            "profiles/views.py",
+            2,
+            EDIT,
+            "from easy_thumbnails.files import get_thumbnailer",
+            "from django_oximg.thumbnails import get_thumbnail",
+        ),
+        (
+            "profiles/views.py",
+            9,
+            EDIT,
+            'get_thumbnailer(profile.photo)["avatar"]',
+            'get_thumbnail(profile.photo, "", preset="avatar")',
+        ),
+        (
+            "profiles/views.py",
+            10,
+            EDIT,
+            'get_thumbnailer(profile.photo).get_thumbnail({"size": (100, 100), "crop": True})',
+            'get_thumbnail(profile.photo, "100x100", crop="center")',
+        ),
+    ]
+
+
+# -- the scanner's claims, checked against django-oximg ----------------------------------
+
+
+def thumbnail_tags(findings: list[Finding]) -> list[str]:
+    """The tags as django-oximg will read them: as found when unchanged, else the edit."""
+    return [
+        f.code if f.verdict == UNCHANGED else f.replacement
+        for f in findings
+        if f.code.startswith("{% thumbnail") and f.verdict in (UNCHANGED, EDIT)
+    ]
+
+
+def context_for(tag: str, source: str) -> dict[str, Any]:
+    """A context where the tag's source variable (``a.b``) names ``source``."""
+    *path, leaf = tag.split()[2].split(".")
+    value: Any = {leaf: source}
+    for name in reversed(path):
+        value = {name: value}
+    return value  # type: ignore[no-any-return]
+
+
+def render_tag(tag: str, source: str) -> str:
+    as_var = tag.split()[-2] if tag.split()[-3] == "as" else None
+    body = f"{{{{ {as_var}.url }}}}{{% endthumbnail %}}" if as_var else ""
+    text = "{% load oximg %}" + tag + body
+    return Template(text).render(Context(context_for(tag, source)))
+
+
+@pytest.mark.parametrize("name", sorted(SORL_TEMPLATE_ROWS))
+def test_sorl_tags_said_to_run_do_run(media: Path, settings: Any, name: str) -> None:
+    settings.DEBUG = True  # a bad keyword raises instead of rendering nothing
+    tags = thumbnail_tags(scan(SORL_TEMPLATES, name, SORL))
+    assert tags
+    for tag in tags:
+        assert render_tag(tag, "photos/landscape.jpg").startswith("/img/"), tag
+
+
+def test_easy_tags_said_to_run_do_run(media: Path, settings: Any) -> None:
+    settings.DEBUG = True
+    settings.OXIMG = {**settings.OXIMG, "PRESETS": EASY_PRESETS}
+    findings = scan(EASY_PROJECT, "profiles/templates/profiles/profile.html", EASY)
+    tags = thumbnail_tags(findings)
+    url_tags = [f.replacement for f in findings if f.replacement.startswith("{% thumbnail_url")]
+    assert len(tags) == 4
+    assert len(url_tags) == 1
+    for tag in [*tags, *url_tags]:
+        assert render_tag(tag, "photos/alpha.png").startswith("/img/"), tag
+
+
+def test_crop_words_are_the_tags() -> None:
+    assert migration_scan.CROP_GRAVITY == thumbnails.CROP_GRAVITY
+
+
+def test_templates_that_load_only_oximg_are_not_read() -> None:
+    text = '{% load oximg %}{% thumbnail photo "100x100" crop="noop" %}{{ x|is_portrait }}'
+    assert scan_template("ours.html", text) == []
+    # Unless the library is a builtin of the engine.
+    plain = '{% thumbnail photo "100x100" %}'
+    assert rows(scan_template("b.html", plain, loaded=True)) == [
+        ("b.html", 1, UNCHANGED, plain, "")
+    ]
+
+
+def test_the_library_follows_the_template_syntax() -> None:
+    easy_syntax = "{% load thumbnail %}{% thumbnail photo 100x100 %}"
+    [_, tag] = scan_template("a.html", easy_syntax, SORL)
+    assert tag.library == EASY
+    sorl_syntax = '{% load thumbnail %}{% thumbnail p "9" as im %}{% endthumbnail %}'
+    [_, tag] = scan_template("a.html", sorl_syntax, EASY)
+    assert tag.library == SORL
+
+
+def test_python_that_does_not_parse_is_skipped() -> None:
+    assert scan_python("broken.py", "from sorl.thumbnail import (") == []
+
+
+def test_the_module_does_not_import_django() -> None:
+    code = "import sys, django_oximg.migration_scan; print('django' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "False"
+
+
+def test_text_report() -> None:
+    findings = scan(SORL_TEMPLATES, "product_list.html", SORL)
+    assert migration_scan.text_report(findings) == (
+        "product_list.html:2: edit (sorl-thumbnail)\n"
+        "    {% load thumbnail %}\n"
+        "    -> {% load oximg %}\n"
+        "    load django-oximg's tag library instead\n"
+        "product_list.html:8: unchanged (sorl-thumbnail)\n"
+        '    {% thumbnail product.image "300x200" crop="center" quality=85 as im %}\n'
+        "2 places: 1 unchanged, 1 to edit, 0 unsupported\n"
+    )
+    assert migration_scan.text_report([]) == "No sorl-thumbnail or easy-thumbnails usage found.\n"
+
+
+# -- manage.py oximg_migration_scan ---------------------------------------------------------
+
+
+def command(*args: str) -> str:
+    out = io.StringIO()
+    call_command("oximg_migration_scan", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_command_finds_nothing_in_a_project_without_either() -> None:
+    assert command() == "No sorl-thumbnail or easy-thumbnails usage found.\n"
+
+
+def test_command_reads_the_given_paths_as_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(SORL_PROJECT)
+    output = command("--path", str(SORL_PROJECT))
+    assert output.startswith(
+        'settings.py:3: edit (sorl-thumbnail)\n    "sorl.thumbnail"\n    -> "django_oximg"\n'
+    )
+    # The four templates and the four Python files, as pinned above.
+    pinned = [*SORL_TEMPLATE_ROWS.values(), *SORL_PYTHON_ROWS.values()]
+    verdicts = [row[2] for found in pinned for row in found]
+    assert (len(verdicts), verdicts.count(UNCHANGED), verdicts.count(UNSUPPORTED)) == (32, 5, 5)
+    assert output.endswith("32 places: 5 unchanged, 22 to edit, 5 unsupported\n")
+    assert "shop/templates/shop/avatar.html:7: edit (sorl-thumbnail)\n" in output
+
+
+def test_command_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(EASY_PROJECT)
+    report = json.loads(command("--path", str(EASY_PROJECT), "--format", "json"))
+    scanned = [
+        *scan(EASY_PROJECT, "profiles/models.py", EASY),
+        *scan(EASY_PROJECT, "profiles/templates/profiles/profile.html", EASY),
+        *scan(EASY_PROJECT, "profiles/views.py", EASY),
+        *scan(EASY_PROJECT, "settings.py", EASY),
+    ]
+    assert report == migration_scan.json_report(scanned)
+    assert report["summary"] == {UNCHANGED: 0, EDIT: 18, UNSUPPORTED: 3}
+    assert report["findings"][0] == {
+        "path": "profiles/models.py",
+        "line": 2,
+        "library": EASY,
+        "features": ["easy_thumbnails.fields.ThumbnailerImageField"],
+        "code": "from easy_thumbnails.fields import ThumbnailerImageField",
+        "verdict": EDIT,
+        "replacement": "from django.db.models import ImageField",
+        "advice": "Django's own ImageField (same column: a migration that only changes the class)",
+    }
+
+
+def test_command_refuses_a_missing_path(tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match="not a directory"):
+        command("--path", str(tmp_path / "nowhere"))
