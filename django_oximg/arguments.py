@@ -15,7 +15,14 @@ from dataclasses import replace
 from typing import Any
 
 from django_oximg.core.errors import InvalidOptions
-from django_oximg.core.options import FORMAT_NAMES, OUTPUT_FORMATS, Gravity, Options, parse_path
+from django_oximg.core.options import (
+    FORMAT_NAMES,
+    OUTPUT_FORMATS,
+    Gravity,
+    Options,
+    Watermark,
+    parse_path,
+)
 
 
 class ThumbnailError(ValueError):
@@ -61,6 +68,9 @@ WHITE = (255, 255, 255)
 #: Whose arithmetic turns a geometry into a size (see django_oximg/sizing.py).
 SIZINGS = ("imgproxy", "sorl", "easy-thumbnails")
 
+#: Keywords for imgproxy options that leave the size alone (:func:`effect_keywords`).
+EFFECT_KEYWORDS = frozenset({"pixelate", "watermark", "filename", "attachment"})
+
 #: Every keyword of ``{% thumbnail %}`` and ``get_thumbnail``.
 KEYWORDS = frozenset(
     {
@@ -74,6 +84,7 @@ KEYWORDS = frozenset(
         "padding_color",
         "sizing",
         *NUMBER_KEYWORDS,
+        *EFFECT_KEYWORDS,
     }
 )
 
@@ -150,7 +161,23 @@ def tag_options(geometry: str, kwargs: Mapping[str, Any]) -> Options:
     if flag("padding", kwargs.get("padding")):
         options = replace(options, extend=True, background=colour)
     sizing(kwargs.get("sizing"))
-    return options
+    return effect_keywords(options, kwargs)
+
+
+def effect_keywords(options: Options, kwargs: Mapping[str, Any]) -> Options:
+    """``pixelate`` (block size), ``watermark`` (opacity 0..1 of ``OXIMG["WATERMARK"]``),
+    ``filename`` and ``attachment`` (the ``Content-Disposition`` of the answer)."""
+    changes: dict[str, Any] = {}
+    if kwargs.get("pixelate"):
+        changes["pixelate"] = number("pixelate", kwargs["pixelate"], int)
+    if kwargs.get("watermark"):
+        opacity = number("watermark", kwargs["watermark"], float)
+        changes["watermark"] = Watermark(opacity=float(opacity))
+    if kwargs.get("filename"):
+        changes["filename"] = str(kwargs["filename"])
+    if "attachment" in kwargs:
+        changes["return_attachment"] = flag("attachment", kwargs["attachment"])
+    return replace(options, **changes) if changes else options
 
 
 def parse_geometry(geometry: str) -> tuple[int, int]:

@@ -32,7 +32,7 @@ from django_oximg.core import defaults
 from django_oximg.core.errors import InvalidOptions
 from django_oximg.core.http_source import parse_prefix
 from django_oximg.core.keys import output_fingerprint as output_fingerprint_of
-from django_oximg.core.options import OUTPUT_FORMATS, parse_path
+from django_oximg.core.options import OPTION_NAMES, OUTPUT_FORMATS, parse_path
 from django_oximg.core.signing import pairs_from_hex
 
 
@@ -249,6 +249,43 @@ class OximgSettings:
     compiled, whatever this says; ``get_thumbnail()`` in Python always
     raises."""
 
+    WATERMARK: str = ""
+    """The image the ``watermark``/``wm`` option lays over results, as a
+    source is named in URLs: a name in ``SOURCE_STORAGE`` (``"brand/mark.png"``)
+    or ``alias:name`` for a storage in ``SOURCES``. It is read through the
+    same checks as every source (the name jail, ``MAX_SRC_FILE_SIZE``,
+    ``MAX_SRC_RESOLUTION``), once per process, when the first thumbnail is
+    served or the first URL written. Its content is part of the output
+    fingerprint, so replacing the file gives new cache keys and tag URLs
+    once the processes restart. Empty: ``wm`` URLs are a 400 (imgproxy
+    ignores the option instead)."""
+
+    WATERMARK_OPACITY: float = defaults.WATERMARK_OPACITY
+    """Multiplies the opacity every ``wm`` URL asks for (0 to 1), as
+    imgproxy's ``IMGPROXY_WATERMARK_OPACITY``."""
+
+    CLIENT_HINTS: bool = False
+    """Let the browser's client hints set a URL's ``dpr`` and ``width``
+    (``Sec-CH-DPR``/``DPR``, ``Sec-CH-Width``/``Width``) where the URL and
+    its presets leave them unset, as imgproxy's
+    ``IMGPROXY_ENABLE_CLIENT_HINTS``. Answers a hint could change say so in
+    ``Vary``. Browsers send hints only to sites that ask for them
+    (``Accept-CH``; see docs/django.md). The tags' URLs always set both, so
+    the sizes they print stay exact."""
+
+    ALLOWED_PROCESSING_OPTIONS: tuple[str, ...] = ()
+    """Option names URLs may use, as they are written there (``"w"`` and
+    ``"width"`` are two names; list ``"pr"`` to allow presets), as imgproxy's
+    ``IMGPROXY_ALLOWED_PROCESSING_OPTIONS``. Presets may use any option.
+    Another option in a URL is a 400. Empty: every option."""
+
+    ONLY_PRESETS: bool = False
+    """URLs name presets only, as imgproxy's ``IMGPROXY_ONLY_PRESETS``: the
+    segment after the signature is ``name:name...`` (``/<sig>/card:small/plain/a.jpg``).
+    The tags then write that form, from their ``preset`` alone; such URLs
+    have no room for the tags' version token, so a replaced source keeps its
+    URL (give the new file a new name)."""
+
 
 #: Settings that change the bytes of some answer. Their values make the
 #: output fingerprint (:func:`output_fingerprint`), which is part of every
@@ -264,10 +301,17 @@ OUTPUT_SETTINGS = (
     "MAX_ANIMATION_FRAMES",
     "JPEG_SHRINK_MARGIN",
     "AUTO_FORMAT",
+    "WATERMARK",
+    "WATERMARK_OPACITY",
 )
 
+#: Output settings that matter only with a ``WATERMARK``: in the fingerprint
+#: with the watermark's content, and not at all while it is empty, so a site
+#: without one keeps the fingerprint (and every key and URL) it had.
+WATERMARK_SETTINGS = ("WATERMARK", "WATERMARK_OPACITY")
+
 #: Keys whose value may be given as one string or a list of strings.
-LIST_KEYS = ("KEY", "SALT", "HTTP_SOURCES")
+LIST_KEYS = ("KEY", "SALT", "HTTP_SOURCES", "ALLOWED_PROCESSING_OPTIONS")
 
 #: Non-negative limits (0 means "choose for me" or "no limit", as documented).
 COUNTS = (
@@ -446,6 +490,13 @@ def _validate(conf: OximgSettings) -> None:
             raise ImproperlyConfigured(f"OXIMG: {name} must be positive.")
     if not 1 <= conf.JPEG_SHRINK_MARGIN <= 8:
         raise ImproperlyConfigured("OXIMG: JPEG_SHRINK_MARGIN must be between 1 and 8.")
+    if not 0 <= conf.WATERMARK_OPACITY <= 1:
+        raise ImproperlyConfigured("OXIMG: WATERMARK_OPACITY must be between 0 and 1.")
+    unknown = sorted(set(conf.ALLOWED_PROCESSING_OPTIONS) - OPTION_NAMES)
+    if unknown:
+        raise ImproperlyConfigured(
+            f"OXIMG: ALLOWED_PROCESSING_OPTIONS names unknown options: {', '.join(unknown)}."
+        )
     _validate_quality(conf.QUALITY)
     _validate_sources(conf.SOURCES)
     _validate_presets(conf.PRESETS)
@@ -513,18 +564,24 @@ def get_settings() -> OximgSettings:
 def reset() -> None:
     """Forget the cached settings (called on ``setting_changed``)."""
     get_settings.cache_clear()
-    get_output_fingerprint.cache_clear()
 
 
-def output_fingerprint(settings: OximgSettings) -> str:
-    """The fingerprint of ``settings``' :data:`OUTPUT_SETTINGS` (see core/keys.py)."""
-    return output_fingerprint_of({name: getattr(settings, name) for name in OUTPUT_SETTINGS})
+def output_fingerprint(settings: OximgSettings, watermark_version: str = "") -> str:
+    """The fingerprint of ``settings``' :data:`OUTPUT_SETTINGS` (see core/keys.py).
 
-
-@functools.cache
-def get_output_fingerprint() -> str:
-    """:func:`output_fingerprint` of this process's settings (cached; see :func:`reset`)."""
-    return output_fingerprint(get_settings())
+    ``watermark_version`` stands for the content of the ``WATERMARK`` image
+    (the settings name it, but cannot say when the file changes); the
+    runtime reads it (``runtime.get_output_fingerprint``).
+    """
+    values: dict[str, object] = {
+        name: getattr(settings, name) for name in OUTPUT_SETTINGS if name not in WATERMARK_SETTINGS
+    }
+    if settings.WATERMARK:
+        values["WATERMARK"] = [
+            *(getattr(settings, name) for name in WATERMARK_SETTINGS),
+            watermark_version,
+        ]
+    return output_fingerprint_of(values)
 
 
 def settings_reference() -> str:

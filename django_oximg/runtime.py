@@ -8,11 +8,13 @@ rebuilt when settings change (``apps.py`` connects :func:`reset` to
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import threading
 
 from django.conf import settings as django_settings
 from django.core.cache import caches
+from django.core.exceptions import ImproperlyConfigured
 from django.core.files.storage import FileSystemStorage, Storage, storages
 
 from django_oximg import conf, storage
@@ -20,8 +22,10 @@ from django_oximg.coordination import CacheCoordinator
 from django_oximg.core import pipeline
 from django_oximg.core.cgroups import default_memory_budget, usable_cpus
 from django_oximg.core.coordination import Coordinator
+from django_oximg.core.errors import OximgError
 from django_oximg.core.executor import Executor
 from django_oximg.core.http_source import URL_ALIAS, HttpSourceConfig, HttpSourceStore
+from django_oximg.core.options import URLRules
 from django_oximg.core.signing import URLSigner, pairs_from_hex
 from django_oximg.core.sources import SourceResolver
 from django_oximg.core.stores import CacheStore, SourceStore
@@ -102,7 +106,52 @@ def http_source_config(settings: conf.OximgSettings) -> HttpSourceConfig:
     )
 
 
-def thumbnailer_config(settings: conf.OximgSettings) -> ThumbnailerConfig:
+def read_watermark(settings: conf.OximgSettings) -> pipeline.WatermarkImage | None:
+    """The ``WATERMARK`` image, read as a source is: jailed name, size and resolution limits.
+
+    A watermark that cannot be read stops the server from starting to
+    serve (ImproperlyConfigured) rather than failing request by request.
+    """
+    if not settings.WATERMARK:
+        return None
+    try:
+        resolved = SourceResolver(source_stores(settings)).resolve(settings.WATERMARK)
+        data = resolved.store.read(resolved.name, settings.MAX_SRC_FILE_SIZE)
+        info = pipeline.probe(data)
+    except OximgError as error:
+        raise ImproperlyConfigured(
+            f"OXIMG: WATERMARK {settings.WATERMARK!r} cannot be read: {error.detail or error}."
+        ) from error
+    if info.width * info.height > settings.MAX_SRC_RESOLUTION:
+        raise ImproperlyConfigured(
+            f"OXIMG: WATERMARK {settings.WATERMARK!r} is over MAX_SRC_RESOLUTION."
+        )
+    return pipeline.WatermarkImage(data, info.width, info.height)
+
+
+def watermark_version(watermark: pipeline.WatermarkImage | None) -> str:
+    """A short digest of the watermark's content, for the output fingerprint."""
+    return hashlib.sha256(watermark.data).hexdigest()[:16] if watermark else ""
+
+
+@functools.cache
+def get_watermark() -> pipeline.WatermarkImage | None:
+    """This process's watermark image, read once (see :func:`reset`)."""
+    return read_watermark(conf.get_settings())
+
+
+@functools.cache
+def get_output_fingerprint() -> str:
+    """The output fingerprint of this process's settings and watermark (cached)."""
+    return conf.output_fingerprint(conf.get_settings(), watermark_version(get_watermark()))
+
+
+def thumbnailer_config(
+    settings: conf.OximgSettings, watermark: pipeline.WatermarkImage | None = None
+) -> ThumbnailerConfig:
+    """The thumbnailer's configuration; ``watermark`` is read from ``settings`` when not given."""
+    if watermark is None:
+        watermark = read_watermark(settings)
     return ThumbnailerConfig(
         render=pipeline.RenderSettings(
             quality=dict(settings.QUALITY),
@@ -111,6 +160,8 @@ def thumbnailer_config(settings: conf.OximgSettings) -> ThumbnailerConfig:
             jpeg_shrink_margin=settings.JPEG_SHRINK_MARGIN,
             jpeg_decoder=settings.JPEG_DECODER,
             encoder=settings.ENCODER,
+            watermark=watermark,
+            watermark_opacity=settings.WATERMARK_OPACITY,
         ),
         presets=dict(settings.PRESETS),
         allow_unsigned=settings.ALLOW_UNSIGNED,
@@ -121,8 +172,15 @@ def thumbnailer_config(settings: conf.OximgSettings) -> ThumbnailerConfig:
         peer_wait=settings.QUEUE_TIMEOUT + settings.RENDER_TIMEOUT,
         cache_control=settings.CACHE_CONTROL,
         metrics=settings.METRICS,
-        fingerprint=conf.output_fingerprint(settings),
+        fingerprint=conf.output_fingerprint(settings, watermark_version(watermark)),
+        rules=url_rules(settings),
+        client_hints=settings.CLIENT_HINTS,
     )
+
+
+def url_rules(settings: conf.OximgSettings) -> URLRules:
+    """What URLs may say: ``ALLOWED_PROCESSING_OPTIONS`` and ``ONLY_PRESETS``."""
+    return URLRules(frozenset(settings.ALLOWED_PROCESSING_OPTIONS), settings.ONLY_PRESETS)
 
 
 def executor(settings: conf.OximgSettings) -> Executor:
@@ -154,7 +212,7 @@ def build_thumbnailer() -> Thumbnailer:
     settings = conf.get_settings()
     prepare_libvips(settings)
     return Thumbnailer(
-        thumbnailer_config(settings),
+        thumbnailer_config(settings, get_watermark()),
         signer(settings),
         get_source_resolver(),
         cache_store(settings),
@@ -172,6 +230,8 @@ def reset() -> None:
         old.executor.shutdown(wait=False)
     get_signer.cache_clear()
     get_source_resolver.cache_clear()
+    get_watermark.cache_clear()
+    get_output_fingerprint.cache_clear()
     conf.reset()
 
 

@@ -34,6 +34,7 @@ from django_oximg.arguments import (
     tag_options,
 )
 from django_oximg.core import pipeline
+from django_oximg.core.errors import InvalidOptions
 from django_oximg.core.geometry import QUARTER_TURN_ORIENTATIONS, plan_geometry
 from django_oximg.core.info import DEFAULT_BLURHASH, INFO_PREFIX
 from django_oximg.core.options import (
@@ -126,12 +127,13 @@ def get_thumbnail(source: Any, geometry: str = "", **kwargs: Any) -> Thumbnail:
 
     ``geometry`` is "WxH", "W" or "xH" (or easy-thumbnails' ``(W, H)``),
     or a preset's name; it may be left out with a ``preset`` that gives the
-    size. Keywords: ``crop`` (center,
-    top, bottom, left, right, "top left", ..., smart, "x% y%", True),
+    size. Keywords: ``crop`` (center, top, bottom, left, right, "top left",
+    ..., smart, "x% y%", True),
     ``format`` (jpeg, png, webp, avif, gif, auto; default: the preset's
     format, else the source's), ``quality``, ``upscale``, ``preset``,
     ``blur``, ``sharpen``, ``dpr``, ``background`` ("RRGGBB"), ``padding``
-    and ``padding_color`` (pad to the whole box), ``sizing`` ("imgproxy",
+    and ``padding_color`` (pad to the whole box), ``pixelate``,
+    ``watermark`` (opacity), ``filename``, ``attachment``, ``sizing`` ("imgproxy",
     "sorl", "easy-thumbnails": whose arithmetic rounds the size),
     ``options`` (raw imgproxy options, e.g. "rot:90/fl:1:0"). The preset
     and ``options`` apply first, so the tag's own keywords win over them, as
@@ -193,15 +195,15 @@ def thumbnail_for(
     settings = conf.get_settings()
     options = tag_options(geometry, kwargs)
     meta = metadata or source_metadata(source_string)
-    prefix = option_prefix(kwargs)
+    prefix = hint_pins(settings) + option_prefix(kwargs)
     effective = effective_options(prefix, options, source_string, settings.PRESETS)
     if not effective.format and not kwargs.get("format"):
         # Nothing chose a format: keep the source's rather than negotiate.
         options = replace(options, format=source_format(source_string))
         effective = effective_options(prefix, options, source_string, settings.PRESETS)
-    exact = exact_size_options(
-        sizing(kwargs.get("sizing")), meta.width, meta.height, meta.orientation, effective
-    )
+    # An ONLY_PRESETS URL carries no size of the tag's: the presets' arithmetic stays.
+    arithmetic = "imgproxy" if settings.ONLY_PRESETS else sizing(kwargs.get("sizing"))
+    exact = exact_size_options(arithmetic, meta.width, meta.height, meta.orientation, effective)
     if exact is not None:
         options = replace(options, **exact)
         effective = effective_options(prefix, options, source_string, settings.PRESETS)
@@ -209,6 +211,9 @@ def thumbnail_for(
     options = replace(options, cachebuster=version)
     effective = replace(effective, cachebuster=version)
     path = prefix + build_path(options, source_string, encode=encoding_for(source_string))
+    if settings.ONLY_PRESETS:
+        path = presets_only_path(kwargs, effective, source_string)
+    check_servable(path, effective, settings)
     plan = plan_geometry(
         meta.width,
         meta.height,
@@ -223,6 +228,54 @@ def thumbnail_for(
         height=plan.height,
         format=effective.format or "auto",
     )
+
+
+def unpredictable(options: Options) -> list[str]:
+    """Options whose output size depends on the pixels (``trim``), or is the
+    source's own or its thumbnail's: the tags could not print it."""
+    found = {
+        "trim": options.trim_threshold is not None,
+        "raw": options.raw,
+        "skip_processing": bool(options.skip_processing),
+        "enforce_thumbnail": options.enforce_thumbnail,
+    }
+    return [name for name, present in found.items() if present]
+
+
+def check_servable(path: str, effective: Options, settings: conf.OximgSettings) -> None:
+    """Refuse a URL the server would refuse (``ALLOWED_PROCESSING_OPTIONS``,
+    ``ONLY_PRESETS``), or whose size the tag cannot know."""
+    for name in unpredictable(effective):
+        raise ThumbnailError(f"{name}: the tags cannot know the size it makes")
+    if effective.watermark.opacity and not settings.WATERMARK:
+        raise ThumbnailError("watermark: set OXIMG['WATERMARK'] to the image to lay")
+    try:
+        parse_path(path, settings.PRESETS, runtime.url_rules(settings))
+    except InvalidOptions as exc:
+        raise ThumbnailError(f"the server would refuse this URL: {exc.public}") from exc
+
+
+def hint_pins(settings: conf.OximgSettings) -> str:
+    """With ``CLIENT_HINTS``, segments that keep hints out of the tags' URLs.
+
+    A hint fills in only what a URL leaves unset; the tags print the size
+    their URL makes, so their URLs set ``dpr`` and ``width`` (the tag's own
+    values, written after these, still win).
+    """
+    return "/dpr:1/w:0" if settings.CLIENT_HINTS else ""
+
+
+def presets_only_path(kwargs: dict[str, Any], effective: Options, source: str) -> str:
+    """``ONLY_PRESETS``: the URL is the tag's presets, the source and the format, no more.
+
+    There is no room for the version token (``cb``): a replaced source
+    keeps its URL.
+    """
+    extra = set(kwargs) - {"preset", "format", "sizing"}
+    if not kwargs.get("preset") or extra:
+        raise ThumbnailError("ONLY_PRESETS: the tags take a preset (and a format) only")
+    tail = build_path(Options(format=effective.format), source, encode=encoding_for(source))
+    return f"/{kwargs['preset']}{tail}"
 
 
 def option_prefix(kwargs: dict[str, Any]) -> str:
@@ -251,13 +304,13 @@ def url_version(source_version: str, effective: Options, source: str) -> str:
     Thumbnails are cached for a year by browsers and CDNs, which no purge
     reaches, so a URL must never come to mean other bytes. The token covers
     the source's content (its storage version), every setting that changes
-    output bytes (:func:`django_oximg.conf.output_fingerprint`) and the
+    output bytes (:func:`django_oximg.runtime.get_output_fingerprint`) and the
     options the URL expands to (presets included, which the URL names only
     as ``pr:name``). Unchanged, it stays the same across processes and
     deploys, so caches stay warm.
     """
     canonical = build_path(replace(effective, cachebuster=""), source)
-    text = "\n".join((source_version, conf.get_output_fingerprint(), canonical))
+    text = "\n".join((source_version, runtime.get_output_fingerprint(), canonical))
     return hashlib.sha256(text.encode()).hexdigest()[:URL_VERSION_LENGTH]
 
 

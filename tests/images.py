@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+
 import pyvips
 
 
@@ -40,3 +42,94 @@ def animated_gif(width: int = 120, height: int = 90, frames: int = 6) -> bytes:
     image.set_type(pyvips.GValue.array_int_type, "delay", [100] * frames)
     image.set_type(pyvips.GValue.gint_type, "loop", 0)
     return bytes(image.gifsave_buffer())
+
+
+def _box(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I4s", 8 + len(body), kind) + body
+
+
+def _full_box(kind: bytes, version: int, body: bytes, flags: int = 0) -> bytes:
+    return _box(kind, struct.pack(">I", (version << 24) | flags) + body)
+
+
+def _children(data: bytes, start: int, end: int) -> dict[bytes, tuple[int, int]]:
+    """The boxes between ``start`` and ``end``: type -> (body start, box end)."""
+    found = {}
+    while start < end:
+        size, kind = struct.unpack(">I4s", data[start : start + 8])
+        found[kind] = (start + 8, start + size)
+        start += size
+    return found
+
+
+def _heif_parts(
+    data: bytes,
+) -> tuple[bytes, bytes, bytes, list[bytes], list[tuple[int, int]], bytes]:
+    """ftyp, hdlr, the one item's infe body, its properties, their associations, its data.
+
+    For the single-image AVIF libvips writes without metadata.
+    """
+    top = _children(data, 0, len(data))
+    meta_start, meta_end = top[b"meta"]
+    meta = _children(data, meta_start + 4, meta_end)
+    hdlr = data[meta[b"hdlr"][0] - 8 : meta[b"hdlr"][1]]
+    iinf_start, iinf_end = meta[b"iinf"]
+    infe = _children(data, iinf_start + 6, iinf_end)[b"infe"]
+    infe_body = data[infe[0] : infe[1]]
+    iloc = meta[b"iloc"][0] + 4  # version 0: 4-byte offsets and lengths, a 4-byte base
+    assert data[iloc : iloc + 4] == b"\x44\x40\x00\x01", "not libvips' single-item AVIF"
+    base, _, offset, length = struct.unpack(">IHII", data[iloc + 8 : iloc + 22])
+    offset += base
+    iprp = _children(data, *meta[b"iprp"])
+    ipco_start, ipco_end = iprp[b"ipco"]
+    properties = []
+    while ipco_start < ipco_end:
+        size = struct.unpack(">I", data[ipco_start : ipco_start + 4])[0]
+        properties.append(data[ipco_start : ipco_start + size])
+        ipco_start += size
+    ipma = iprp[b"ipma"][0]
+    count = data[ipma + 4 + 4 + 2]
+    associations = [(byte >> 7, byte & 0x7F) for byte in data[ipma + 11 : ipma + 11 + count]]
+    ftyp = data[: top[b"ftyp"][1]]
+    return ftyp, hdlr, infe_body, properties, associations, data[offset : offset + length]
+
+
+def heif_with_thumbnail(main: pyvips.Image, thumbnail: pyvips.Image) -> bytes:
+    """An AVIF holding ``main`` with ``thumbnail`` as its embedded thumbnail.
+
+    libvips writes no thumbnails, so the two single-image files it writes are
+    joined by hand: item 1 the image, item 2 the thumbnail, and a ``thmb``
+    reference from 2 to 1 (ISO/IEC 23008-12), which libheif reads.
+    """
+    keep = pyvips.enums.ForeignKeep.NONE
+    first, second = (
+        _heif_parts(bytes(image.heifsave_buffer(compression="av1", keep=keep)))
+        for image in (main, thumbnail)
+    )
+    ftyp, hdlr, infe_main, props_main, assoc_main, data_main = first
+    _, _, infe_thumb, props_thumb, assoc_thumb, data_thumb = second
+    infe_thumb = infe_thumb[:4] + struct.pack(">H", 2) + infe_thumb[6:]
+    iinf = _full_box(
+        b"iinf", 0, struct.pack(">H", 2) + _box(b"infe", infe_main) + _box(b"infe", infe_thumb)
+    )
+    iref = _full_box(b"iref", 0, _box(b"thmb", struct.pack(">HHH", 2, 1, 1)))
+    shift = len(props_main)
+    ipma_entries = b""
+    for item, associations in ((1, assoc_main), (2, [(e, i + shift) for e, i in assoc_thumb])):
+        ipma_entries += struct.pack(">HB", item, len(associations))
+        ipma_entries += bytes((essential << 7) | index for essential, index in associations)
+    iprp = _box(
+        b"iprp",
+        _box(b"ipco", b"".join(props_main + props_thumb))
+        + _full_box(b"ipma", 0, struct.pack(">I", 2) + ipma_entries),
+    )
+    pitm = _full_box(b"pitm", 0, struct.pack(">H", 1))
+
+    def meta_with(offset: int) -> bytes:
+        extents = struct.pack(">HHHII", 1, 0, 1, offset, len(data_main))
+        extents += struct.pack(">HHHII", 2, 0, 1, offset + len(data_main), len(data_thumb))
+        iloc = _full_box(b"iloc", 0, bytes([0x44, 0]) + struct.pack(">H", 2) + extents)
+        return _full_box(b"meta", 0, hdlr + pitm + iloc + iinf + iref + iprp)
+
+    start = len(ftyp) + len(meta_with(0)) + 8  # after the mdat header
+    return ftyp + meta_with(start) + _box(b"mdat", data_main + data_thumb)

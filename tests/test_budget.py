@@ -24,8 +24,15 @@ from django_oximg.core.budget import (
     jpeg_shrink_factor,
     png_decoded_bytes_per_pixel,
 )
-from django_oximg.core.options import Crop, Options
-from django_oximg.core.pipeline import Plan, RenderSettings, SourceInfo, plan_render, probe
+from django_oximg.core.options import Crop, Options, Watermark
+from django_oximg.core.pipeline import (
+    Plan,
+    RenderSettings,
+    SourceInfo,
+    WatermarkImage,
+    plan_render,
+    probe,
+)
 
 FIT_500 = Options(width=500, height=500)
 SETTINGS = RenderSettings()
@@ -153,6 +160,53 @@ def test_crop_means_a_full_decode_without_shrink_on_load() -> None:
     assert cropped - tiny == pytest.approx(
         budget.OUTPUT_BYTES_PER_PIXEL * (fitted_out - tiny_out), abs=2
     )
+
+
+@pytest.mark.parametrize(
+    "grown",
+    [
+        Options(width=500, height=500, extend=True),
+        Options(width=500, height=500, extend_aspect_ratio=True),
+        Options(width=500, height=500, zoom_width=1.5, zoom_height=1.5),
+        Options(width=500, height=500, padding=(50, 50, 50, 50)),
+    ],
+)
+def test_what_enlarges_the_result_costs_its_pixels(grown: Options) -> None:
+    source = jpeg(2000, 1000)  # fitted into 500 x 500: 500 x 250
+    plain = estimate(source, Options(width=500, height=500))
+    sizes = budget.sizes_of(planned(probe(source), grown))
+    assert sizes.output_pixels > 500 * 250
+    extra = budget.OUTPUT_BYTES_PER_PIXEL * (sizes.output_pixels - 500 * 250)
+    assert estimate(source, grown) >= plain + extra - 2
+
+
+def test_max_result_dimension_bounds_what_extend_aspect_ratio_adds() -> None:
+    info = probe(jpeg(2000, 1000))
+    options = Options(width=100, height=20_000, extend_aspect_ratio=True)
+    plan = plan_render(info, options, "png", RenderSettings(max_result_dimension=4000))
+    assert max(plan.geometry.width, plan.geometry.height) == 4000
+
+
+def test_trim_means_a_full_decode_as_crop() -> None:
+    source = jpeg(4000, 3000)
+    trimmed = estimate(source, replace(FIT_500, trim_threshold=10.0))
+    cropped = estimate(source, replace(FIT_500, crop=Crop(4000, 3000)))
+    assert trimmed == cropped > estimate(source)
+
+
+def test_a_watermark_costs_its_image_and_a_layer_of_the_output() -> None:
+    source = jpeg(2000, 1000)
+    info = probe(source)
+    mark = WatermarkImage(b"", 300, 200)
+    settings = RenderSettings(watermark=mark)
+    options = replace(FIT_500, watermark=Watermark(0.5, "re"))
+    laid = plan_render(info, options, "jpeg", settings)
+    plain = plan_render(info, FIT_500, "jpeg", settings)
+    output = budget.sizes_of(laid).output_pixels
+    expected = budget.WATERMARK_BYTES_PER_PIXEL * 300 * 200
+    expected += budget.WATERMARK_BYTES_PER_OUTPUT_PIXEL * output
+    difference = estimate_peak_bytes(laid, 1, source) - estimate_peak_bytes(plain, 1, source)
+    assert difference == pytest.approx(expected, abs=2)
 
 
 @pytest.mark.parametrize("fmt", ["gif", "webp"])

@@ -13,6 +13,9 @@ from django.core.exceptions import ImproperlyConfigured
 
 from django_oximg import conf, runtime, storage
 from django_oximg.conf import OximgSettings, build_settings, get_settings, settings_reference
+from django_oximg.core.client_hints import ClientHints
+from django_oximg.core.keys import output_fingerprint
+from tests import images
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SETTINGS_DOC = REPO_ROOT / "docs" / "settings.md"
@@ -346,9 +349,19 @@ OUTPUT_CHANGES: dict[str, tuple[Any, str, str]] = {
     "MAX_ANIMATION_FRAMES": (5, "/w:50/plain/a.gif@gif", ""),
     "JPEG_SHRINK_MARGIN": (2.0, "/w:50/plain/a.jpg@jpeg", ""),
     "AUTO_FORMAT": (False, "/w:50/plain/a.jpg", "image/webp,*/*"),
+    "WATERMARK": ("mark.png", "/w:50/plain/a.jpg@jpeg", ""),
+    "WATERMARK_OPACITY": (0.5, "/w:50/plain/a.jpg@jpeg", ""),
     # Through the options they expand to, not the fingerprint.
     "PRESETS": ({"p": "w:60"}, "/pr:p/plain/a.jpg@jpeg", ""),
+    "CLIENT_HINTS": (True, "/plain/a.jpg@jpeg", ""),
 }
+
+#: Output settings that change keys through the options of the request
+#: (presets expanded, hints filled in), not through the fingerprint.
+KEYED_BY_OPTIONS = {"PRESETS", "CLIENT_HINTS"}
+
+#: Settings that matter only beside another one.
+OUTPUT_BASES: dict[str, dict[str, Any]] = {"WATERMARK_OPACITY": {"WATERMARK": "mark.png"}}
 
 #: Every other setting, and why it leaves every answer's bytes as they are.
 SAME_BYTES = {
@@ -383,6 +396,8 @@ SAME_BYTES = {
     "METADATA_CACHE_TIMEOUT": "how long the tags keep a source's size",
     "TAG_DEFAULTS": "which URLs the tags write; each URL carries its options",
     "RAISE_TEMPLATE_ERRORS": "whether a failing tag raises, not what any URL answers",
+    "ALLOWED_PROCESSING_OPTIONS": "which URLs are accepted; an accepted URL's options are its key",
+    "ONLY_PRESETS": "which URLs are accepted; an accepted URL's options are its key",
 }
 
 BASE = {"PRESETS": {"p": "w:50"}}
@@ -403,7 +418,8 @@ def key_under(raw: dict[str, Any], path: str, accept: str) -> str:
             FileSystemCacheStore("/nonexistent"),
             executor,
         )
-        return thumbnailer.job_for(runtime.signer(built).signed_path(path), accept).key
+        signed = runtime.signer(built).signed_path(path)
+        return thumbnailer.job_for(signed, accept, ClientHints(dpr=2, width=50)).key
     finally:
         executor.shutdown()
 
@@ -417,20 +433,65 @@ def test_every_setting_is_classified_as_changing_output_bytes_or_not() -> None:
     fields = {field.name for field in dataclasses.fields(OximgSettings)}
     assert set(OUTPUT_CHANGES).isdisjoint(SAME_BYTES)
     assert fields == set(OUTPUT_CHANGES) | set(SAME_BYTES)
-    assert set(conf.OUTPUT_SETTINGS) == set(OUTPUT_CHANGES) - {"PRESETS"}
+    assert set(conf.OUTPUT_SETTINGS) == set(OUTPUT_CHANGES) - KEYED_BY_OPTIONS
+
+
+@pytest.fixture
+def mark(media: Path) -> Path:
+    """A watermark image in the default source storage, as ``mark.png``."""
+    path = media / "mark.png"
+    path.write_bytes(images.png_with_alpha(40, 20))
+    return path
 
 
 @pytest.mark.parametrize("name", sorted(OUTPUT_CHANGES))
-def test_an_output_setting_changes_the_cache_key(name: str) -> None:
+def test_an_output_setting_changes_the_cache_key(name: str, mark: Path) -> None:
     value, path, accept = OUTPUT_CHANGES[name]
-    assert key_under(BASE, path, accept) != key_under({**BASE, name: value}, path, accept)
+    base = {**BASE, **OUTPUT_BASES.get(name, {})}
+    assert key_under(base, path, accept) != key_under({**base, name: value}, path, accept)
 
 
 @pytest.mark.parametrize("name", sorted(conf.OUTPUT_SETTINGS))
 def test_an_output_setting_changes_the_fingerprint(name: str) -> None:
     value = OUTPUT_CHANGES[name][0]
-    assert conf.output_fingerprint(build_settings(with_key())) != conf.output_fingerprint(
-        build_settings(with_key(**{name: value}))
+    base = with_key(**OUTPUT_BASES.get(name, {}))
+    assert conf.output_fingerprint(build_settings(base)) != conf.output_fingerprint(
+        build_settings({**base, name: value})
+    )
+
+
+def test_a_changed_watermark_image_changes_the_keys(mark: Path) -> None:
+    path = "/w:50/wm:0.5/plain/a.jpg@jpeg"
+    raw = {**BASE, "WATERMARK": "mark.png"}
+    before = key_under(raw, path, "")
+    mark.write_bytes(images.png_with_alpha(40, 21))
+    assert key_under(raw, path, "") != before
+
+
+def test_without_a_watermark_the_fingerprint_is_what_it_was() -> None:
+    """The watermark settings came later: a site without one keeps its keys and URLs."""
+    settings = build_settings(with_key(WATERMARK_OPACITY=0.3))
+    earlier = ("QUALITY", "MAX_RESULT_DIMENSION", "MAX_ANIMATION_FRAMES", "JPEG_SHRINK_MARGIN")
+    values = {name: getattr(settings, name) for name in (*earlier, "AUTO_FORMAT")}
+    assert conf.output_fingerprint(settings) == output_fingerprint(values)
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"WATERMARK_OPACITY": 1.5}, "WATERMARK_OPACITY"),
+        ({"ALLOWED_PROCESSING_OPTIONS": ["w", "blurr"]}, "blurr"),
+        ({"CLIENT_HINTS": "yes"}, "CLIENT_HINTS"),
+    ],
+)
+def test_bad_new_settings_are_refused(raw: dict[str, Any], message: str) -> None:
+    with pytest.raises(ImproperlyConfigured, match=message):
+        build_settings(with_key(**raw))
+
+
+def test_allowed_options_may_be_one_name() -> None:
+    assert build_settings(with_key(ALLOWED_PROCESSING_OPTIONS="w")).ALLOWED_PROCESSING_OPTIONS == (
+        "w",
     )
 
 

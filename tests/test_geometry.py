@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+import pyvips
 from hypothesis import given
 from hypothesis import strategies as st
 
+from django_oximg.core import pipeline
 from django_oximg.core.geometry import (
     crop_size,
     orientation_swaps_sides,
@@ -13,7 +15,7 @@ from django_oximg.core.geometry import (
     plan_geometry,
     round_half_up,
 )
-from django_oximg.core.options import RESIZING_TYPES, Crop, Gravity, Options
+from django_oximg.core.options import RESIZING_TYPES, Crop, Gravity, Options, parse_path
 
 
 def size_of(width: int, height: int, options: Options, **kwargs: int) -> tuple[int, int]:
@@ -209,3 +211,35 @@ def test_any_request_gives_a_bounded_positive_size(
         assert plan.width <= width and plan.height <= height
     if extend and box_width and box_height:
         assert plan.width >= min(plan.target_width, 4096) - 1
+
+
+# -- zoom and extend_aspect_ratio: what imgproxy's calcScale/calcSizes do --------------
+
+
+@pytest.mark.parametrize(
+    ("url_options", "expected"),
+    [
+        ("w:100/z:2", (200, 100)),  # the box is zoomed: 200 x 100 of a 400 x 200 source
+        ("w:100/z:2:1", (200, 50)),  # each axis by its own zoom, as imgproxy
+        ("rs:force:100:100/z:2:0.5", (200, 50)),
+        ("w:300/z:2", (400, 200)),  # never above the source without enlarge
+        ("w:300/z:2/el:1", (600, 300)),
+        ("rs:fill:100:100/z:1.5/dpr:2", (200, 200)),  # the source limits the dpr too
+        ("rs:fit:100:100/exar:1", (100, 100)),
+        ("rs:fit:100:100/exar:1/pd:5", (110, 110)),
+        ("rs:fit:300:100/exar:1", (300, 100)),
+        ("rs:fit:100:300/ex:1/exar:1", (100, 300)),
+        ("w:100/el:1/z:100", (8192, 4096)),  # clamped by max_result_dimension
+    ],
+)
+def test_zoom_and_extend_aspect_ratio_sizes_are_rendered(
+    url_options: str, expected: tuple[int, int]
+) -> None:
+    options = parse_path(f"/{url_options}/plain/a.png").options
+    planned = plan_geometry(400, 200, options, max_result_dimension=8192)
+    assert (planned.width, planned.height) == expected
+    if max(expected) <= 1000:
+        source = bytes(pyvips.Image.black(400, 200, bands=3).pngsave_buffer())
+        result = pipeline.render(source, options, "png", pipeline.RenderSettings())
+        image = pyvips.Image.new_from_buffer(result.data, "")
+        assert (image.width, image.height) == expected

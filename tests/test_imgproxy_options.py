@@ -6,16 +6,16 @@ Sources: ``options/parser/processing_options_test.go`` and
 they test something v4 does not. Each case names the imgproxy test function
 it comes from; expected values are imgproxy's.
 
+Also here: ``clientfeatures/detector_test.go`` (which client hints count)
+and ``httpheaders/cdv_test.go`` (the ``Content-Disposition`` value).
+
 Not ported, because they test settings django-oximg does not have:
 ``Base64URLIncludesFilename``, ``BaseURL``, ``URLReplacements``,
-``ArgumentsSeparator``, ``OnlyPresets``, ``AllowedProcessingOptions``,
-``EnforceWebp``/``EnforceAvif``/``EnforceJxl`` and JPEG XL detection (8 + 3 +
-3 cases), and the three preset tests of imgproxy's ``name=value`` string form
-(``PRESETS`` is a dict here). imgproxy's ``UsedPresets`` bookkeeping is not
-exposed; its preset cases are checked through the options they set.
-
-Cases for options not implemented yet are in their own group at the end,
-marked strict xfail: they pass the day the option lands.
+``ArgumentsSeparator``, ``EnforceWebp``/``EnforceAvif``/``EnforceJxl`` and
+JPEG XL detection (6 + 3 + 3 cases), and the three preset tests of
+imgproxy's ``name=value`` string form (``PRESETS`` is a dict here).
+imgproxy's ``UsedPresets`` bookkeeping is not exposed; its preset cases are
+checked through the options they set.
 """
 
 from __future__ import annotations
@@ -32,10 +32,19 @@ import pyvips
 from django.core.exceptions import ImproperlyConfigured
 
 from django_oximg.conf import build_settings
+from django_oximg.core.client_hints import ClientHints, read_hints
 from django_oximg.core.errors import ExpiredURL, InvalidOptions
 from django_oximg.core.executor import Executor
 from django_oximg.core.http_source import URL_ALIAS, HttpSourceConfig, HttpSourceStore
-from django_oximg.core.options import Crop, Gravity, Options, build_path, parse_path
+from django_oximg.core.options import (
+    Crop,
+    Gravity,
+    Options,
+    URLRules,
+    Watermark,
+    parse_path,
+)
+from django_oximg.core.responders import content_disposition
 from django_oximg.core.signing import URLSigner, pairs_from_hex
 from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
 from django_oximg.core.thumbnailer import RenderWork, Thumbnailer, ThumbnailerConfig
@@ -49,10 +58,6 @@ SIGNER = URLSigner(pairs_from_hex([KEY], [SALT]))
 ORIGIN_URL = "http://images.dev/lorem/ipsum.jpg"
 #: The same with a query, as imgproxy's base64 and escaping tests use it.
 ORIGIN_URL_WITH_QUERY = ORIGIN_URL + "?param=value"
-
-
-def not_implemented(option: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason=f"option not implemented yet: {option}")
 
 
 def parse(options: str, presets: dict[str, str] | None = None) -> Options:
@@ -154,6 +159,13 @@ def test_parse_plain_url_escaped() -> None:
         ("strip_metadata:true", Options(strip_metadata=True)),
         # TestParseExpires (a date in 3000)
         ("exp:32503669200", Options(expires=32503669200)),
+        # TestParsePathWatermark
+        (
+            "watermark:0.5:soea:10:20:0.6",
+            Options(watermark=Watermark(0.5, "soea", 10.0, 20.0, 0.6)),
+        ),
+        # TestParseSkipProcessing
+        ("skp:jpg:png", Options(skip_processing=("jpeg", "png"))),
     ],
 )
 def test_parse_path_option(options: str, expected: Options) -> None:
@@ -297,12 +309,6 @@ def rendered_size(thumbnailer: Thumbnailer, path: str, **headers: str) -> tuple[
     [
         # TestParsePathClientHints/NoClientHints
         ("/plain/photo.jpg@png", {}, (640, 480)),
-        # TestParsePathClientHintsRedefine: the URL's width and dpr win over the hints.
-        (
-            "/width:150/dpr:3.0/plain/photo.jpg@png",
-            {"HTTP_WIDTH": "100", "HTTP_DPR": "2"},
-            (450, 338),
-        ),
         # TestParsePathWidthHeaderDisabled, TestParsePathDprHeaderDisabled (v3):
         # without client hints switched on, Width and DPR change nothing.
         ("/plain/photo.jpg@png", {"HTTP_WIDTH": "100"}, (640, 480)),
@@ -318,24 +324,6 @@ def test_client_hints_ignored(
     assert rendered_size(thumbnailers(), path, **headers) == expected
 
 
-# -- options not implemented yet --------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "options",
-    [
-        # TestParsePathWatermark
-        pytest.param("watermark:0.5:soea:10:20:0.6", marks=not_implemented("watermark")),
-        # TestParseSkipProcessing
-        pytest.param("skp:jpg:png", marks=not_implemented("skip_processing")),
-    ],
-)
-def test_unimplemented_option_reaches_the_cache_key(options: str) -> None:
-    # An implemented option is parsed and changes the canonical path the cache key is made from.
-    assert build_path(parse(options), ORIGIN_URL) != build_path(Options(), ORIGIN_URL)
-
-
-@not_implemented("skip_processing")
 def test_parse_skip_processing_invalid() -> None:
     # TestParseSkipProcessingInvalid: the error names the bad format.
     with pytest.raises(InvalidOptions) as caught:
@@ -354,15 +342,206 @@ def test_parse_skip_processing_invalid() -> None:
         ("/plain/photo.jpg@png", {"HTTP_WIDTH": "100", "HTTP_DPR": "2"}, (100, 75)),
         # TestParsePathWidthHeaderRedefine (v3)
         ("/width:150/plain/photo.jpg@png", {"HTTP_WIDTH": "100"}, (150, 113)),
+        # TestParsePathClientHintsRedefine: the URL's width and dpr win over the hints.
+        (
+            "/width:150/dpr:3.0/plain/photo.jpg@png",
+            {"HTTP_WIDTH": "100", "HTTP_DPR": "2"},
+            (450, 338),
+        ),
     ],
 )
-@not_implemented("client hints")
 def test_client_hints(
     thumbnailers: Callable[..., Thumbnailer],
     path: str,
     headers: dict[str, str],
     expected: tuple[int, int],
 ) -> None:
-    # imgproxy reads them with IMGPROXY_ENABLE_CLIENT_HINTS; ``client_hints`` is
-    # this test's guess at the switch's name.
+    # imgproxy reads them with IMGPROXY_ENABLE_CLIENT_HINTS; here OXIMG["CLIENT_HINTS"].
     assert rendered_size(thumbnailers(client_hints=True), path, **headers) == expected
+
+
+# -- which client hints count (clientfeatures/detector_test.go) ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        # TestFeaturesClientHintsDPR
+        pytest.param({"HTTP_DPR": "1.5"}, ClientHints(dpr=1.5), id="ValidDPR"),
+        pytest.param({"HTTP_SEC_CH_DPR": "2.0"}, ClientHints(dpr=2.0), id="ValidSecChDPR"),
+        pytest.param(
+            {"HTTP_DPR": "3.0", "HTTP_SEC_CH_DPR": "2.5"},
+            ClientHints(dpr=2.5),
+            id="ValidDprAndSecChDPR",
+        ),
+        pytest.param({"HTTP_DPR": "-1.0"}, ClientHints(), id="InvalidDPR_Negative"),
+        pytest.param({"HTTP_DPR": "10.0"}, ClientHints(), id="InvalidDPR_TooHigh"),
+        pytest.param({"HTTP_DPR": "abc"}, ClientHints(), id="InvalidDPR_NonNumeric"),
+        # TestFeaturesClientHintsWidth
+        pytest.param({"HTTP_WIDTH": "800"}, ClientHints(width=800), id="ValidWidth"),
+        pytest.param({"HTTP_SEC_CH_WIDTH": "1024"}, ClientHints(width=1024), id="ValidSecChWidth"),
+        pytest.param(
+            {"HTTP_WIDTH": "1280", "HTTP_SEC_CH_WIDTH": "1440"},
+            ClientHints(width=1440),
+            id="ValidWidthAndSecChWidth",
+        ),
+        pytest.param({"HTTP_WIDTH": "-800"}, ClientHints(), id="InvalidWidth_Negative"),
+        pytest.param({"HTTP_WIDTH": "abc"}, ClientHints(), id="InvalidWidth_NonNumeric"),
+    ],
+)
+def test_client_hint_values(headers: dict[str, str], expected: ClientHints) -> None:
+    assert read_hints(headers) == expected
+
+
+@pytest.mark.parametrize(
+    ("client_hints", "auto_format", "expected"),
+    [
+        # TestSetVary/AutoWebP_Enabled (and the other auto-format rows)
+        (False, True, "Accept"),
+        # TestSetVary/EnableClientHints_Enabled
+        (True, False, "Sec-CH-DPR, DPR, Sec-CH-Width, Width"),
+        # TestSetVary/Combined
+        (True, True, "Accept, Sec-CH-DPR, DPR, Sec-CH-Width, Width"),
+    ],
+)
+def test_vary(
+    thumbnailers: Callable[..., Thumbnailer], client_hints: bool, auto_format: bool, expected: str
+) -> None:
+    # TestSetVary: imgproxy's Vary for a URL that names neither format, width nor dpr
+    # (here a URL that sets them varies on fewer headers: test_client_hints.py).
+    thumbnailer = thumbnailers(client_hints=client_hints, auto_format=auto_format)
+    reply = thumbnailer.reply(SIGNER.signed_path("/plain/photo.jpg"), "GET", {})
+    assert reply.status == 200
+    assert dict(reply.headers)["Vary"] == expected
+
+
+# -- ONLY_PRESETS and ALLOWED_PROCESSING_OPTIONS -----------------------------------------
+
+ONLY_PRESETS = URLRules(only_presets=True)
+TEST_PRESETS = {"test1": "blur:0.2", "test2": "quality:50"}
+
+
+def test_parse_path_only_presets() -> None:
+    # TestParsePathOnlyPresets
+    parsed = parse_path(f"/test1:test2/plain/{ORIGIN_URL}@png", TEST_PRESETS, ONLY_PRESETS)
+    assert parsed.options == Options(blur=0.2, quality=50, format="png")
+    assert parsed.source == ORIGIN_URL
+
+
+def test_parse_base64_url_only_presets() -> None:
+    # TestParseBase64URLOnlyPresets
+    encoded = base64.urlsafe_b64encode(ORIGIN_URL_WITH_QUERY.encode()).decode().rstrip("=")
+    parsed = parse_path(f"/test1:test2/{encoded}.png", TEST_PRESETS, ONLY_PRESETS)
+    assert parsed.options == Options(blur=0.2, quality=50, format="png")
+    assert parsed.source == ORIGIN_URL_WITH_QUERY
+
+
+@pytest.mark.parametrize(
+    ("options", "forbidden"),
+    [
+        ("w:100/h:200", ""),
+        ("w:100/h:200/blur:10", "blur"),
+        ("w:100/h:200/pr:test1", ""),
+        ("w:100/h:200/pr:test1/blur:10", "blur"),
+    ],
+)
+def test_parse_allowed_options(options: str, forbidden: str) -> None:
+    # TestParseAllowedOptions: a preset may use options the URL may not.
+    rules = URLRules(allowed_options=frozenset({"w", "h", "pr"}))
+    encoded = base64.urlsafe_b64encode(ORIGIN_URL_WITH_QUERY.encode()).decode().rstrip("=")
+    path = f"/{options}/{encoded}.png"
+    if not forbidden:
+        parse_path(path, {"test1": "blur:0.2"}, rules)
+        return
+    with pytest.raises(InvalidOptions) as caught:
+        parse_path(path, {"test1": "blur:0.2"}, rules)
+    assert caught.value.public == f"Forbidden option: {forbidden}"
+
+
+# -- Content-Disposition (httpheaders/cdv_test.go) ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "filename", "fmt", "attachment", "expected"),
+    [
+        pytest.param(
+            "http://example.com/test.jpg",
+            "",
+            "jpeg",
+            False,
+            'inline; filename="test.jpg"',
+            id="BasicURL",
+        ),
+        pytest.param(
+            "http://example.com/path/to/",
+            "",
+            "",
+            False,
+            'inline; filename="image"',
+            id="EmptyFilename",
+        ),
+        pytest.param(
+            "http://example.com/path/to/",
+            "",
+            "png",
+            False,
+            'inline; filename="image.png"',
+            id="EmptyFilenameWithExt",
+        ),
+        pytest.param(
+            "http://example.com/path/to/",
+            "example",
+            "png",
+            False,
+            'inline; filename="example.png"',
+            id="EmptyFilenameWithFilenameAndExt",
+        ),
+        pytest.param(
+            "http://example.com/path/to/",
+            "example",
+            "jpeg",
+            False,
+            'inline; filename="example.jpg"',
+            id="EmptyFilenameWithFilenameOverride",
+        ),
+        pytest.param(
+            "http://example.com/path/to/face.png",
+            "",
+            "jpeg",
+            False,
+            'inline; filename="face.jpg"',
+            id="PresentFilenameWithExtOverride",
+        ),
+        pytest.param(
+            "http://example.com/path/to/123.png",
+            "face",
+            "jpeg",
+            False,
+            'inline; filename="face.jpg"',
+            id="PresentFilenameWithFilenameOverride",
+        ),
+        pytest.param(
+            "http://example.com/test.jpg",
+            "",
+            "jpeg",
+            True,
+            'attachment; filename="test.jpg"',
+            id="AttachmentDisposition",
+        ),
+        pytest.param(
+            "http://example.com/test.jpg",
+            'my"file',
+            "png",
+            False,
+            'inline; filename="my%22file.png"',
+            id="FilenameWithQuotes",
+        ),
+    ],
+)
+def test_content_disposition_value(
+    source: str, filename: str, fmt: str, attachment: bool, expected: str
+) -> None:
+    # TestContentDispositionValue. Not ported: EmptyFilenameWithFallback (the
+    # same as EmptyFilenameWithExt here) and FilenameWithContentType (the
+    # extension here always comes from the output format).
+    assert content_disposition(source, filename, fmt, attachment=attachment) == expected

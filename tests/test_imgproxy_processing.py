@@ -8,8 +8,7 @@ today in the parser and passes the day the option lands. Every case is checked
 against :func:`plan_geometry`; a representative subset also goes through a
 real render, to confirm the produced image has that size.
 
-Cases for options not implemented yet are in their own group at the end,
-marked strict xfail.
+``extend_aspect_ratio``'s cases are in their own group at the end.
 """
 
 from __future__ import annotations
@@ -37,10 +36,6 @@ SOURCE_WIDTH, SOURCE_HEIGHT = 200, 100
 NO_LIMIT = 8192
 
 
-def not_implemented(option: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason=f"option not implemented yet: {option}")
-
-
 def options_for(url_options: str) -> Options:
     return parse_path(f"/{url_options}/plain/source.jpg").options
 
@@ -52,12 +47,10 @@ def planned_size(url_options: str, limit: int = NO_LIMIT) -> tuple[int, int]:
     return plan.width, plan.height
 
 
-def size_cases(
-    prefix: str, table: Iterable[tuple[int, int, int, int]], *marks: pytest.MarkDecorator
-) -> list[Any]:
+def size_cases(prefix: str, table: Iterable[tuple[int, int, int, int]]) -> list[Any]:
     """``(width, height, out_width, out_height)`` rows as ``(url options, out size)`` params."""
     return [
-        pytest.param(f"{prefix}/w:{w}/h:{h}", (out_w, out_h), id=f"{prefix}/{w}x{h}", marks=marks)
+        pytest.param(f"{prefix}/w:{w}/h:{h}", (out_w, out_h), id=f"{prefix}/{w}x{h}")
         for w, h, out_w, out_h in table
     ]
 
@@ -249,7 +242,7 @@ def test_image_resolution_too_large(tmp_path: Path, source_jpeg: bytes) -> None:
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.png"))
 
 
-# -- options not implemented yet ------------------------------------------------------
+# -- extend_aspect_ratio ---------------------------------------------------------------
 
 # TestResizeToFitExtendAR
 FIT_EXTEND_AR = [
@@ -270,16 +263,14 @@ FILL_DOWN_EXTEND_AR = [
     (0, 200, 200, 100), (300, 0, 200, 100),
 ]  # fmt: skip
 
-EXAR = not_implemented("extend_aspect_ratio")
-
 
 @pytest.mark.parametrize(
     ("url_options", "expected"),
     [
-        *size_cases("rt:fit/exar:1:ce", FIT_EXTEND_AR, EXAR),  # TestResizeToFitExtendAR
-        *size_cases("rt:fill/exar:1:ce", FILL_EXTEND_AR, EXAR),  # TestResizeToFillExtendAR
+        *size_cases("rt:fit/exar:1:ce", FIT_EXTEND_AR),  # TestResizeToFitExtendAR
+        *size_cases("rt:fill/exar:1:ce", FILL_EXTEND_AR),  # TestResizeToFillExtendAR
         # TestResizeToFillDownExtendAR
-        *size_cases("rt:fill-down/exar:1:ce", FILL_DOWN_EXTEND_AR, EXAR),
+        *size_cases("rt:fill-down/exar:1:ce", FILL_DOWN_EXTEND_AR),
     ],
 )
 def test_resize_sizes_with_extend_aspect_ratio(url_options: str, expected: tuple[int, int]) -> None:
@@ -289,7 +280,7 @@ def test_resize_sizes_with_extend_aspect_ratio(url_options: str, expected: tuple
 @pytest.mark.parametrize(
     ("limit", "url_options", "expected"),
     [
-        pytest.param(100, f"{rt}/w:1000/h:2000/exar:1", (50, 100), id=rt, marks=EXAR)
+        pytest.param(100, f"{rt}/w:1000/h:2000/exar:1", (50, 100), id=rt)
         for rt in ("rt:fit", "rt:fill", "rt:fill-down")
     ],
 )

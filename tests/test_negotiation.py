@@ -4,8 +4,9 @@ A thumbnail is cached for a year by every CDN and browser (``immutable``), so
 the headers of each answer must be right for its own URL: an answer whose
 format was chosen from ``Accept`` says ``Vary: Accept``, one whose URL names
 its format does not, even when both requests share one render (single-flight)
-or one cache object. And two requests whose bytes differ never share a cache
-key, whatever the options, the ``Accept`` header and the output settings.
+or one cache object; likewise for the client hints an answer could depend on.
+And two requests whose bytes differ never share a cache key, whatever the
+options, the ``Accept`` header, the client hints and the output settings.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from hypothesis import strategies as st
 
 from django_oximg import conf, runtime
 from django_oximg.core import pipeline
+from django_oximg.core.client_hints import NO_HINTS, read_hints
 from django_oximg.core.executor import Executor
+from django_oximg.core.options import parse_path
 from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
 from django_oximg.core.thumbnailer import Thumbnailer
 from django_oximg.wsgi import OximgMiddleware
@@ -59,9 +62,9 @@ def formats() -> list[str]:
 Answer = tuple[int, dict[str, str], bytes]
 
 
-def through_view(path: str, accept: str) -> Answer:
+def through_view(path: str, accept: str, **headers: str) -> Answer:
     url = "/img" + runtime.get_signer().signed_path(path)
-    response = Client().get(url, HTTP_ACCEPT=accept, RAW_URI=url)
+    response = Client().get(url, HTTP_ACCEPT=accept, RAW_URI=url, **headers)
     try:
         body = b"".join(response.streaming_content) if response.streaming else response.content
     finally:
@@ -69,9 +72,9 @@ def through_view(path: str, accept: str) -> Answer:
     return response.status_code, {k.lower(): v for k, v in response.headers.items()}, body
 
 
-def through_middleware(path: str, accept: str) -> Answer:
+def through_middleware(path: str, accept: str, **headers: str) -> Answer:
     url = "/img" + runtime.get_signer().signed_path(path)
-    environ: dict[str, Any] = {"PATH_INFO": url, "RAW_URI": url, "HTTP_ACCEPT": accept}
+    environ: dict[str, Any] = {"PATH_INFO": url, "RAW_URI": url, "HTTP_ACCEPT": accept, **headers}
     setup_testing_defaults(environ)
     started: list[Any] = []
     body_parts = OximgMiddleware(get_wsgi_application())(
@@ -87,7 +90,7 @@ def through_middleware(path: str, accept: str) -> Answer:
     return int(status.split()[0]), {k.lower(): v for k, v in headers}, body
 
 
-SHELLS: dict[str, Callable[[str, str], Answer]] = {
+SHELLS: dict[str, Callable[..., Answer]] = {
     "view": through_view,
     "middleware": through_middleware,
 }
@@ -167,6 +170,41 @@ def test_a_shared_render_gives_each_request_its_own_vary(
     assert answers["explicit"][2] == answers["negotiated"][2]
 
 
+@pytest.mark.parametrize("leader", ["pinned", "hinted"])
+@pytest.mark.parametrize("shell", sorted(SHELLS))
+def test_a_shared_render_gives_each_request_its_own_hint_vary(
+    media: Path, settings: Any, held_render: threading.Event, shell: str, leader: str
+) -> None:
+    """One URL sets dpr, one leaves it to a hint that was not sent: one render, two Varys."""
+    settings.OXIMG = {**settings.OXIMG, "CLIENT_HINTS": True}
+    send = SHELLS[shell]
+    requests = {
+        "pinned": ("/rs:fit:120:120/dpr:1/plain/photos/landscape.jpg@webp", {}),
+        "hinted": ("/rs:fit:120:120/plain/photos/landscape.jpg@webp", {"HTTP_WIDTH": "80"}),
+    }
+    order = [leader, "hinted" if leader == "pinned" else "pinned"]
+    answers: dict[str, Answer] = {}
+
+    def ask(name: str) -> None:
+        path, headers = requests[name]
+        answers[name] = send(path, "*/*", **headers)
+
+    flights = runtime.get_thumbnailer().flights
+    first = threading.Thread(target=ask, args=(order[0],))
+    first.start()
+    wait_until(lambda: flights.stats().in_flight == 1)
+    second = threading.Thread(target=ask, args=(order[1],))
+    second.start()
+    wait_until(lambda: flights.stats().coalesced == 1)
+    held_render.set()
+    for thread in (first, second):
+        thread.join(JOIN_TIMEOUT)
+    assert runtime.get_thumbnailer().renders == 1
+    assert "vary" not in answers["pinned"][1]
+    assert answers["hinted"][1]["vary"] == "Sec-CH-DPR, DPR"  # Width: the URL sets it
+    assert answers["pinned"][2] == answers["hinted"][2]
+
+
 @pytest.mark.parametrize("fmt", formats())
 @pytest.mark.parametrize("shell", sorted(SHELLS))
 def test_a_cache_hit_gives_each_request_its_own_vary(media: Path, shell: str, fmt: str) -> None:
@@ -189,6 +227,7 @@ SETTING_VALUES: dict[str, tuple[Any, Any]] = {
     "JPEG_SHRINK_MARGIN": (1.0, 2.0),
     "AUTO_FORMAT": (True, False),
     "PRESETS": ({"small": "rs:fill:36:30"}, {"small": "rs:fit:36:30/q:30"}),
+    "CLIENT_HINTS": (False, True),
 }
 
 OPTION_PATHS = st.lists(
@@ -201,6 +240,15 @@ OPTION_PATHS = st.lists(
 SOURCES = st.sampled_from(["photos/landscape.jpg", "photos/alpha.png"])
 EXTENSIONS = st.sampled_from(["", "@jpeg", "@webp", "@png"])
 ACCEPTS = st.sampled_from(["*/*", "image/webp,*/*", "image/avif,image/webp,*/*", ""])
+HINTS = st.sampled_from(
+    [
+        {},
+        {"HTTP_DPR": "2"},
+        {"HTTP_WIDTH": "50"},
+        {"HTTP_SEC_CH_WIDTH": "70", "HTTP_SEC_CH_DPR": "1.5"},
+        {"HTTP_WIDTH": "100", "HTTP_DPR": "2"},  # the same width as 50 at DPR 1
+    ]
+)
 VARIANTS = st.fixed_dictionaries({name: st.sampled_from([0, 1]) for name in SETTING_VALUES})
 
 
@@ -235,12 +283,15 @@ class World:
             )
         return self.thumbnailers[index]
 
-    def ask(self, variant: dict[str, int], path: str, accept: str) -> tuple[str, int, Any, bytes]:
+    def ask(
+        self, variant: dict[str, int], path: str, accept: str, hints: dict[str, str]
+    ) -> tuple[str, int, Any, bytes]:
         """The request's key and its answer's status, Vary and bytes."""
         thumbnailer = self.thumbnailer(variant)
         signed = thumbnailer.signer.signed_path(path)
-        key = thumbnailer.job_for(signed, accept).key
-        reply = thumbnailer.reply(signed, "GET", {"HTTP_ACCEPT": accept})
+        read = read_hints(hints) if thumbnailer.config.client_hints else NO_HINTS
+        key = thumbnailer.job_for(signed, accept, read).key
+        reply = thumbnailer.reply(signed, "GET", {"HTTP_ACCEPT": accept, **hints})
         body = reply.body
         if reply.file is not None:
             with reply.file as handle:
@@ -255,7 +306,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     made.executor.shutdown(wait=True)
 
 
-requests = st.tuples(VARIANTS, OPTION_PATHS, SOURCES, EXTENSIONS, ACCEPTS)
+requests = st.tuples(VARIANTS, OPTION_PATHS, SOURCES, EXTENSIONS, ACCEPTS, HINTS)
 
 
 def url_path(options: list[str], source: str, extension: str) -> str:
@@ -271,15 +322,21 @@ def url_path(options: list[str], source: str, extension: str) -> str:
 def test_requests_with_different_bytes_never_share_a_key(
     world: World, first: tuple[Any, ...], second: tuple[Any, ...], same_options: bool
 ) -> None:
-    """Often the same URL under other settings or Accept headers, so keys do collide."""
+    """Often the same URL under other settings, Accept headers or hints, so keys do collide."""
     if same_options:
-        second = (second[0], first[1], first[2], first[3], second[4])
+        second = (second[0], first[1], first[2], first[3], second[4], second[5])
     answers = []
-    for variant, options, source, extension, accept in (first, second):
-        key, status, vary, body = world.ask(variant, url_path(options, source, extension), accept)
+    for variant, options, source, extension, accept, hints in (first, second):
+        path = url_path(options, source, extension)
+        key, status, vary, body = world.ask(variant, path, accept, hints)
         assert status == 200
         negotiating = not extension and SETTING_VALUES["AUTO_FORMAT"][variant["AUTO_FORMAT"]]
-        assert (vary == "Accept") is bool(negotiating)
+        hinting = SETTING_VALUES["CLIENT_HINTS"][variant["CLIENT_HINTS"]]
+        presets = SETTING_VALUES["PRESETS"][variant["PRESETS"]]
+        width_open = "width" not in parse_path(path, presets).assigned
+        assert ("Accept" in (vary or "")) is bool(negotiating)
+        assert ("Sec-CH-DPR, DPR" in (vary or "")) is hinting  # no URL here sets dpr
+        assert ("Sec-CH-Width, Width" in (vary or "")) is (hinting and width_open)
         answers.append((key, body))
     (key_a, body_a), (key_b, body_b) = answers
     if key_a == key_b:

@@ -22,6 +22,7 @@ from django_oximg.core.options import (
     Gravity,
     Options,
     ParsedPath,
+    Watermark,
     build_path,
     parse_path,
 )
@@ -115,7 +116,86 @@ SIMPLE_OPTIONS = [
     (("cachebuster", "cb"), "v2", "cachebuster", "v2"),
     (("expires", "exp"), "4102444800", "expires", 4102444800),
     (("max_bytes", "mb"), "20000", "max_bytes", 20000),
+    (("zoom", "z"), "1.5", "zoom_width", 1.5),
+    (("extend_aspect_ratio", "extend_ar", "exar"), "1", "extend_aspect_ratio", True),
+    (("trim", "t"), "10", "trim_threshold", 10.0),
+    (("pixelate", "pix"), "8", "pixelate", 8),
+    (("watermark", "wm"), "0.5", "watermark", Watermark(0.5)),
+    (("filename", "fn"), "photo", "filename", "photo"),
+    (("return_attachment", "att"), "1", "return_attachment", True),
+    (("skip_processing", "skp"), "png", "skip_processing", ("png",)),
+    (("raw",), "1", "raw", True),
+    (("enforce_thumbnail", "eth"), "1", "enforce_thumbnail", True),
+    (("max_src_resolution", "msr"), "0.5", "max_src_resolution", 500_000),
+    (("max_src_file_size", "msfs"), "1000", "max_src_file_size", 1000),
+    (("max_animation_frames", "maf"), "3", "max_animation_frames", 3),
+    (
+        ("max_animation_frame_resolution", "mafr"),
+        "0.25",
+        "max_animation_frame_resolution",
+        250_000,
+    ),
 ]
+
+
+@pytest.mark.parametrize(
+    ("segment", "expected"),
+    [
+        ("z:2", Options(zoom_width=2.0, zoom_height=2.0)),
+        ("z:2:0.5", Options(zoom_width=2.0, zoom_height=0.5)),
+        (
+            "exar:1:so:0:5",
+            Options(extend_aspect_ratio=True, extend_aspect_ratio_gravity=Gravity("so", 0, 5)),
+        ),
+        (
+            "t:10:ff0000:1:0",
+            Options(trim_threshold=10.0, trim_color=(255, 0, 0), trim_equal_horizontal=True),
+        ),
+        # An empty threshold switches trimming off; the equal flags are then folded.
+        ("t:10::1/t:", Options()),
+        # The colour resets when left out, the flags keep their values (as imgproxy).
+        ("t:5:abc:1/t:7", Options(trim_threshold=7.0, trim_equal_horizontal=True)),
+        ("wm:0.5:re:10:20:0.25", Options(watermark=Watermark(0.5, "re", 10, 20, 0.25))),
+        ("wm:1/wm:0.5::3", Options(watermark=Watermark(0.5, "ce", 3))),
+        ("fn:cGhvdG8gMS_DqQ:1", Options(filename="photo 1/é")),
+        ("fn:a%20b", Options(filename="a b")),
+        ("skp:jpg/skp:png:jpeg", Options(skip_processing=("jpeg", "png"))),
+        (
+            "msr:1.5/mafr:0.000001",
+            Options(max_src_resolution=1_500_000, max_animation_frame_resolution=1),
+        ),
+    ],
+)
+def test_new_option_arguments(segment: str, expected: Options) -> None:
+    assert options_of(segment) == expected
+
+
+@pytest.mark.parametrize(
+    "segment",
+    [
+        "z:0", "z:-1", "z:1:2:3", "z:x", "exar:2", "exar:1:sm", "exar:1:re", "t:-1", "t:256",
+        "t:1:ggg", "t:1::x", "t:1:2:3:4:5", "pix:-1", "pix:x", "wm:2", "wm:0.5:sm", "wm:0.5:fp",
+        "wm:0.5:ce:x", "wm:0.5:ce:0:0:0", "wm:1:2:3:4:5:6", "fn:a:1", "fn:a:b:c", "fn:" + "a" * 256,
+        "att:x", "skp:bmp", "skp:jpg:tiff", "raw:2", "eth:yes", "msr:-1", "msr:x", "msfs:-1",
+        "maf:1.5", "mafr:-0.5",
+    ],
+)  # fmt: skip
+def test_bad_new_option_arguments_are_refused(segment: str) -> None:
+    with pytest.raises(InvalidOptions):
+        options_of(segment)
+
+
+def test_raw_ignores_the_format_and_the_extension_as_imgproxy() -> None:
+    parsed = parse_path("/raw:1/f:png/skp:jpg/plain/a.jpg@webp")
+    assert parsed.options == Options(raw=True)
+    assert build_path(parsed.options, parsed.source) == "/raw:1/plain/a.jpg"
+
+
+def test_client_hints_can_see_which_fields_a_url_set() -> None:
+    assert "width" in parse_path("/w:0/plain/a").assigned
+    assert "width" in parse_path("/pr:p/plain/a", {"p": "s:10"}).assigned
+    assert "width" not in parse_path("/s::10/plain/a").assigned  # an empty argument sets nothing
+    assert "dpr" in parse_path("/plain/a", {"default": "dpr:1"}).assigned
 
 
 @pytest.mark.parametrize(
@@ -618,6 +698,8 @@ def test_build_refuses_what_no_url_can_carry() -> None:
         build_path(Options(), "a\x00b")
     with pytest.raises(ValueError, match="encode"):
         build_path(Options(), "a", encode="hex")
+    with pytest.raises(InvalidOptions):
+        build_path(Options(filename="\udc80"), "a")
 
 
 # -- properties -------------------------------------------------------------------
@@ -643,6 +725,15 @@ crops = st.builds(
     st.floats(0, MAX_DIMENSION),
     st.none() | gravities(),
 ).filter(lambda crop: crop.width != 0 or crop.height != 0)
+colors = st.tuples(st.integers(0, 255), st.integers(0, 255), st.integers(0, 255))
+watermarks = st.builds(
+    Watermark,
+    st.floats(0, 1, exclude_min=True),
+    st.sampled_from(("no", "so", "ea", "we", "noea", "nowe", "soea", "sowe", "ce", "re")),
+    offsets,
+    offsets,
+    st.just(0.0) | st.floats(0, 1000, exclude_min=True),
+)
 format_qualities = st.dictionaries(
     st.sampled_from(OUTPUT_FORMATS), st.integers(1, 100), max_size=3
 ).map(lambda pairs: tuple(sorted(pairs.items())))
@@ -657,7 +748,37 @@ def valid_options(draw: st.DrawFn) -> Options:
         extend_gravity = draw(
             st.none() | gravities(allow_smart=False).filter(lambda g: g != Gravity())
         )
+    extend_aspect_ratio = draw(st.booleans())
+    extend_aspect_ratio_gravity = None
+    if extend_aspect_ratio:
+        extend_aspect_ratio_gravity = draw(
+            st.none() | gravities(allow_smart=False).filter(lambda g: g != Gravity())
+        )
+    trim_threshold = draw(st.none() | st.floats(0, 255))
+    trimming = trim_threshold is not None
+    raw = draw(st.booleans())
     return Options(
+        extend_aspect_ratio=extend_aspect_ratio,
+        extend_aspect_ratio_gravity=extend_aspect_ratio_gravity,
+        zoom_width=draw(st.floats(0, 1000, exclude_min=True)),
+        zoom_height=draw(st.floats(0, 1000, exclude_min=True)),
+        trim_threshold=trim_threshold,
+        trim_color=draw(st.none() | colors) if trimming else None,
+        trim_equal_horizontal=draw(st.booleans()) and trimming,
+        trim_equal_vertical=draw(st.booleans()) and trimming,
+        pixelate=draw(st.just(0) | st.integers(2, MAX_DIMENSION)),
+        watermark=draw(st.just(Watermark()) | watermarks),
+        filename=draw(st.text(max_size=255)),
+        return_attachment=draw(st.booleans()),
+        skip_processing=()
+        if raw
+        else tuple(sorted(draw(st.sets(st.sampled_from(OUTPUT_FORMATS), max_size=3)))),
+        raw=raw,
+        enforce_thumbnail=draw(st.booleans()),
+        max_src_resolution=draw(st.integers(0, 10**12)),
+        max_src_file_size=draw(st.integers(0, 2**40)),
+        max_animation_frames=draw(st.integers(0, 10**6)),
+        max_animation_frame_resolution=draw(st.integers(0, 10**12)),
         resizing_type=draw(st.sampled_from(RESIZING_TYPES)),
         width=draw(dimensions),
         height=draw(dimensions),
@@ -680,7 +801,7 @@ def valid_options(draw: st.DrawFn) -> Options:
         flip_vertical=draw(st.booleans()),
         quality=draw(st.integers(0, 100)),
         format_quality=draw(format_qualities),
-        format=draw(st.sampled_from(("", *OUTPUT_FORMATS))),
+        format="" if raw else draw(st.sampled_from(("", *OUTPUT_FORMATS))),
         strip_metadata=draw(st.booleans()),
         keep_copyright=draw(st.booleans()),
         strip_color_profile=draw(st.booleans()),
@@ -773,6 +894,16 @@ PLAUSIBLE_ARGUMENTS = {
     ("cachebuster", "cb"): ["", "v1", "a%2Fb", "%25"],
     ("expires", "exp", "max_bytes", "mb"): ["0", "1", "4102444800"],
     ("preset", "pr"): ["p"],
+    ("zoom", "z"): ["2", "0.5:1.5"],
+    ("extend_aspect_ratio", "exar"): ["1", "0", "1:so:2", "t:fp:0.5:0.5"],
+    ("trim", "t"): ["10", "", "5:ff0000", "5::1:1", "0:abc:0"],
+    ("pixelate", "pix"): ["0", "1", "8"],
+    ("watermark", "wm"): ["0", "0.5", "1:re:10:20", "0.5:soea::5:0.3"],
+    ("filename", "fn"): ["a", "YS9i:1", "a%20b"],
+    ("return_attachment", "att", "raw", "enforce_thumbnail", "eth"): ["0", "1"],
+    ("skip_processing", "skp"): ["jpg", "png:webp"],
+    ("max_src_resolution", "msr", "max_animation_frame_resolution", "mafr"): ["0", "1.5"],
+    ("max_src_file_size", "msfs", "max_animation_frames", "maf"): ["0", "3"],
 }
 plausible_segments = st.one_of(
     [

@@ -16,8 +16,11 @@ table and ratios in docs/BENCHMARKS.md, method in docs/operations.md):
 * the decode, by format, in bytes per *decoded* pixel (after shrink-on-load);
 * the output, in bytes per output pixel (per frame for animations).
 
-The ``crop`` option loads the whole source at full size (no shrink-on-load)
-and keeps the decoded pixels in memory, so a request with it costs more.
+The ``crop`` and ``trim`` options load the whole source at full size (no
+shrink-on-load) and keep the decoded pixels in memory, so a request with
+them costs more. The output term follows the plan's final size, so what
+``extend``, ``extend_aspect_ratio``, ``padding`` and ``zoom`` add is in it;
+a watermark adds its decoded image and a layer the size of each frame.
 Every constant is rounded up from the worst measured case, so the estimate is
 at or above the measured peak everywhere: 1.07-1.35x for most jobs above
 50 MiB, up to 2.5x for small jobs (the fixed base dominates) and about 2x
@@ -98,6 +101,12 @@ ANIMATION_BYTES_PER_OUTPUT_PIXEL = 2.0
 #: libheif decodes AV1/HEVC whole, in YUV planes and again as RGB: measured
 #: 15.3-16.2 bytes per pixel for 8-bit 4:2:0 AVIF.
 HEIF_BYTES_PER_PIXEL = 17.0
+
+#: A watermark: its decoded image (RGBA uchar), and per output pixel the
+#: layer it is laid from (a tiled ``re`` copy covers the frame) plus the
+#: composite's own result (not measured; counted whole, on the safe side).
+WATERMARK_BYTES_PER_PIXEL = 4.0
+WATERMARK_BYTES_PER_OUTPUT_PIXEL = 8.0
 
 #: Formats not measured (TIFF, JPEG XL, ...): assume a whole 16-bit RGBA decode.
 DEFAULT_BYTES_PER_PIXEL = 8.0
@@ -220,7 +229,7 @@ class Sizes:
     #: Pixels of one scaled frame and of one output frame.
     scaled_pixels: int
     output_pixels: int
-    #: The ``crop`` option: full-size load, no shrink-on-load.
+    #: ``crop`` or ``trim``: full-size load, no shrink-on-load.
     full_decode: bool
 
 
@@ -234,7 +243,7 @@ def sizes_of(plan: Plan) -> Sizes:
         shrink=max(shrink, 1.0),
         scaled_pixels=scaled_w * scaled_h,
         output_pixels=max(geometry.width, 1) * max(geometry.height, 1),
-        full_decode=plan.options.crop is not None,
+        full_decode=plan.full_load,
     )
 
 
@@ -325,4 +334,13 @@ def estimate_peak_bytes(plan: Plan, frames: int, source: bytes) -> int:
     frames = max(frames, 1)
     sizes = sizes_of(plan)
     decode = decode_bytes(sizes, plan.source, frames, source)
-    return BASE_BYTES + len(source) + math.ceil(decode + output_bytes(sizes, frames))
+    output = output_bytes(sizes, frames) + watermark_bytes(plan, sizes)
+    return BASE_BYTES + len(source) + math.ceil(decode + output)
+
+
+def watermark_bytes(plan: Plan, sizes: Sizes) -> float:
+    """What laying the watermark holds at once (frames are watermarked one by one)."""
+    if plan.watermark is None:
+        return 0.0
+    mark = WATERMARK_BYTES_PER_PIXEL * plan.watermark.width * plan.watermark.height
+    return mark + WATERMARK_BYTES_PER_OUTPUT_PIXEL * sizes.output_pixels

@@ -8,10 +8,11 @@ The arithmetic follows imgproxy's ``calcScale``/``calcSizes``/``limitScale``
 1. The source is taken in its final orientation: EXIF orientation (when
    ``auto_rotate``) plus the ``rotate`` option; a quarter turn swaps sides.
 2. The ``crop`` option cuts a region first; its size is what gets scaled.
-3. One scale per axis from the resizing type, ``dpr``, ``enlarge`` and
-   ``min_width``/``min_height``.
+3. One scale per axis from the resizing type, ``zoom``, ``dpr``, ``enlarge``
+   and ``min_width``/``min_height``.
 4. The scaled image is cropped to the requested box (``fill`` and friends),
-   then extended to it (``extend``), then padded (``padding`` times ``dpr``).
+   then extended to it (``extend``), then to its aspect ratio
+   (``extend_aspect_ratio``), then padded (``padding`` times ``dpr``).
 5. If the result would exceed ``max_result_dimension`` everything is scaled
    down together.
 
@@ -49,7 +50,8 @@ class Geometry:
     #: Size after cropping to the requested box (``fill``, ``fill-down``, ...).
     result_width: int
     result_height: int
-    #: Size after ``extend`` (equals the result size without it).
+    #: Size after ``extend`` and then ``extend_aspect_ratio`` (equals the
+    #: result size without them).
     canvas_width: int
     canvas_height: int
     #: Pixels added by ``padding``: top, right, bottom, left.
@@ -59,6 +61,10 @@ class Geometry:
     target_height: int
     #: The dpr actually applied (lowered when enlargement is not allowed).
     dpr_scale: float
+    #: Size after ``extend`` alone: the canvas, unless ``extend_aspect_ratio``
+    #: grows it further.
+    extended_width: int
+    extended_height: int
 
     @property
     def width(self) -> int:
@@ -148,6 +154,8 @@ def compute_scales(width: int, height: int, options: Options) -> tuple[float, fl
     the composition does not change with the dpr).
     """
     x_shrink, y_shrink = compute_shrinks(width, height, options)
+    x_shrink /= options.zoom_width
+    y_shrink /= options.zoom_height
     dpr_scale = options.dpr
     if not options.enlarge:
         least = min(x_shrink, y_shrink)
@@ -179,6 +187,8 @@ class _Sizes:
     target: tuple[int, int]
     scaled: tuple[int, int]
     result_crop: tuple[int, int]
+    #: The result extended to the box's aspect ratio; (0, 0) for none.
+    aspect_ratio: tuple[int, int] = (0, 0)
 
 
 def compute_sizes(
@@ -189,8 +199,8 @@ def compute_sizes(
     ``fill-down`` without ``enlarge`` keeps the requested aspect ratio when the
     image is smaller than the box: it crops to that ratio instead of the box.
     """
-    target_w = scale_size(options.width, dpr_scale)
-    target_h = scale_size(options.height, dpr_scale)
+    target_w = scale_size(options.width, dpr_scale * options.zoom_width)
+    target_h = scale_size(options.height, dpr_scale * options.zoom_height)
     scaled_w = scale_size(width, x_scale)
     scaled_h = scale_size(height, y_scale)
     crop_w, crop_h = target_w, target_h
@@ -201,7 +211,23 @@ def compute_sizes(
             crop_w, crop_h = scaled_w, scale_size(scaled_w, target_h / target_w)
         elif diff_h > diff_w and diff_h > 1:
             crop_w, crop_h = scale_size(scaled_h, target_w / target_h), scaled_h
-    return _Sizes((target_w, target_h), (scaled_w, scaled_h), (crop_w, crop_h))
+    aspect_ratio = (0, 0)
+    if options.extend_aspect_ratio and target_w > 0 and target_h > 0:
+        aspect_ratio = aspect_ratio_size(
+            min_non_zero(scaled_w, crop_w), min_non_zero(scaled_h, crop_h), target_w, target_h
+        )
+    return _Sizes((target_w, target_h), (scaled_w, scaled_h), (crop_w, crop_h), aspect_ratio)
+
+
+def aspect_ratio_size(width: int, height: int, box_width: int, box_height: int) -> tuple[int, int]:
+    """``width`` x ``height`` grown on one side to the box's aspect ratio (0, 0 when it has it)."""
+    diff_w = box_width / width
+    diff_h = box_height / height
+    if diff_h > diff_w:
+        return width, scale_size(width, box_height / box_width)
+    if diff_w > diff_h:
+        return scale_size(height, box_width / box_height), height
+    return 0, 0
 
 
 def scaled_padding(options: Options, dpr_scale: float) -> tuple[int, int, int, int]:
@@ -215,15 +241,19 @@ def scaled_padding(options: Options, dpr_scale: float) -> tuple[int, int, int, i
     )
 
 
-def _result_and_canvas(sizes: _Sizes, options: Options) -> tuple[int, int, int, int]:
-    """Size after crop-to-box and after extend."""
+def _result_and_canvas(sizes: _Sizes, options: Options) -> tuple[int, ...]:
+    """Size after crop-to-box, after extend, and after extend to the aspect ratio."""
     result_w = min_non_zero(sizes.result_crop[0], sizes.scaled[0])
     result_h = min_non_zero(sizes.result_crop[1], sizes.scaled[1])
-    canvas_w, canvas_h = result_w, result_h
+    extended_w, extended_h = result_w, result_h
     if options.extend:
-        canvas_w = max(result_w, sizes.target[0])
-        canvas_h = max(result_h, sizes.target[1])
-    return result_w, result_h, canvas_w, canvas_h
+        extended_w = max(result_w, sizes.target[0])
+        extended_h = max(result_h, sizes.target[1])
+    canvas_w, canvas_h = extended_w, extended_h
+    if all(sizes.aspect_ratio):  # never smaller than the image, as imgproxy's extend
+        canvas_w = max(canvas_w, sizes.aspect_ratio[0])
+        canvas_h = max(canvas_h, sizes.aspect_ratio[1])
+    return result_w, result_h, canvas_w, canvas_h, extended_w, extended_h
 
 
 def plan_geometry(
@@ -257,7 +287,7 @@ def plan_geometry(
     padding = scaled_padding(options, dpr_scale)
 
     if max_result_dimension > 0:
-        _, _, out_w, out_h = _result_and_canvas(sizes, options)
+        _, _, out_w, out_h, _, _ = _result_and_canvas(sizes, options)
         out_w += padding[1] + padding[3]
         out_h += padding[0] + padding[2]
         if max(out_w, out_h) > max_result_dimension:
@@ -268,7 +298,9 @@ def plan_geometry(
             sizes = compute_sizes(region_w, region_h, x_scale, y_scale, dpr_scale, options)
             padding = scaled_padding(options, dpr_scale)
 
-    result_w, result_h, canvas_w, canvas_h = _result_and_canvas(sizes, options)
+    result_w, result_h, canvas_w, canvas_h, extended_w, extended_h = _result_and_canvas(
+        sizes, options
+    )
     return Geometry(
         source_width=width,
         source_height=height,
@@ -284,6 +316,8 @@ def plan_geometry(
         target_width=sizes.target[0],
         target_height=sizes.target[1],
         dpr_scale=dpr_scale,
+        extended_width=extended_w,
+        extended_height=extended_h,
     )
 
 
@@ -308,14 +342,18 @@ def place(
     inner_height: int,
     gravity: Gravity,
     offset_scale: float = 1.0,
+    *,
+    overflow: bool = False,
 ) -> tuple[int, int]:
     """Left/top of an inner box inside an outer one, anchored by ``gravity``.
 
     Used both to crop (inner = the kept region) and to extend (inner = the
     image on a larger canvas). Compass offsets move the box away from the
     anchored edge; ``fp`` centres the box on a focus point given as fractions.
-    The box is kept inside the outer one. ``sm`` is placed as ``ce`` here: the
-    pipeline asks libvips for the attention crop instead when it can.
+    The box is kept inside the outer one; with ``overflow`` (a watermark) it
+    may stick out as long as one pixel of it overlaps. ``sm`` is placed as
+    ``ce`` here: the pipeline asks libvips for the attention crop instead
+    when it can.
     """
     if gravity.type == "fp":
         left = scale_size_to_even(outer_width, gravity.x) - inner_width // 2
@@ -333,6 +371,10 @@ def place(
             left = outer_width - inner_width - off_x
         if gravity.type in WEST_GRAVITIES:
             left = off_x
-    left = max(0, min(left, outer_width - inner_width))
-    top = max(0, min(top, outer_height - inner_height))
+    if overflow:
+        left = max(1 - inner_width, min(left, outer_width - 1))
+        top = max(1 - inner_height, min(top, outer_height - 1))
+    else:
+        left = max(0, min(left, outer_width - inner_width))
+        top = max(0, min(top, outer_height - inner_height))
     return left, top

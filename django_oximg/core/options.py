@@ -36,6 +36,10 @@ from django_oximg.core.errors import InvalidOptions
 #: ``fp`` a focus point given as fractions of the image.
 GRAVITY_TYPES = ("no", "so", "ea", "we", "noea", "nowe", "soea", "sowe", "ce", "sm", "fp")
 
+#: Where a watermark may go: the compass points and the centre, or ``re``,
+#: replicated over the whole image (imgproxy's watermark positions).
+WATERMARK_POSITIONS = ("no", "so", "ea", "we", "noea", "nowe", "soea", "sowe", "ce", "re")
+
 RESIZING_TYPES = ("fit", "fill", "fill-down", "force", "auto")
 
 #: Output formats we can encode, by the extension used in URLs.
@@ -67,6 +71,24 @@ class Crop:
     width: float = 0.0
     height: float = 0.0
     gravity: Gravity | None = None
+
+
+@dataclass(frozen=True)
+class Watermark:
+    """The site's watermark image laid over the result (imgproxy ``watermark``).
+
+    ``opacity`` 0 means no watermark. ``position`` is one of
+    :data:`WATERMARK_POSITIONS`; ``x``/``y`` are offsets in pixels (times the
+    dpr) or fractions of the image below 1, as for gravity, and for ``re``
+    the spacing between copies. ``scale`` > 0 fits the watermark into that
+    share of the image's size; 0 keeps its own size.
+    """
+
+    opacity: float = 0.0
+    position: str = "ce"
+    x: float = 0.0
+    y: float = 0.0
+    scale: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -114,6 +136,36 @@ class Options:
     expires: int = 0
     #: Encode again at lower quality until the result fits; 0 for no limit.
     max_bytes: int = 0
+    #: Multiply the requested box (``zoom``), per axis.
+    zoom_width: float = 1.0
+    zoom_height: float = 1.0
+    #: Extend the result to the requested aspect ratio (``extend_aspect_ratio``).
+    extend_aspect_ratio: bool = False
+    extend_aspect_ratio_gravity: Gravity | None = None
+    #: ``trim``: cut away a border of one colour, before anything else. None
+    #: for no trim; the colour None means the top-left pixel's.
+    trim_threshold: float | None = None
+    trim_color: tuple[int, int, int] | None = None
+    trim_equal_horizontal: bool = False
+    trim_equal_vertical: bool = False
+    #: Size of the ``pixelate`` blocks in output pixels; 0 for none.
+    pixelate: int = 0
+    watermark: Watermark = field(default_factory=Watermark)
+    #: ``Content-Disposition``: the file name (without extension), and
+    #: ``attachment`` rather than ``inline``. Headers only, never the bytes.
+    filename: str = ""
+    return_attachment: bool = False
+    #: Source formats served as they are when the output format is theirs.
+    skip_processing: tuple[str, ...] = ()
+    #: Serve the source as it is (checked, never processed).
+    raw: bool = False
+    #: Render an embedded thumbnail (HEIF/AVIF) instead of the main image.
+    enforce_thumbnail: bool = False
+    #: Per-URL limits; each can only lower the configured one; 0: as configured.
+    max_src_resolution: int = 0
+    max_src_file_size: int = 0
+    max_animation_frames: int = 0
+    max_animation_frame_resolution: int = 0
 
 
 @dataclass(frozen=True)
@@ -123,6 +175,26 @@ class ParsedPath:
     options: Options
     #: The source, percent-decoded exactly once (a storage name or an http(s) URL).
     source: str
+    #: Fields some option or preset set (even to their default): what a client
+    #: hint may no longer change.
+    assigned: frozenset[str] = field(default=frozenset(), compare=False)
+
+
+@dataclass(frozen=True)
+class URLRules:
+    """What a site lets URLs say: imgproxy's ``ALLOWED_PROCESSING_OPTIONS`` and
+    ``ONLY_PRESETS``."""
+
+    #: Option names a URL may use, as written there (``w`` and ``width`` are
+    #: two names); presets may use any. Empty: every option.
+    allowed_options: frozenset[str] = frozenset()
+    #: The URL names presets only: its first segment is ``name:name...``,
+    #: then the source.
+    only_presets: bool = False
+
+
+#: No rules: every option, written as options.
+ANY_URL = URLRules()
 
 
 #: Largest width, height, minimum size, padding, crop size or gravity offset, in
@@ -135,6 +207,20 @@ MAX_DPR = 8.0
 
 #: Blur and sharpen sigma: past this the mask is larger than any thumbnail.
 MAX_SIGMA = 100.0
+
+#: ``zoom`` factors: past this every result is clamped by MAX_RESULT_DIMENSION
+#: anyway; it only keeps absurd numbers out of the arithmetic.
+MAX_ZOOM = 1000.0
+
+#: ``trim`` compares 8-bit sRGB pixels: a threshold of 255 already keeps everything.
+MAX_TRIM_THRESHOLD = 255.0
+
+#: Characters of a ``filename``: a header, not a document.
+MAX_FILENAME_LENGTH = 255
+
+#: ``max_src_resolution`` and ``max_animation_frame_resolution`` are given in
+#: megapixels, as imgproxy takes them; this keeps the pixel count an int64.
+MAX_MEGAPIXELS = 10.0**9
 
 #: Options applied for one request, presets expanded. Bounds the work a URL can
 #: cause by naming presets that name presets many times over.
@@ -168,9 +254,32 @@ _BASE64URL = re.compile(r"[A-Za-z0-9_-]*")
 _DEFAULTS = Options()
 _FIELD_NAMES = tuple(f.name for f in fields(Options))
 
-#: A parse in progress: Options' fields by name, mutated option by option.
-Draft = dict[str, Any]
+
+class Draft(dict[str, Any]):
+    """A parse in progress: Options' fields by name, mutated option by option.
+
+    Remembers which fields an option (or a preset) set, even to their
+    default: a client hint sets ``width`` or ``dpr`` only where no option did.
+    """
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        super().__init__(values)
+        self.assigned: set[str] = set()
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        self.assigned.add(name)
+        super().__setitem__(name, value)
+
+
 Handler = Callable[[Draft, list[str]], None]
+
+
+def lowered_limit(configured: int, requested: int) -> int:
+    """A limit as a URL may set it (``max_src_resolution`` and friends): only lower.
+
+    ``requested`` 0 means the URL set none.
+    """
+    return min(configured, requested) if requested else configured
 
 
 # -- errors ---------------------------------------------------------------------
@@ -268,9 +377,9 @@ def _gravity(option: str, args: list[str], current: Gravity, *, allow_smart: boo
     return Gravity(kind, x, y)
 
 
-def _hex_color(text: str) -> tuple[int, int, int]:
+def _hex_color(text: str, option: str = "background") -> tuple[int, int, int]:
     if _HEX_COLOR.fullmatch(text) is None:
-        raise _invalid("background", text, "not RRGGBB or RGB hex")
+        raise _invalid(option, text, "not RRGGBB or RGB hex")
     if len(text) == 3:
         text = "".join(c * 2 for c in text)
     return (int(text[0:2], 16), int(text[2:4], 16), int(text[4:6], 16))
@@ -439,6 +548,107 @@ def _apply_max_bytes(draft: Draft, args: list[str]) -> None:
     draft["max_bytes"] = _integer("max_bytes", _single("max_bytes", args), 0, 10**18)
 
 
+def _apply_zoom(draft: Draft, args: list[str]) -> None:
+    """``z:%zoom_x_y`` or ``z:%zoom_x:%zoom_y``: multiply the requested box."""
+    if len(args) > 2:
+        raise _invalid("zoom", ":".join(args), "too many arguments")
+    width = _real("zoom", args[0], 0.0, MAX_ZOOM, above_low=True)
+    height = _real("zoom", args[1], 0.0, MAX_ZOOM, above_low=True) if len(args) > 1 else width
+    draft["zoom_width"], draft["zoom_height"] = width, height
+
+
+def _apply_extend_aspect_ratio(draft: Draft, args: list[str]) -> None:
+    """``exar:%extend:%gravity...``: as ``extend``, to the box's aspect ratio only."""
+    if len(args) > 4:
+        raise _invalid("extend_aspect_ratio", ":".join(args), "too many arguments")
+    draft["extend_aspect_ratio"] = _boolean("extend_aspect_ratio", args[0])
+    if len(args) > 1:
+        current = draft["extend_aspect_ratio_gravity"] or Gravity()
+        draft["extend_aspect_ratio_gravity"] = _gravity(
+            "extend_aspect_ratio gravity", args[1:], current, allow_smart=False
+        )
+
+
+def _apply_trim(draft: Draft, args: list[str]) -> None:
+    """``t:%threshold:%color:%equal_hor:%equal_ver``, as imgproxy reads it.
+
+    An empty threshold switches trimming off; the colour, left out or
+    empty, is the top-left pixel's; the two flags keep their values when
+    left out.
+    """
+    if len(args) > 4:
+        raise _invalid("trim", ":".join(args), "too many arguments")
+    draft["trim_threshold"] = _real("trim", args[0], 0.0, MAX_TRIM_THRESHOLD) if args[0] else None
+    color = args[1] if len(args) > 1 else ""
+    draft["trim_color"] = _hex_color(color, "trim") if color else None
+    if len(args) > 2 and args[2]:
+        draft["trim_equal_horizontal"] = _boolean("trim", args[2])
+    if len(args) > 3 and args[3]:
+        draft["trim_equal_vertical"] = _boolean("trim", args[3])
+
+
+def _apply_pixelate(draft: Draft, args: list[str]) -> None:
+    draft["pixelate"] = _dimension("pixelate", _single("pixelate", args))
+
+
+def _apply_watermark(draft: Draft, args: list[str]) -> None:
+    """``wm:%opacity:%position:%x_offset:%y_offset:%scale``; empty arguments are skipped."""
+    if len(args) > 5:
+        raise _invalid("watermark", ":".join(args), "too many arguments")
+    mark: Watermark = draft["watermark"]
+    changes: dict[str, Any] = {"opacity": _real("watermark", args[0], 0.0, 1.0)}
+    if len(args) > 1 and args[1]:
+        if args[1] not in WATERMARK_POSITIONS:
+            raise _invalid("watermark", args[1], "unknown position")
+        changes["position"] = args[1]
+    for name, index in (("x", 2), ("y", 3)):
+        if len(args) > index and args[index]:
+            changes[name] = _real("watermark", args[index], -MAX_DIMENSION, MAX_DIMENSION)
+    if len(args) > 4 and args[4]:
+        changes["scale"] = _real("watermark", args[4], 0.0, MAX_ZOOM, above_low=True)
+    draft["watermark"] = replace(mark, **changes)
+
+
+def _apply_filename(draft: Draft, args: list[str]) -> None:
+    """``fn:%filename:%encoded``: the name, or its URL-safe base64 when ``encoded``."""
+    if len(args) > 2:
+        raise _invalid("filename", ":".join(args), "too many arguments")
+    name = args[0]
+    if len(args) > 1 and args[1] and _boolean("filename", args[1]):
+        name = _base64_text(name, "filename")
+    if len(name) > MAX_FILENAME_LENGTH:
+        raise _invalid("filename", name, f"longer than {MAX_FILENAME_LENGTH} characters")
+    draft["filename"] = name
+
+
+def _apply_skip_processing(draft: Draft, args: list[str]) -> None:
+    """``skp:%extension1:%extension2...``: added to the formats already named."""
+    names = set(draft["skip_processing"])
+    for text in args:
+        name = FORMAT_NAMES.get(text)
+        if name is None:
+            raise _invalid("skip_processing", text, "unsupported format")
+        names.add(name)
+    draft["skip_processing"] = tuple(sorted(names))
+
+
+def _resolution_handler(field_name: str) -> Handler:
+    """A resolution in megapixels (a real number), kept as pixels."""
+
+    def handler(draft: Draft, args: list[str]) -> None:
+        megapixels = _real(field_name, _single(field_name, args), 0.0, MAX_MEGAPIXELS)
+        draft[field_name] = int(megapixels * 1_000_000)
+
+    return handler
+
+
+def _count_handler(field_name: str) -> Handler:
+    def handler(draft: Draft, args: list[str]) -> None:
+        draft[field_name] = _integer(field_name, _single(field_name, args), 0, 10**18)
+
+    return handler
+
+
 def _handler_table() -> dict[str, Handler]:
     """Every option by its long and short names (``preset`` is handled by the parser)."""
     entries: list[tuple[tuple[str, ...], Handler]] = [
@@ -473,6 +683,26 @@ def _handler_table() -> dict[str, Handler]:
         (("cachebuster", "cb"), _apply_cachebuster),
         (("expires", "exp"), _apply_expires),
         (("max_bytes", "mb"), _apply_max_bytes),
+        (("zoom", "z"), _apply_zoom),
+        (("extend_aspect_ratio", "extend_ar", "exar"), _apply_extend_aspect_ratio),
+        (("trim", "t"), _apply_trim),
+        (("pixelate", "pix"), _apply_pixelate),
+        (("watermark", "wm"), _apply_watermark),
+        (("filename", "fn"), _apply_filename),
+        (
+            ("return_attachment", "att"),
+            _boolean_handler("return_attachment", "return_attachment"),
+        ),
+        (("skip_processing", "skp"), _apply_skip_processing),
+        (("raw",), _boolean_handler("raw", "raw")),
+        (("enforce_thumbnail", "eth"), _boolean_handler("enforce_thumbnail", "enforce_thumbnail")),
+        (("max_src_resolution", "msr"), _resolution_handler("max_src_resolution")),
+        (("max_src_file_size", "msfs"), _count_handler("max_src_file_size")),
+        (("max_animation_frames", "maf"), _count_handler("max_animation_frames")),
+        (
+            ("max_animation_frame_resolution", "mafr"),
+            _resolution_handler("max_animation_frame_resolution"),
+        ),
     ]
     return {name: handler for names, handler in entries for name in names}
 
@@ -481,6 +711,9 @@ _HANDLERS = _handler_table()
 
 #: ``preset``/``pr`` recurse into the parser, so they are not in the handler table.
 PRESET_NAMES = ("preset", "pr")
+
+#: Every option name a URL may use, long and short.
+OPTION_NAMES = frozenset(_HANDLERS) | frozenset(PRESET_NAMES)
 
 
 # -- parsing --------------------------------------------------------------------
@@ -543,14 +776,28 @@ def _split_extension(text: str, mark: str) -> tuple[str, str]:
 
 def _decode_base64(text: str) -> str:
     """URL-safe base64 (padding optional) of UTF-8 text."""
+    decoded = _base64url_text(text)
+    if decoded is None:
+        raise _invalid_source("not URL-safe base64 of UTF-8 text")
+    return decoded
+
+
+def _base64_text(text: str, option: str) -> str:
+    decoded = _base64url_text(text)
+    if decoded is None:
+        raise _invalid(option, text, "not URL-safe base64 of UTF-8 text")
+    return decoded
+
+
+def _base64url_text(text: str) -> str | None:
+    """URL-safe base64 (padding optional) of UTF-8 text, or None."""
     text = text.rstrip("=")
     if _BASE64URL.fullmatch(text) is None or len(text) % 4 == 1:
-        raise _invalid_source("not URL-safe base64")
+        return None
     try:
-        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-        return raw.decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError) as error:
-        raise _invalid_source("not base64 of UTF-8 text") from error
+        return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
 
 
 def _decode_source(segments: list[str]) -> tuple[str, str]:
@@ -572,15 +819,29 @@ def _normalized(options: Options) -> Options:
     """``options`` with no-op variants folded, so equal effects compare equal.
 
     An extend gravity of plain centre or without extend is None; a crop of the
-    full image (0 by 0) is None.
+    full image (0 by 0) is None; so are the trim colour and flags without a
+    trim, a watermark of opacity 0, blocks of 1 pixel; ``raw`` serves the
+    source as it is, so no format or skipped format applies to it.
     """
     changes: dict[str, Any] = {}
-    if options.extend_gravity is not None and (
-        not options.extend or options.extend_gravity == Gravity()
+    for enabled, gravity in (
+        ("extend", "extend_gravity"),
+        ("extend_aspect_ratio", "extend_aspect_ratio_gravity"),
     ):
-        changes["extend_gravity"] = None
+        value = getattr(options, gravity)
+        if value is not None and (not getattr(options, enabled) or value == Gravity()):
+            changes[gravity] = None
     if options.crop is not None and options.crop.width == 0 and options.crop.height == 0:
         changes["crop"] = None
+    if options.trim_threshold is None:
+        changes.update(trim_color=None, trim_equal_horizontal=False, trim_equal_vertical=False)
+    if options.pixelate == 1:
+        changes["pixelate"] = 0
+    if options.watermark.opacity == 0:
+        changes["watermark"] = Watermark()
+    if options.raw:
+        changes.update(format="", skip_processing=())
+    changes = {name: value for name, value in changes.items() if getattr(options, name) != value}
     return replace(options, **changes) if changes else options
 
 
@@ -599,13 +860,31 @@ def _option_segments(path: str) -> tuple[list[str], list[str]]:
     return options, []
 
 
-def parse_path(path: str, presets: Mapping[str, str] | None = None) -> ParsedPath:
+def _preset_segments(path: str) -> tuple[list[str], list[str]]:
+    """``ONLY_PRESETS``: the first segment names presets, the rest is the source."""
+    first, _, rest = path.removeprefix("/").partition("/")
+    names = _unquote(first) if "%" in first else first
+    return names.split(":"), rest.split("/")
+
+
+def _check_allowed(name: str, rules: URLRules) -> None:
+    if rules.allowed_options and name not in rules.allowed_options:
+        raise InvalidOptions(
+            detail=f"option {name[:200]!r} is not in ALLOWED_PROCESSING_OPTIONS",
+            public=f"Forbidden option: {_shown(name)}",
+        )
+
+
+def parse_path(
+    path: str, presets: Mapping[str, str] | None = None, rules: URLRules = ANY_URL
+) -> ParsedPath:
     """Parse a request path (the part after the signature, starting with "/").
 
     ``path`` is raw, still percent-encoded: option segments and the plain
     source are each percent-decoded exactly once here. ``presets`` maps preset
     names to option strings such as ``"rs:fill:300:300/q:70"``; a ``default``
-    preset applies to every request, before the URL's options.
+    preset applies to every request, before the URL's options. ``rules``
+    are the site's limits on what a URL may say (:class:`URLRules`).
     Raises :class:`~django_oximg.core.errors.InvalidOptions` naming the option,
     and nothing else, whatever the input.
     """
@@ -614,18 +893,23 @@ def parse_path(path: str, presets: Mapping[str, str] | None = None) -> ParsedPat
     except UnicodeEncodeError as error:
         raise InvalidOptions(detail="path is not encodable text", public="Invalid URL") from error
     parser = _OptionParser(presets or {})
-    draft: Draft = {name: getattr(_DEFAULTS, name) for name in _FIELD_NAMES}
+    draft = Draft({name: getattr(_DEFAULTS, name) for name in _FIELD_NAMES})
     if "default" in parser.presets:
         parser.apply_presets(draft, ["default"], ())
-    option_segments, source_segments = _option_segments(path)
-    for segment in option_segments:
-        name, _, rest = segment.partition(":")
-        parser.apply(draft, name, rest.split(":"), ())
+    if rules.only_presets:
+        preset_names, source_segments = _preset_segments(path)
+        parser.apply_presets(draft, preset_names, ())
+    else:
+        option_segments, source_segments = _option_segments(path)
+        for segment in option_segments:
+            name, _, rest = segment.partition(":")
+            _check_allowed(name, rules)
+            parser.apply(draft, name, rest.split(":"), ())
     source, extension = _decode_source(source_segments)
-    if extension:
+    if extension and not draft["raw"]:
         # imgproxy applies the extension after the options, so it wins over ``format``.
         draft["format"] = _format_name("format", extension)
-    return ParsedPath(_normalized(Options(**draft)), source)
+    return ParsedPath(_normalized(Options(**draft)), source, frozenset(draft.assigned))
 
 
 # -- building -------------------------------------------------------------------
@@ -678,12 +962,37 @@ def _geometry_segments(options: Options) -> Iterator[str]:
         yield text if crop.gravity is None else f"{text}:{_gravity_text(crop.gravity)}"
     if options.padding != _DEFAULTS.padding:
         yield "pd:" + ":".join(str(side) for side in options.padding)
+    if (options.zoom_width, options.zoom_height) != (1.0, 1.0):
+        zoom = [options.zoom_width, options.zoom_height]
+        yield "z:" + ":".join(map(_number, zoom[:1] if zoom[0] == zoom[1] else zoom))
+    if options.extend_aspect_ratio:
+        gravity = options.extend_aspect_ratio_gravity
+        yield "exar:1" if gravity is None else f"exar:1:{_gravity_text(gravity)}"
+
+
+def _trailing_defaults_dropped(option: str, args: list[str], defaults: list[str]) -> str:
+    """``option:args``, without the trailing arguments that equal their default."""
+    while len(args) > 1 and args[-1] == defaults[len(args) - 1]:
+        args.pop()
+    return f"{option}:" + ":".join(args)
+
+
+def _color_text(color: tuple[int, int, int]) -> str:
+    return "".join(f"{channel:02x}" for channel in color)
 
 
 def _effect_segments(options: Options) -> Iterator[str]:
     """Background, filters, rotation and flips, in a fixed order, defaults left out."""
+    if options.trim_threshold is not None:
+        args = [
+            _number(options.trim_threshold),
+            _color_text(options.trim_color) if options.trim_color else "",
+            _flag(options.trim_equal_horizontal),
+            _flag(options.trim_equal_vertical),
+        ]
+        yield _trailing_defaults_dropped("t", args, ["", "", "0", "0"])
     if options.background is not None:
-        yield "bg:" + "".join(f"{channel:02x}" for channel in options.background)
+        yield "bg:" + _color_text(options.background)
     if options.blur:
         yield f"bl:{_number(options.blur)}"
     if options.sharpen:
@@ -692,6 +1001,13 @@ def _effect_segments(options: Options) -> Iterator[str]:
         yield f"rot:{options.rotate}"
     if options.flip_horizontal or options.flip_vertical:
         yield f"fl:{_flag(options.flip_horizontal)}:{_flag(options.flip_vertical)}"
+    if options.pixelate:
+        yield f"pix:{options.pixelate}"
+    mark = options.watermark
+    if mark.opacity:
+        numbers = [_number(value) for value in (mark.x, mark.y, mark.scale)]
+        texts = [_number(mark.opacity), mark.position, *numbers]
+        yield _trailing_defaults_dropped("wm", texts, ["", "ce", "0", "0", "0"])
 
 
 def _output_segments(options: Options) -> Iterator[str]:
@@ -714,6 +1030,48 @@ def _output_segments(options: Options) -> Iterator[str]:
         yield f"exp:{options.expires}"
     if options.max_bytes:
         yield f"mb:{options.max_bytes}"
+    if options.filename:
+        yield _filename_segment(options.filename)
+    for name, flag in (
+        ("att", options.return_attachment),
+        ("raw", options.raw),
+        ("eth", options.enforce_thumbnail),
+    ):
+        if flag:
+            yield f"{name}:1"
+    if options.skip_processing:
+        yield "skp:" + ":".join(options.skip_processing)
+    for name, pixels in (
+        ("msr", options.max_src_resolution),
+        ("mafr", options.max_animation_frame_resolution),
+    ):
+        if pixels:
+            yield f"{name}:{_megapixels_text(pixels)}"
+    for name, count in (
+        ("msfs", options.max_src_file_size),
+        ("maf", options.max_animation_frames),
+    ):
+        if count:
+            yield f"{name}:{count}"
+
+
+#: File names written as they are in ``fn``; any other is base64-encoded.
+_PLAIN_FILENAME = re.compile(r"[A-Za-z0-9._~-]+")
+
+
+def _filename_segment(name: str) -> str:
+    if _PLAIN_FILENAME.fullmatch(name):
+        return f"fn:{name}"
+    encoded = base64.urlsafe_b64encode(name.encode("utf-8")).decode("ascii").rstrip("=")
+    return f"fn:{encoded}:1"
+
+
+def _megapixels_text(pixels: int) -> str:
+    """Megapixels that parse back (as imgproxy parses them, truncating) to ``pixels``."""
+    candidate = pixels / 1_000_000
+    while int(candidate * 1_000_000) < pixels:
+        candidate = math.nextafter(candidate, math.inf)
+    return _number(candidate)
 
 
 def _check_buildable(options: Options, source: str) -> None:
@@ -727,6 +1085,10 @@ def _check_buildable(options: Options, source: str) -> None:
         raise _invalid_source("not encodable text") from error
     if ":" in options.cachebuster:
         raise _invalid("cachebuster", options.cachebuster, "contains ':'")
+    try:
+        options.filename.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise _invalid("filename", options.filename, "not encodable text") from error
 
 
 def build_path(options: Options, source: str, *, encode: str = "plain") -> str:

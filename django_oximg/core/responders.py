@@ -8,10 +8,12 @@ conditional and range requests for files, so that logic is not written twice.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import BinaryIO
+from urllib.parse import quote, urlsplit
 
 from whitenoise.responders import StaticFile
 
@@ -95,6 +97,8 @@ class Result:
     stream: BinaryIO | None = None
     #: The cache object's own URL: answered with a redirect (``CACHE_REDIRECT``).
     url: str | None = None
+    #: ``Content-Disposition`` ("": none), from ``filename``/``return_attachment``.
+    disposition: str = ""
 
 
 def status_for(error: errors.OximgError) -> int:
@@ -170,7 +174,39 @@ def result_headers(result: Result, cache_control: str) -> list[tuple[str, str]]:
     ]
     if result.vary:
         headers.append(("Vary", ", ".join(result.vary)))
+    if result.disposition:
+        headers.append(("Content-Disposition", result.disposition))
     return headers
+
+
+#: The file extension each output format is saved under, as imgproxy names them.
+EXTENSIONS = {"jpeg": ".jpg", "png": ".png", "webp": ".webp", "avif": ".avif", "gif": ".gif"}
+
+#: RFC 5987 ``attr-char`` besides letters and digits: what ``filename*`` keeps as it is.
+ATTR_CHARS = "!#$&+-.^_`|~"
+
+
+def content_disposition(source: str, filename: str, fmt: str, *, attachment: bool) -> str:
+    """``inline`` or ``attachment``, with the file name a browser should save.
+
+    As imgproxy names it: ``filename`` (else the source's own name, without
+    its extension, else "image") plus the output format's extension. The
+    quoted ``filename`` is printable ASCII whatever the name (RFC 6266): a
+    ``"`` is ``%22`` (as imgproxy writes it), a backslash is ``%5C``, anything else
+    outside printable ASCII is ``_``; a name that needed ``_`` also goes in
+    ``filename*`` as percent-encoded UTF-8 (RFC 5987), which browsers
+    prefer. No byte of the name can end the header or start another.
+    """
+    path = urlsplit(source).path if "://" in source else source.rpartition(":")[2]
+    stem, _ = posixpath.splitext(posixpath.basename(path))
+    name = (filename or stem or "image") + EXTENSIONS.get(fmt, "")
+    fallback = "".join(
+        char if " " <= char <= "~" else "_" for char in name.replace('"', "%22")
+    ).replace("\\", "%5C")
+    value = f'{"attachment" if attachment else "inline"}; filename="{fallback}"'
+    if not all(" " <= char <= "~" for char in name):
+        value += "; filename*=UTF-8''" + quote(name, safe=ATTR_CHARS)
+    return value
 
 
 def etag_matches(if_none_match: str, etag: str) -> bool:

@@ -19,9 +19,17 @@ from dataclasses import dataclass, field, replace
 from django_oximg.core import defaults, errors, keys, metrics, pipeline, responders
 from django_oximg.core import info as info_endpoint
 from django_oximg.core.budget import estimate_peak_bytes
+from django_oximg.core.client_hints import NO_HINTS, ClientHints, read_hints, with_hints
 from django_oximg.core.coordination import Coordinator, LocalCoordinator
 from django_oximg.core.executor import Executor
-from django_oximg.core.options import Options, build_path, parse_path
+from django_oximg.core.options import (
+    ANY_URL,
+    Options,
+    URLRules,
+    build_path,
+    lowered_limit,
+    parse_path,
+)
 from django_oximg.core.signing import URLSigner, verified_rest
 from django_oximg.core.singleflight import SingleFlight
 from django_oximg.core.sources import Resolved, SourceResolver
@@ -77,6 +85,10 @@ class ThumbnailerConfig:
     #: :func:`~django_oximg.core.keys.output_fingerprint` of the settings
     #: that change output bytes: part of every cache key.
     fingerprint: str = ""
+    #: What URLs may say (``ALLOWED_PROCESSING_OPTIONS``, ``ONLY_PRESETS``).
+    rules: URLRules = ANY_URL
+    #: Whether ``DPR``/``Width`` client hints fill in ``dpr``/``width``.
+    client_hints: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,6 +117,8 @@ class Job:
     vary: tuple[str, ...] = ()
     #: The URL's ``expires`` (unix time), 0 when it has none.
     expires: int = 0
+    #: ``Content-Disposition`` of the answer ("": none is sent).
+    disposition: str = ""
 
     @property
     def etag(self) -> str:
@@ -134,6 +148,7 @@ class Job:
             size=found.size,
             stream=found.stream,
             url=found.url,
+            disposition=self.disposition,
         )
 
 
@@ -219,7 +234,8 @@ class Thumbnailer:
         if has_query(request_headers):
             return responders.not_found()
         try:
-            job = self.job_for(path, request_headers.get("HTTP_ACCEPT", ""))
+            hints = read_hints(request_headers) if self.config.client_hints else NO_HINTS
+            job = self.job_for(path, request_headers.get("HTTP_ACCEPT", ""), hints)
             cache_control = responders.cache_control(
                 self.config.cache_control, job.expires, self.clock()
             )
@@ -231,27 +247,39 @@ class Thumbnailer:
             logger.log(level, "%s %s: %s", type(error).__name__, path[:200], error.detail)
             return responders.error_reply(error, method)
 
-    def job_for(self, path: str, accept: str) -> Job:
+    def job_for(self, path: str, accept: str, hints: ClientHints = NO_HINTS) -> Job:
         """Verify and parse ``path`` into a :class:`Job`. No storage is touched.
 
         The source is resolved here, before any cache lookup, so a source the
         configuration no longer allows (a host removed from ``HTTP_SOURCES``)
-        is refused rather than served from the cache.
+        is refused rather than served from the cache. ``hints`` are the
+        request's client hints (only read with ``client_hints`` on).
         """
         if info_endpoint.is_info_path(path):
             return self._info_job(info_endpoint.signed_part(path))
         rest = verified_rest(path, self.signer, self.config.allow_unsigned)
-        parsed = parse_path(rest, self.config.presets)
-        options = parsed.options
+        parsed = parse_path(rest, self.config.presets, self.config.rules)
+        options, hinted = parsed.options, tuple[str, ...]()
+        if self.config.client_hints:
+            options, hinted = with_hints(parsed, hints)
         self._check_expiry(options.expires)
+        if options.watermark.opacity and self.config.render.watermark is None:
+            raise errors.InvalidOptions(
+                detail="watermark: OXIMG['WATERMARK'] is not set", public="Invalid watermark"
+            )
         source = self.sources.resolve(parsed.source)
         fmt, negotiated = self.output_format(options, source.name, accept)
         # The canonical request: what decides the bytes. ``expires`` decides
         # only whether there is an answer, so URLs that differ in it share one.
         canonical = build_path(replace(options, format=fmt, expires=0), parsed.source)
         key = keys.result_key(parsed.source, canonical, self._version, fmt)
-        vary = VARY_ACCEPT if negotiated else ()
-        return Job(source, RenderWork(options, fmt), key, vary, options.expires)
+        vary = (VARY_ACCEPT if negotiated else ()) + hinted
+        disposition = ""
+        if options.filename or options.return_attachment:
+            disposition = responders.content_disposition(
+                parsed.source, options.filename, fmt, attachment=options.return_attachment
+            )
+        return Job(source, RenderWork(options, fmt), key, vary, options.expires, disposition)
 
     def _info_job(self, signed: str) -> Job:
         rest = verified_rest(signed, self.signer, self.config.allow_unsigned)
@@ -266,11 +294,16 @@ class Thumbnailer:
             raise errors.ExpiredURL(f"expired at {expires}")
 
     def output_format(self, options: Options, name: str, accept: str) -> tuple[str, bool]:
-        """The output format and whether it was negotiated from Accept."""
+        """The output format and whether it was negotiated from Accept.
+
+        ``raw`` answers, and ``skip_processing`` answers for a format the
+        source's name says, are the source itself: in the format of its name,
+        never negotiated (the name is all there is before the source is read).
+        """
         if options.format:
             return options.format, False
         fallback = FALLBACK_FORMATS.get(posixpath.splitext(name)[1].lower(), "jpeg")
-        if not self.config.auto_format:
+        if not self.config.auto_format or options.raw or fallback in options.skip_processing:
             return fallback, False
         return negotiate(accept, fallback), True
 
@@ -360,10 +393,16 @@ class Thumbnailer:
     def _prepare_render(
         self, work: RenderWork, data: bytes, info: pipeline.SourceInfo
     ) -> tuple[int, Callable[[], bytes]]:
-        frames = self.frames_to_render(info, work.format)
-        self.check_resolution(info, frames)
+        options = work.options
+        self.check_file_size(data, options)
+        if options.raw or self.skips_processing(info, work):
+            return self._prepare_unprocessed(work, data, info)
+        if options.enforce_thumbnail:
+            info = pipeline.embedded_thumbnail(data, info)
+        frames = self.frames_to_render(info, work.format, options)
+        self.check_resolution(info, frames, options)
         # Planned once: the estimate and the render share the plan.
-        plan = pipeline.plan_render(info, work.options, work.format, self.config.render)
+        plan = pipeline.plan_render(info, options, work.format, self.config.render)
         cost = estimate_peak_bytes(plan, frames, data)
 
         def render() -> bytes:
@@ -372,7 +411,7 @@ class Thumbnailer:
             try:
                 rendered = pipeline.render(
                     data,
-                    work.options,
+                    options,
                     work.format,
                     self.config.render,
                     deadline=deadline,
@@ -392,7 +431,7 @@ class Thumbnailer:
         memory estimate and the render deadline."""
         if not request.needs_pixels:
             return 0, lambda: info_endpoint.info_document(info, len(data), None)
-        self.check_resolution(info, 1)
+        self.check_resolution(info, 1, Options())
         cost = estimate_peak_bytes(pipeline.summary_plan(info, self.config.render), 1, data)
 
         def summarise() -> bytes:
@@ -412,17 +451,67 @@ class Thumbnailer:
             self.source_loads += 1
         return data, info
 
-    def frames_to_render(self, info: pipeline.SourceInfo, fmt: str) -> int:
-        if fmt in ANIMATED_FORMATS and 1 < info.frames <= self.config.render.max_animation_frames:
+    def _prepare_unprocessed(
+        self, work: RenderWork, data: bytes, info: pipeline.SourceInfo
+    ) -> tuple[int, Callable[[], bytes]]:
+        """``raw`` and ``skip_processing``: the source's bytes, once checked as
+        a render's source is (every frame counted, as the client decodes them all)."""
+        found = pipeline.web_format(info)
+        if found != work.format:
+            raise errors.UnsupportedFormat(
+                f"raw: the source is {found or info.format}, its name says {work.format}"
+            )
+        if info.frames > lowered_limit(
+            self.config.render.max_animation_frames, work.options.max_animation_frames
+        ):
+            raise errors.SourceTooLarge(f"raw: {info.frames} frames")
+        self.check_resolution(info, info.frames, work.options)
+        return len(data), lambda: data
+
+    def skips_processing(self, info: pipeline.SourceInfo, work: RenderWork) -> bool:
+        """Whether ``skip_processing`` serves this source as it is.
+
+        As imgproxy: when its format is one named, and is the output format.
+        An animation with more frames than allowed is rendered instead (as
+        its first frame).
+        """
+        found = pipeline.web_format(info)
+        options = work.options
+        return (
+            found in options.skip_processing
+            and found == work.format
+            and info.frames
+            <= lowered_limit(self.config.render.max_animation_frames, options.max_animation_frames)
+        )
+
+    def frames_to_render(self, info: pipeline.SourceInfo, fmt: str, options: Options) -> int:
+        limit = lowered_limit(self.config.render.max_animation_frames, options.max_animation_frames)
+        if fmt in ANIMATED_FORMATS and 1 < info.frames <= limit:
             return info.frames
         return 1
 
-    def check_resolution(self, info: pipeline.SourceInfo, frames: int) -> None:
+    def check_resolution(self, info: pipeline.SourceInfo, frames: int, options: Options) -> None:
+        """Refuse a source over the resolution limits (the URL may lower them).
+
+        Every rendered frame counts; ``max_animation_frame_resolution``
+        limits each frame of an animation as well (imgproxy checks only that
+        one then, so a URL could raise the limit: here it only lowers it).
+        """
+        limit = lowered_limit(self.config.max_src_resolution, options.max_src_resolution)
         pixels = info.width * info.height * frames
-        if pixels > self.config.max_src_resolution:
+        if pixels > limit:
+            raise errors.SourceTooLarge(f"{info.width}x{info.height}x{frames} px exceeds {limit}")
+        frame_limit = options.max_animation_frame_resolution
+        if frames > 1 and frame_limit and info.width * info.height > frame_limit:
             raise errors.SourceTooLarge(
-                f"{info.width}x{info.height}x{frames} px exceeds {self.config.max_src_resolution}"
+                f"{info.width}x{info.height} px frames exceed {frame_limit}"
             )
+
+    def check_file_size(self, data: bytes, options: Options) -> None:
+        """The URL's ``max_src_file_size`` (the configured one bounds the read itself)."""
+        limit = lowered_limit(self.config.max_src_file_size, options.max_src_file_size)
+        if len(data) > limit:
+            raise errors.SourceTooLarge(f"{len(data)} bytes exceeds {limit}")
 
     def store_result(self, key: str, data: bytes) -> None:
         """Write to the cache; a failure is logged (rate-limited) and the result still served."""

@@ -41,8 +41,20 @@ from django_oximg.core.pipeline.libvips import (
     saver_available,
 )
 from django_oximg.core.pipeline.load import LIBVIPS_SHRINK_MARGIN
-from django_oximg.core.pipeline.plan import FALLBACK_QUALITY, Plan, RenderSettings, plan_render
-from django_oximg.core.pipeline.probe import SourceInfo, check_complete, probe
+from django_oximg.core.pipeline.plan import (
+    FALLBACK_QUALITY,
+    Plan,
+    RenderSettings,
+    WatermarkImage,
+    plan_render,
+)
+from django_oximg.core.pipeline.probe import (
+    SourceInfo,
+    check_complete,
+    embedded_thumbnail,
+    probe,
+    web_format,
+)
 from django_oximg.core.pipeline.render import Rendered, render
 from django_oximg.core.pipeline.summary import SUMMARY_SIZE, Summary, summarise, summary_plan
 
@@ -58,9 +70,11 @@ __all__ = [
     "Rendered",
     "SourceInfo",
     "Summary",
+    "WatermarkImage",
     "check_complete",
     "check_libvips_version",
     "configure",
+    "embedded_thumbnail",
     "libvips_version",
     "plan_render",
     "probe",
@@ -68,4 +82,5 @@ __all__ = [
     "saver_available",
     "summarise",
     "summary_plan",
+    "web_format",
 ]

@@ -10,8 +10,12 @@ Three ways, chosen from the plan and the settings:
   of the DCT-scaled decode come from :mod:`django_oximg.core.jpeg`, faster
   than the mozjpeg in pyvips-binary, and :func:`resize_decoded` does what
   libvips' thumbnail would; what it declines, libvips decodes.
-* **Full load** (``crop``): the whole source at full size, as the region
-  is cut before scaling.
+* **Full load** (``crop``, ``trim``): the whole source at full size, as
+  the region is cut before scaling.
+
+With ``enforce_thumbnail`` a HEIF/AVIF source's embedded thumbnail is
+loaded instead of its main image (libheif gives the main image when there
+is none); the probe already planned from the thumbnail's size.
 """
 
 from __future__ import annotations
@@ -46,10 +50,10 @@ class Loaded(NamedTuple):
 
 
 def load(data: bytes, plan: Plan, settings: RenderSettings) -> Loaded:
-    """``data`` loaded for ``plan``: shrunk on load, or whole for ``crop``."""
-    if plan.options.crop is None:
+    """``data`` loaded for ``plan``: shrunk on load, or whole for ``crop`` and ``trim``."""
+    if not plan.full_load:
         return load_thumbnail(data, plan, settings)
-    return Loaded(load_full(data, plan.options, plan.animated), False)
+    return Loaded(load_full(data, plan), False)
 
 
 def loader_options(animated: bool) -> str:
@@ -92,6 +96,16 @@ def load_thumbnail(data: bytes, plan: Plan, settings: RenderSettings) -> Loaded:
     """
     width, height = plan.load_size
     info, options = plan.source, plan.options
+    if info.embedded_thumbnail:
+        # libvips' thumbnail decides for itself whether a HEIF's thumbnail
+        # is large enough; enforce_thumbnail takes it whatever its size.
+        thumbnail = pyvips.Image.heifload_source(
+            memory_source(data), thumbnail=True, fail_on="truncated"
+        )
+        image = thumbnail.thumbnail_image(
+            width, height=height, size="force", no_rotate=not options.auto_rotate
+        )
+        return Loaded(image, False)
     if info.format == "jpeg":
         upright_w, upright_h = upright_size(info, options)
         shrink = jpeg_shrink(upright_w, upright_h, width, height, settings.jpeg_shrink_margin)
@@ -178,11 +192,14 @@ def turbo_decoded(data: bytes, shrink: int, info: SourceInfo, options: Options) 
     return image
 
 
-def load_full(data: bytes, options: Options, animated: bool) -> Image:
-    """Load at full size for the ``crop`` option (the region is cut before scaling)."""
+def load_full(data: bytes, plan: Plan) -> Image:
+    """Load at full size for ``crop`` and ``trim`` (they cut before scaling)."""
+    options, animated = plan.options, plan.animated
     kwargs: dict[str, Any] = {"access": "random", "fail_on": "truncated"}
     if animated:
         kwargs["n"] = -1
+    if plan.source.embedded_thumbnail:
+        kwargs["thumbnail"] = True
     image = pyvips.Image.new_from_buffer(data, "", **kwargs)
     if options.auto_rotate and not animated:
         image = image.autorot()

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from django_oximg.core import defaults
 from django_oximg.core.geometry import Geometry, plan_geometry
-from django_oximg.core.options import Options
+from django_oximg.core.options import Options, lowered_limit
 from django_oximg.core.pipeline.probe import SourceInfo
 
 #: Source formats whose frames we keep as an animation.
@@ -31,6 +31,16 @@ ANIMATED_OUTPUTS = frozenset({"gif", "webp"})
 
 #: Quality used when neither the request nor the settings give one.
 FALLBACK_QUALITY = 80
+
+
+@dataclass(frozen=True)
+class WatermarkImage:
+    """The site's watermark image (``WATERMARK``): its bytes, read once per
+    process and decoded by each render that lays it, and its size."""
+
+    data: bytes = field(repr=False)
+    width: int
+    height: int
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,10 @@ class RenderSettings:
     jpeg_shrink_margin: float = defaults.JPEG_SHRINK_MARGIN
     jpeg_decoder: defaults.JpegDecoder = defaults.JPEG_DECODER
     encoder: defaults.Encoder = defaults.ENCODER
+    #: The image the ``watermark`` option lays over results; None: none is set.
+    watermark: WatermarkImage | None = None
+    #: Multiplies every URL's watermark opacity (imgproxy's ``WATERMARK_OPACITY``).
+    watermark_opacity: float = defaults.WATERMARK_OPACITY
 
 
 @dataclass(frozen=True)
@@ -71,6 +85,21 @@ class Plan:
     animated: bool
     #: The quality the encoder starts at (the ``max_bytes`` loop may go lower).
     quality: int
+    #: The watermark to lay over each frame, and its opacity; None for none.
+    watermark: WatermarkImage | None = None
+    watermark_opacity: float = 0.0
+
+    @property
+    def trims(self) -> bool:
+        """Whether ``trim`` runs: not on animations (as in imgproxy), whose
+        frames would each lose another border."""
+        return self.options.trim_threshold is not None and not self.animated
+
+    @property
+    def full_load(self) -> bool:
+        """Whether the source is loaded at full size (``crop`` and ``trim``
+        work on the source's own pixels, before any scaling)."""
+        return self.options.crop is not None or self.trims
 
     @property
     def smart_crop(self) -> bool:
@@ -98,23 +127,28 @@ def plan_render(info: SourceInfo, options: Options, fmt: str, settings: RenderSe
         orientation=info.orientation,
         max_result_dimension=settings.max_result_dimension,
     )
+    watermark = settings.watermark if options.watermark.opacity else None
     return Plan(
         source=info,
         options=options,
         format=fmt,
         geometry=geometry,
-        animated=keeps_animation(info, fmt, settings),
+        animated=keeps_animation(info, fmt, settings, options),
         quality=quality_for(fmt, options, settings),
+        watermark=watermark,
+        watermark_opacity=options.watermark.opacity * settings.watermark_opacity,
     )
 
 
-def keeps_animation(info: SourceInfo, fmt: str, settings: RenderSettings) -> bool:
-    """Animated GIF/WebP into GIF/WebP stays animated, within the frame limit."""
+def keeps_animation(info: SourceInfo, fmt: str, settings: RenderSettings, options: Options) -> bool:
+    """Animated GIF/WebP into GIF/WebP stays animated, within the frame limit
+    (the URL's ``max_animation_frames`` may lower it)."""
+    requested = options.max_animation_frames
     return (
         info.frames > 1
         and info.format in ANIMATED_SOURCES
         and fmt in ANIMATED_OUTPUTS
-        and info.frames <= settings.max_animation_frames
+        and info.frames <= lowered_limit(settings.max_animation_frames, requested)
     )
 
 

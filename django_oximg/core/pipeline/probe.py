@@ -7,7 +7,7 @@ frame and format limits, the memory estimate) and its answer,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyvips
@@ -34,6 +34,9 @@ class SourceInfo:
     #: The header as libvips read it (a pyvips image, no pixels decoded), so
     #: that the render need not parse it again; None when not at hand.
     header: Image = field(default=None, compare=False, repr=False)
+    #: This describes a HEIF's embedded thumbnail, which is what is loaded
+    #: (``enforce_thumbnail``; :func:`embedded_thumbnail`).
+    embedded_thumbnail: bool = False
 
 
 #: libvips loader name prefixes, longest first, to the format names we use.
@@ -91,6 +94,46 @@ def memory_source(data: bytes) -> Any:
     here holds it for the whole render).
     """
     return pyvips.Source.new_from_memory(data)
+
+
+#: Source formats (``SourceInfo.format``) that are web formats as they are.
+WEB_FORMATS = frozenset({"jpeg", "png", "webp", "gif"})
+
+
+def web_format(info: SourceInfo) -> str:
+    """The output format the source already is (``raw``, ``skip_processing``), or "".
+
+    A HEIF file counts as AVIF when its images are AV1, as browsers take it.
+    """
+    if info.format in WEB_FORMATS:
+        return info.format
+    header = info.header
+    if info.format == "heif" and header is not None and header.get_typeof("heif-compression"):
+        return "avif" if header.get("heif-compression") == "av1" else ""
+    return ""
+
+
+#: Formats whose files may carry an embedded thumbnail libvips can load
+#: (imgproxy reads the same ones for ``enforce_thumbnail``).
+THUMBNAIL_FORMATS = frozenset({"heif"})
+
+
+def embedded_thumbnail(data: bytes, info: SourceInfo) -> SourceInfo:
+    """What the header of ``data``'s embedded thumbnail says, or ``info`` when it has none.
+
+    For ``enforce_thumbnail``: the render is then planned from, and loads,
+    the thumbnail. A HEIF without a thumbnail gives its main image's size.
+    """
+    if info.format not in THUMBNAIL_FORMATS:
+        return info
+    try:
+        image = pyvips.Image.heifload_source(memory_source(data), thumbnail=True)
+        size = (int(image.width), int(image.height))
+    except pyvips.Error as error:
+        raise libvips_error(error, data) from error
+    if size == (info.width, info.height):
+        return info
+    return replace(info, width=size[0], height=size[1], header=None, embedded_thumbnail=True)
 
 
 def probe(data: bytes) -> SourceInfo:

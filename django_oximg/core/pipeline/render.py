@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyvips
 
 from django_oximg.core.deadlines import Deadline
+from django_oximg.core.geometry import plan_geometry
 from django_oximg.core.options import Options
 from django_oximg.core.pipeline import animation, steps
 from django_oximg.core.pipeline.encode import CONTENT_TYPES, check_format, encode
 from django_oximg.core.pipeline.libvips import Image, ensure_configured, failure, watched
 from django_oximg.core.pipeline.load import Loaded, load
 from django_oximg.core.pipeline.plan import Plan, RenderSettings, plan_render
-from django_oximg.core.pipeline.probe import probe
+from django_oximg.core.pipeline.probe import embedded_thumbnail, probe
+from django_oximg.core.pipeline.steps.trim import trimmed
 
 
 @dataclass(frozen=True)
@@ -55,12 +57,17 @@ def render(
     ensure_configured()
     check_format(fmt)
     if plan is None:
-        plan = plan_render(probe(data), options, fmt, settings)
+        info = probe(data)
+        if options.enforce_thumbnail:
+            info = embedded_thumbnail(data, info)
+        plan = plan_render(info, options, fmt, settings)
     elif (plan.options, plan.format) != (options, fmt):
         raise ValueError("the plan was made for other options or another format")
     with Deadline(deadline) as watch:
         try:
             loaded = load(data, plan, settings)
+            if plan.trims:
+                loaded, plan = trim_and_replan(loaded, plan, settings, watch)
             if plan.options.gravity.type == "sm" and plan.smart_crop:
                 # The attention crop reads the frame twice: compute it once, watched.
                 loaded = Loaded(watched(loaded.image, watch).copy_memory(), True)
@@ -69,6 +76,24 @@ def render(
         except pyvips.Error as error:
             raise failure(error, watch) from error
     return Rendered(encoded, fmt, int(image.width), int(frame_height), frames)
+
+
+def trim_and_replan(
+    loaded: Loaded, plan: Plan, settings: RenderSettings, watch: Deadline
+) -> tuple[Loaded, Plan]:
+    """``trim`` the source (loaded whole and upright), and plan the sizes from what is left.
+
+    The trim reads every pixel and the steps read them again: they are
+    decoded once, into memory, under the deadline.
+    """
+    image = trimmed(watched(loaded.image, watch).copy_memory(), plan)
+    geometry = plan_geometry(
+        image.width,
+        image.height,
+        plan.options,
+        max_result_dimension=settings.max_result_dimension,
+    )
+    return Loaded(image, True), replace(plan, geometry=geometry)
 
 
 def process_frames(source: Image, plan: Plan) -> tuple[Image, int, int]:

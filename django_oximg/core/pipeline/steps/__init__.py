@@ -10,20 +10,29 @@ per-pixel ones). Which file makes which option's pixels:
   the shrinking happens on load, :mod:`django_oximg.core.pipeline.load`)
 * colour to sRGB, ``strip_color_profile``: :mod:`.colour`
 * ``blur``, ``sharpen``: :mod:`.filters`
-* ``extend``, ``padding``, ``background`` and alpha: :mod:`.canvas`
+* ``pixelate``: :mod:`.pixelate`
+* ``extend``, ``extend_aspect_ratio``, ``padding``, ``background`` and
+  alpha: :mod:`.canvas`
+* ``watermark``: :mod:`.watermark`
+
+``zoom`` needs no step of its own: it changes the planned sizes only.
+``trim`` (:mod:`.trim`) runs before these, on the source at full size: what
+it leaves is what the geometry is planned from, so the render plans again.
 """
 
 from __future__ import annotations
 
 from django_oximg.core.pipeline.libvips import Image
 from django_oximg.core.pipeline.plan import Plan
-from django_oximg.core.pipeline.steps.canvas import EXTEND, FLATTEN, PAD
+from django_oximg.core.pipeline.steps.canvas import EXTEND, EXTEND_ASPECT_RATIO, FLATTEN, PAD
 from django_oximg.core.pipeline.steps.colour import TO_SRGB
 from django_oximg.core.pipeline.steps.crop import CROP, CROP_TO_RESULT
 from django_oximg.core.pipeline.steps.filters import BLUR, SHARPEN
 from django_oximg.core.pipeline.steps.orient import ROTATE_AND_FLIP
+from django_oximg.core.pipeline.steps.pixelate import PIXELATE
 from django_oximg.core.pipeline.steps.resize import RESIZE
 from django_oximg.core.pipeline.steps.step import Size, Step
+from django_oximg.core.pipeline.steps.watermark import WATERMARK
 
 #: Every per-frame step, in order (imgproxy's order, and sorl-thumbnail's
 #: idea of a fixed one).
@@ -35,9 +44,12 @@ STEPS: tuple[Step, ...] = (
     CROP_TO_RESULT,
     BLUR,
     SHARPEN,
+    PIXELATE,
     EXTEND,
+    EXTEND_ASPECT_RATIO,
     PAD,
     FLATTEN,
+    WATERMARK,
 )
 
 

@@ -1,4 +1,5 @@
-"""New pixels and the background: ``extend``, ``padding``, and alpha flattened.
+"""New pixels and the background: ``extend``, ``extend_aspect_ratio``,
+``padding``, and alpha flattened.
 
 New pixels take the ``background`` colour, else transparent when the frame
 has alpha and white when it has not. Alpha is flattened onto the background
@@ -25,15 +26,26 @@ def fill_colour(image: Image, plan: Plan) -> list[float]:
     return [*map(float, WHITE), 0.0] if image.hasalpha() else list(map(float, WHITE))
 
 
-def extend(image: Image, plan: Plan) -> Image:
-    """``extend``: put the frame on a canvas of the requested size (``extend_gravity``)."""
-    geometry = plan.geometry
-    width, height = geometry.canvas_width, geometry.canvas_height
-    gravity = plan.options.extend_gravity or Gravity()
-    left, top = place(width, height, image.width, image.height, gravity, geometry.dpr_scale)
+def embed(image: Image, plan: Plan, width: int, height: int, gravity: Gravity) -> Image:
+    """The frame on a ``width`` x ``height`` canvas of the fill colour, placed by ``gravity``."""
+    left, top = place(width, height, image.width, image.height, gravity, plan.geometry.dpr_scale)
     return image.embed(
         left, top, width, height, extend="background", background=fill_colour(image, plan)
     )
+
+
+def extend(image: Image, plan: Plan) -> Image:
+    """``extend``: put the frame on a canvas of the requested size (``extend_gravity``)."""
+    geometry = plan.geometry
+    gravity = plan.options.extend_gravity or Gravity()
+    return embed(image, plan, geometry.extended_width, geometry.extended_height, gravity)
+
+
+def extend_aspect_ratio(image: Image, plan: Plan) -> Image:
+    """``extend_aspect_ratio``: grow the canvas on one side to the requested aspect ratio."""
+    geometry = plan.geometry
+    gravity = plan.options.extend_aspect_ratio_gravity or Gravity()
+    return embed(image, plan, geometry.canvas_width, geometry.canvas_height, gravity)
 
 
 def pad(image: Image, plan: Plan) -> Image:
@@ -58,6 +70,10 @@ def flatten(image: Image, plan: Plan) -> Image:
     return image.flatten(background=colour).cast("uchar")
 
 
+def at_extended_size(plan: Plan, frame: Size) -> bool:
+    return frame == (plan.geometry.extended_width, plan.geometry.extended_height)
+
+
 def at_canvas_size(plan: Plan, frame: Size) -> bool:
     return frame == (plan.geometry.canvas_width, plan.geometry.canvas_height)
 
@@ -66,6 +82,7 @@ def no_padding(plan: Plan, frame: Size) -> bool:
     return not any(plan.geometry.padding)
 
 
-EXTEND = Step(extend, is_noop=at_canvas_size)
+EXTEND = Step(extend, is_noop=at_extended_size)
+EXTEND_ASPECT_RATIO = Step(extend_aspect_ratio, is_noop=at_canvas_size)
 PAD = Step(pad, is_noop=no_padding)
 FLATTEN = Step(flatten, per_pixel=True)

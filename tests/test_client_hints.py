@@ -1,0 +1,109 @@
+"""Client hints: ``DPR`` and ``Width`` as a URL's defaults, in the key and in ``Vary``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from django_oximg.core.client_hints import ClientHints, read_hints, with_hints
+from django_oximg.core.executor import Executor
+from django_oximg.core.options import Options, parse_path
+from django_oximg.core.signing import URLSigner, pairs_from_hex
+from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
+from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+from tests import images
+
+SIGNER = URLSigner(pairs_from_hex(["00"], ["00"]))
+DPR = ("Sec-CH-DPR", "DPR")
+WIDTH = ("Sec-CH-Width", "Width")
+
+
+@pytest.mark.parametrize(
+    ("path", "hints", "expected", "vary"),
+    [
+        ("/plain/a", ClientHints(), Options(), DPR + WIDTH),
+        ("/plain/a", ClientHints(dpr=2), Options(dpr=2), DPR + WIDTH),
+        ("/plain/a", ClientHints(width=300, dpr=1.5), Options(width=200, dpr=1.5), DPR + WIDTH),
+        # The URL's dpr wins, but the width is still the hint over the DPR hint.
+        ("/dpr:3/plain/a", ClientHints(width=300, dpr=2), Options(width=150, dpr=3), DPR + WIDTH),
+        ("/w:100/plain/a", ClientHints(width=300, dpr=2), Options(width=100, dpr=2), DPR),
+        ("/w:0/dpr:1/plain/a", ClientHints(width=300, dpr=2), Options(), ()),
+        # Presets (the default one too) count as the URL's own options.
+        ("/pr:p/plain/a", ClientHints(width=300), Options(width=40), DPR),
+        ("/raw:1/plain/a", ClientHints(width=300, dpr=2), Options(raw=True), ()),
+    ],
+)
+def test_hints_fill_in_what_the_url_leaves_open(
+    path: str, hints: ClientHints, expected: Options, vary: tuple[str, ...]
+) -> None:
+    assert with_hints(parse_path(path, {"p": "w:40"}), hints) == (expected, vary)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"HTTP_DPR": "0"},
+        {"HTTP_DPR": "inf"},
+        {"HTTP_DPR": "nan"},
+        {"HTTP_DPR": "1e999"},
+        {"HTTP_DPR": " 2"},
+        {"HTTP_DPR": "2_0"},
+        {"HTTP_WIDTH": "0"},
+        {"HTTP_WIDTH": "1.5"},
+        {"HTTP_WIDTH": "100001"},
+        {"HTTP_WIDTH": "١٢"},
+        {"HTTP_WIDTH": ""},
+    ],
+)
+def test_values_imgproxy_would_not_take_are_no_hints(headers: dict[str, str]) -> None:
+    assert read_hints(headers) == ClientHints()
+
+
+def test_a_bad_standard_hint_falls_back_to_the_older_header() -> None:
+    headers = {"HTTP_SEC_CH_DPR": "x", "HTTP_DPR": "2", "HTTP_SEC_CH_WIDTH": "0", "HTTP_WIDTH": "9"}
+    assert read_hints(headers) == ClientHints(dpr=2.0, width=9)
+
+
+@pytest.fixture
+def thumbnailer(tmp_path: Path) -> Iterator[Thumbnailer]:
+    (tmp_path / "a.jpg").write_bytes(images.jpeg(640, 480))
+    executor = Executor(1, 8, 10.0, 256 * 1024 * 1024)
+    made = Thumbnailer(
+        ThumbnailerConfig(client_hints=True, auto_format=False),
+        SIGNER,
+        {"": FileSystemSourceStore(tmp_path)},
+        FileSystemCacheStore(tmp_path / "cache"),
+        executor,
+    )
+    yield made
+    executor.shutdown(wait=True)
+
+
+def answer(thumbnailer: Thumbnailer, path: str, **headers: str) -> tuple[str, str]:
+    """The answer's ETag (its cache object) and Vary."""
+    signed = SIGNER.signed_path(path)
+    reply = thumbnailer.reply(signed, "GET", headers)
+    if reply.file is not None:
+        reply.file.close()
+    assert reply.status == 200
+    found = dict(reply.headers)
+    return found["ETag"], found.get("Vary", "")
+
+
+def test_different_hints_are_different_cache_objects(thumbnailer: Thumbnailer) -> None:
+    one = answer(thumbnailer, "/plain/a.jpg", HTTP_WIDTH="100")
+    two = answer(thumbnailer, "/plain/a.jpg", HTTP_WIDTH="200")
+    same = answer(thumbnailer, "/plain/a.jpg", HTTP_SEC_CH_WIDTH="100", HTTP_DPR="1")
+    assert one[0] != two[0]
+    assert one == same  # the same options: one object
+    assert thumbnailer.renders == 2
+    assert one[1] == "Sec-CH-DPR, DPR, Sec-CH-Width, Width"
+
+
+def test_a_url_that_sets_width_and_dpr_varies_on_no_hint(thumbnailer: Thumbnailer) -> None:
+    first = answer(thumbnailer, "/w:100/dpr:1/plain/a.jpg", HTTP_WIDTH="300", HTTP_DPR="2")
+    second = answer(thumbnailer, "/w:100/dpr:1/plain/a.jpg")
+    assert first == second
+    assert first[1] == ""
