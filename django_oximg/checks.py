@@ -12,10 +12,13 @@
 * ``oximg.W003`` a KEY is shorter than 32 bytes: a weak HMAC key.
 * ``oximg.W004`` HTTP sources may reach private networks.
 * ``oximg.W005`` CACHE_REDIRECT is on but the result cache cannot redirect.
+* ``oximg.W006`` nothing serves the URLs the tags write: the URLconf is not
+  mounted and ``WSGI_APPLICATION`` is not wrapped in ``OximgMiddleware``.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -28,6 +31,7 @@ from django_oximg import conf
 def register() -> None:
     checks.register(check_settings, "django_oximg")
     checks.register(check_libvips, "django_oximg")
+    checks.register(check_serving, "django_oximg", checks.Tags.urls)
 
 
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
@@ -141,3 +145,77 @@ def check_libvips(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMe
     except RuntimeError as exc:
         return [checks.Error(str(exc), id="oximg.E004")]
     return []
+
+
+def check_serving(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Warn when the tags' URLs would 404: no URLconf mount and no middleware.
+
+    The middleware wraps the WSGI application, outside Django, so it is
+    looked for in ``WSGI_APPLICATION`` (imported, as ``runserver`` imports
+    it), through the usual attributes by which middlewares keep the
+    application they wrap, and among its module's globals (for a function
+    that calls it). When that cannot be known (no
+    ``WSGI_APPLICATION``, or importing it fails) there is no warning: a
+    wrong warning would teach people to silence the check.
+    """
+    from django.urls import NoReverseMatch, reverse
+
+    try:
+        reverse("oximg:serve", kwargs={"path": "x"})
+    except NoReverseMatch:
+        pass
+    except (ImportError, ImproperlyConfigured):  # a broken URLconf: Django's own checks say so
+        return []
+    else:
+        return []
+    name = getattr(django_settings, "WSGI_APPLICATION", None)
+    if not name:
+        return []
+    from django.utils.module_loading import import_string
+
+    try:
+        application = import_string(name)
+    except Exception:  # the project's own module: whatever it raises, nothing can be told
+        return []
+    module = sys.modules.get(name.rpartition(".")[0])
+    # A wrapper function keeps the middleware in a global of its module.
+    candidates = [application, *(vars(module).values() if module else ())]
+    if any(wraps_oximg_middleware(candidate) for candidate in candidates):
+        return []
+    return [
+        checks.Warning(
+            "The thumbnail URLs the tags write will answer 404: django_oximg.urls is not "
+            f"in the URLconf and {name} is not wrapped in OximgMiddleware.",
+            hint='Add path("img/", include("django_oximg.urls")) to the URLconf, or wrap '
+            "the application in wsgi.py: application = OximgMiddleware(get_wsgi_application()). "
+            "If something else answers OXIMG['URL_PREFIX'] (another WSGI file, a proxy), "
+            "add oximg.W006 to SILENCED_SYSTEM_CHECKS.",
+            id="oximg.W006",
+        )
+    ]
+
+
+#: Attributes under which WSGI middlewares keep the application they wrap
+#: (ours and Sentry's ``app``, WhiteNoise's ``application``, ...).
+WRAPPED_ATTRIBUTES = ("app", "application", "wsgi_app", "__wrapped__")
+
+#: How many wrappers deep the middleware is looked for.
+MAX_WRAPPERS = 16
+
+
+def wraps_oximg_middleware(application: Any) -> bool:
+    """Whether ``application`` is, or wraps, the thumbnail middleware."""
+    from django_oximg.core.wsgi import ThumbnailMiddleware
+
+    current = application
+    for _ in range(MAX_WRAPPERS):
+        if isinstance(current, ThumbnailMiddleware):
+            return True
+        inner = next(
+            (getattr(current, name) for name in WRAPPED_ATTRIBUTES if hasattr(current, name)),
+            None,
+        )
+        if inner is None or inner is current:
+            return False
+        current = inner
+    return False

@@ -27,6 +27,7 @@ from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.crypto import salted_hmac
 
+from django_oximg.arguments import NOT_DEFAULTS, ThumbnailError, tag_options
 from django_oximg.core import defaults
 from django_oximg.core.errors import InvalidOptions
 from django_oximg.core.http_source import parse_prefix
@@ -237,6 +238,30 @@ class OximgSettings:
     time and size are part of the key, so a replaced file gets a new URL at
     once; other storages (S3, ...) are asked again only after this timeout."""
 
+    TAG_DEFAULTS: Mapping[str, Any] = field(default_factory=dict)
+    """Keywords the template tags, ``get_thumbnail`` and the Jinja2 functions
+    take when a call does not give them, e.g. ``{"upscale": True}``. A site
+    moving from sorl-thumbnail keeps its sizes with
+    ``{"upscale": True, "sizing": "sorl"}`` (sorl enlarges small images by
+    default and rounds sizes its own way); from easy-thumbnails, with
+    ``{"sizing": "easy-thumbnails"}``. Any tag keyword but ``preset`` and
+    ``options`` (a preset named ``default`` applies to every request);
+    values are checked at start-up. They change which URLs the tags write,
+    and every URL carries its options, so no cache key changes."""
+
+    RAISE_TEMPLATE_ERRORS: bool = False
+    """Raise, rather than log, when a template tag, filter or Jinja2 function
+    cannot make a thumbnail (a missing or unreadable source, a bad value
+    given through a variable). Off, as sorl-thumbnail and easy-thumbnails
+    are with ``THUMBNAIL_DEBUG`` off, and whatever ``DEBUG`` says: the tag
+    renders its ``{% empty %}`` branch, or nothing, and logs one WARNING
+    line on the ``django_oximg`` logger naming the source and the error, so
+    one missing media file never turns a page into a 500. Turn it on in
+    test settings to make such a page fail its test. Mistakes in what a tag
+    says literally are a ``TemplateSyntaxError`` when the template is
+    compiled, whatever this says; ``get_thumbnail()`` in Python always
+    raises."""
+
     WATERMARK: str = ""
     """The image the ``watermark``/``wm`` option lays over results, as a
     source is named in URLs: a name in ``SOURCE_STORAGE`` (``"brand/mark.png"``)
@@ -351,6 +376,9 @@ def build_settings(raw: Mapping[str, Any]) -> OximgSettings:
         if name == "SRCSET_WIDTHS":
             values[name] = srcset_widths(value)
             continue
+        if name == "TAG_DEFAULTS":
+            values[name] = tag_defaults(value)
+            continue
         if name in LIST_KEYS and isinstance(value, str):
             value = (value,)
         elif name in LIST_KEYS and isinstance(value, list | tuple):
@@ -396,6 +424,23 @@ def srcset_widths(value: Any) -> Mapping[str, tuple[int, ...]]:
             raise ImproperlyConfigured(f"{message}; {name!r} is {widths!r}.")
         merged[name] = tuple(sorted(set(widths)))
     return types.MappingProxyType(merged)
+
+
+def tag_defaults(value: Any) -> Mapping[str, Any]:
+    """``TAG_DEFAULTS`` checked as a tag's keywords are (a read-only copy)."""
+    if not isinstance(value, Mapping):
+        raise ImproperlyConfigured(f"OXIMG: TAG_DEFAULTS must be a dict, not {value!r}.")
+    for name in value:
+        if not isinstance(name, str):
+            raise ImproperlyConfigured(f"OXIMG: TAG_DEFAULTS keys must be strings, not {name!r}.")
+        if name in NOT_DEFAULTS:
+            why = NOT_DEFAULTS[name]
+            raise ImproperlyConfigured(f"OXIMG: TAG_DEFAULTS cannot set {name}: {why}.")
+    try:
+        tag_options("1", value)
+    except ThumbnailError as exc:
+        raise ImproperlyConfigured(f"OXIMG: TAG_DEFAULTS: {exc}.") from exc
+    return types.MappingProxyType(dict(value))
 
 
 def check_type(name: str, value: Any, hint: Any) -> None:

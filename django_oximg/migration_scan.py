@@ -27,6 +27,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from django_oximg.arguments import ThumbnailError
+from django_oximg.arguments import crop_gravity as tag_crop_gravity
 from django_oximg.core.options import FORMAT_NAMES
 
 SORL = "sorl-thumbnail"
@@ -80,15 +82,15 @@ SUPPORT: dict[tuple[str, str], Rule] = {
     (SORL, "geometry"): _unchanged(),
     (SORL, "crop"): _unchanged(),
     (SORL, "crop by pixels"): _unsupported(
-        'no crop by pixel offsets or "noop": options="c:W:H:GRAVITY" cuts a fixed box'
+        'no crop by pixel offsets: a focus point, crop="X% Y%", or options="c:W:H:GRAVITY"'
     ),
     (SORL, "upscale"): _unchanged(),
     (SORL, "quality"): _unchanged(),
     (SORL, "blur"): _unchanged(),
     (SORL, "format"): _unchanged(),
     (SORL, "other format"): _unsupported("formats are jpeg, png, webp, avif, gif and auto"),
-    (SORL, "padding"): _edit('pad to the whole box with options="ex:1" (and background=)'),
-    (SORL, "padding_color"): _edit('the padding colour is background="RRGGBB"'),
+    (SORL, "padding"): _unchanged(),
+    (SORL, "padding_color"): _unchanged(),
     (SORL, "progressive"): _edit(
         "remove it: JPEGs are written baseline, with optimised Huffman tables"
     ),
@@ -103,22 +105,19 @@ SUPPORT: dict[tuple[str, str], Rule] = {
         'imgproxy options such as "rot:90"'
     ),
     (SORL, "unknown keyword"): _unsupported("not an option django-oximg's tag knows"),
-    (SORL, "im.x"): _edit("the width is im.width"),
-    (SORL, "im.y"): _edit("the height is im.height"),
-    (SORL, "im.is_portrait"): _edit("compare the sides: {% if im.height > im.width %}"),
+    (SORL, "im.x"): _unchanged(),
+    (SORL, "im.y"): _unchanged(),
+    (SORL, "im.size"): _unchanged(),
+    (SORL, "im.ratio"): _unchanged(),
+    (SORL, "im.is_portrait"): _unchanged("in Python an attribute, im.is_portrait, not a method"),
     (SORL, "im.other"): _NOT_A_FILE,
-    (SORL, "|is_portrait"): _unsupported(
-        "no filter: in a {% thumbnail ... as im %} block, {% if im.height > im.width %}"
-    ),
-    (SORL, "|margin"): _unsupported(
-        'no filter: pad the image to the box (options="ex:1") or centre it with CSS'
-    ),
+    (SORL, "|is_portrait"): _unchanged(),
+    (SORL, "|margin"): _unchanged(),
     (SORL, "|background_margin"): _unsupported(
         'no filter: pad the image to the box (options="ex:1") or centre it with CSS'
     ),
-    (SORL, "|resolution"): _unsupported(
-        "no @2x files: {% thumbnail_srcset %} or {% picture %} write a srcset the browser "
-        "chooses from, or dpr=2 makes one double-density image"
+    (SORL, "|resolution"): _unchanged(
+        "the URL gains a dpr: no THUMBNAIL_ALTERNATIVE_RESOLUTIONS file is needed"
     ),
     (SORL, "|html_thumbnails"): _unsupported("no filters that rewrite text"),
     (SORL, "|markdown_thumbnails"): _unsupported("no filters that rewrite text"),
@@ -145,10 +144,11 @@ SUPPORT: dict[tuple[str, str], Rule] = {
     (SORL, "other name"): _unsupported("no equivalent in django-oximg"),
     (SORL, "INSTALLED_APPS"): _edit(
         'add "django_oximg"; remove "sorl.thumbnail" once no template loads it '
-        "(after manage.py migrate thumbnail zero)"
+        "(after manage.py migrate thumbnail zero); "
+        'OXIMG["TAG_DEFAULTS"] = {"upscale": True, "sizing": "sorl"} keeps sorl\'s sizes'
     ),
     # -- sorl-thumbnail: settings ----------------------------------------------------
-    (SORL, "THUMBNAIL_DEBUG"): _edit("remove it: Django's DEBUG decides whether tags raise"),
+    (SORL, "THUMBNAIL_DEBUG"): _edit('tags raise with OXIMG["RAISE_TEMPLATE_ERRORS"]'),
     (SORL, "THUMBNAIL_STORAGE"): _edit(
         'OXIMG["CACHE_STORAGE"] names the results\' storage (an alias in STORAGES)'
     ),
@@ -164,15 +164,15 @@ SUPPORT: dict[tuple[str, str], Rule] = {
     (SORL, "THUMBNAIL_REDIS_TIMEOUT"): _REMOVE_KVSTORE,
     (SORL, "THUMBNAIL_ENGINE"): _edit("remove it: libvips renders every thumbnail"),
     (SORL, "THUMBNAIL_BACKEND"): _unsupported("no pluggable backend"),
-    (SORL, "THUMBNAIL_FORMAT"): _edit('a "default" preset gives every thumbnail a format'),
+    (SORL, "THUMBNAIL_FORMAT"): _edit('the tags\' default format is in OXIMG["TAG_DEFAULTS"]'),
     (SORL, "THUMBNAIL_PRESERVE_FORMAT"): _edit("remove it: keeping the format is the default"),
     (SORL, "THUMBNAIL_QUALITY"): _edit("qualities are per format"),
     (SORL, "THUMBNAIL_UPSCALE"): _edit(
-        "django-oximg never enlarges unless asked: add upscale=True to the tags that need it"
+        'django-oximg never enlarges unless asked: "upscale" in OXIMG["TAG_DEFAULTS"]'
     ),
-    (SORL, "THUMBNAIL_PADDING"): _edit('per tag: options="ex:1" background="RRGGBB"'),
-    (SORL, "THUMBNAIL_PADDING_COLOR"): _edit('per tag: options="ex:1" background="RRGGBB"'),
-    (SORL, "THUMBNAIL_BLUR"): _edit("per tag: blur="),
+    (SORL, "THUMBNAIL_PADDING"): _edit('"padding" in OXIMG["TAG_DEFAULTS"]'),
+    (SORL, "THUMBNAIL_PADDING_COLOR"): _edit('"padding_color" in OXIMG["TAG_DEFAULTS"]'),
+    (SORL, "THUMBNAIL_BLUR"): _edit('"blur" in OXIMG["TAG_DEFAULTS"]'),
     (SORL, "THUMBNAIL_ALTERNATIVE_RESOLUTIONS"): _edit(
         '{% picture %} and {% thumbnail_srcset %} with OXIMG["SRCSET_WIDTHS"]'
     ),
@@ -190,15 +190,16 @@ SUPPORT: dict[tuple[str, str], Rule] = {
     (SORL, "THUMBNAIL_FILTER_WIDTH"): _unsupported("no filters that rewrite text"),
     # -- easy-thumbnails: templates ---------------------------------------------------
     (EASY, "{% load thumbnail %}"): _edit("load django-oximg's tag library instead"),
-    (EASY, "unquoted size"): _edit('the size is a string: "WxH"'),
+    (EASY, "unquoted size"): _unchanged(),
     (EASY, "quoted size"): _unchanged(),
     (EASY, "size from a variable"): _unchanged(
-        'the variable must hold "WxH": a tuple or an alias name is not accepted'
+        'the variable holds "WxH", (W, H) or a preset\'s name, as easy-thumbnails takes them'
     ),
-    (EASY, "alias"): _edit(
-        'an alias is a preset, with "" as the size: THUMBNAIL_ALIASES become OXIMG["PRESETS"]'
+    (EASY, "alias"): _unchanged('the alias is a preset: THUMBNAIL_ALIASES become OXIMG["PRESETS"]'),
+    (EASY, "crop"): _unchanged(),
+    (EASY, "crop with a word"): _edit(
+        'easy-thumbnails centres a crop it does not know; say so: crop="center"'
     ),
-    (EASY, "crop"): _edit('a crop names its gravity: crop="center"'),
     (EASY, 'crop="smart"'): _unchanged(),
     (EASY, "crop from a variable"): _unchanged(
         'the variable must hold a django-oximg crop: "center", "top left", "smart", "X% Y%"...'
@@ -208,7 +209,7 @@ SUPPORT: dict[tuple[str, str], Rule] = {
         'no crop offset from an edge; a focus point, crop="X% Y%", comes close'
     ),
     (EASY, 'crop="scale"'): _unsupported('no "scale" crop'),
-    (EASY, "upscale"): _edit("upscale takes a value: upscale=True"),
+    (EASY, "upscale"): _unchanged(),
     (EASY, "upscale=value"): _unchanged(),
     (EASY, "quality"): _unchanged(),
     (EASY, "sharpen"): _edit("sharpen takes a Gaussian sigma: sharpen=0.5"),
@@ -217,7 +218,7 @@ SUPPORT: dict[tuple[str, str], Rule] = {
     (EASY, "replace_alpha"): _edit(
         'flatten onto background= in a format without alpha: background="RRGGBB" format="jpeg"'
     ),
-    (EASY, "background"): _edit('pad to the whole box: options="ex:1" background="RRGGBB"'),
+    (EASY, "background"): _edit('pad to the whole box: padding=True padding_color="RRGGBB"'),
     (EASY, "autocrop"): _unsupported("no trimming of plain edges"),
     (EASY, "zoom"): _edit('zoom cuts the source first: options="c:F:F", F = 100 / (100 + zoom)'),
     (EASY, "target"): _edit('a focal point is a focus-point crop: crop="X% Y%"'),
@@ -228,31 +229,28 @@ SUPPORT: dict[tuple[str, str], Rule] = {
         "no @2x files: {% thumbnail_srcset %} or {% picture %}, or dpr=2"
     ),
     (EASY, "unknown option"): _unsupported("not an option django-oximg's tag knows"),
-    (EASY, "as"): _edit(
-        "with as, the tag is a block: close it with {% endthumbnail %} after the last use"
+    (EASY, "as"): _unchanged(
+        "as sets the variable, as in easy-thumbnails, in a template with no {% endthumbnail %}"
     ),
     (EASY, "t.other"): _NOT_A_FILE,
-    (EASY, "|thumbnail_url"): _edit(
-        'the thumbnail_url tag takes the alias as a preset: {% thumbnail_url SOURCE "" '
-        'preset="ALIAS" %}'
-    ),
+    (EASY, "|thumbnail_url"): _unchanged(),
     (EASY, "|thumbnailer"): _unsupported(
         "no thumbnailer object: {% thumbnail %} or {% thumbnail_url %} with a preset"
     ),
     (EASY, "|thumbnailer_passive"): _unsupported(
         "no thumbnailer object: {% thumbnail %} or {% thumbnail_url %} with a preset"
     ),
-    (EASY, "|data_uri"): _unsupported(
-        "thumbnails are rendered when a browser asks for them, not while the page is"
+    (EASY, "|data_uri"): _unchanged(
+        "it renders the image while the page renders: keep it for a few tiny images"
     ),
     # -- easy-thumbnails: Python -------------------------------------------------------
     (EASY, "easy_thumbnails.files.get_thumbnailer"): _edit(
-        "get_thumbnail(source, geometry, **keywords) takes the tag's arguments"
+        "django-oximg's get_thumbnailer takes aliases as presets"
     ),
-    (EASY, "get_thumbnailer()[alias]"): _edit("an alias is a preset"),
-    (EASY, "get_thumbnailer().get_thumbnail(options)"): _edit("the options become keywords"),
-    (EASY, "get_thumbnailer()"): _edit(
-        "no thumbnailer object: call get_thumbnail(source, geometry, **keywords) where it is used"
+    (EASY, "get_thumbnailer()[alias]"): _unchanged(),
+    (EASY, "get_thumbnailer().get_thumbnail(options)"): _unchanged(),
+    (EASY, "get_thumbnailer()"): _unchanged(
+        'django-oximg\'s has ["alias"] and get_thumbnail(options), no files or generation'
     ),
     (EASY, "easy_thumbnails.fields.ThumbnailerImageField"): _edit(
         "Django's own ImageField (same column: a migration that only changes the class)"
@@ -274,16 +272,19 @@ SUPPORT: dict[tuple[str, str], Rule] = {
     (EASY, "other name"): _unsupported("no equivalent in django-oximg"),
     (EASY, "INSTALLED_APPS"): _edit(
         'add "django_oximg"; remove "easy_thumbnails" once nothing uses it '
-        "(after manage.py migrate easy_thumbnails zero)"
+        "(after manage.py migrate easy_thumbnails zero); "
+        'OXIMG["TAG_DEFAULTS"] = {"sizing": "easy-thumbnails"} keeps its sizes'
     ),
     # -- easy-thumbnails: settings -------------------------------------------------------
     (EASY, "THUMBNAIL_ALIASES"): _edit("aliases are presets"),
     (EASY, "alias definition"): _edit("this alias as a preset"),
     (EASY, "scoped alias"): _edit(
-        "presets are global, not per app, model or field: the tags must name this one"
+        "a preset named with its scope; for that app, model or field the alias's name finds it"
     ),
-    (EASY, "THUMBNAIL_DEFAULT_OPTIONS"): _edit('a preset named "default" applies to every URL'),
-    (EASY, "THUMBNAIL_DEBUG"): _edit("remove it: Django's DEBUG decides whether tags raise"),
+    (EASY, "THUMBNAIL_DEFAULT_OPTIONS"): _edit(
+        'a preset named "default" applies to every URL (or OXIMG["TAG_DEFAULTS"])'
+    ),
+    (EASY, "THUMBNAIL_DEBUG"): _edit('tags raise with OXIMG["RAISE_TEMPLATE_ERRORS"]'),
     (EASY, "THUMBNAIL_QUALITY"): _edit("qualities are per format"),
     (EASY, "THUMBNAIL_EXTENSION"): _REMOVE_FORMAT,
     (EASY, "THUMBNAIL_TRANSPARENCY_EXTENSION"): _REMOVE_FORMAT,
@@ -317,29 +318,10 @@ SUPPORT: dict[tuple[str, str], Rule] = {
     (EASY, "THUMBNAIL_PROGRESSIVE"): _edit("remove it: JPEGs are written baseline"),
 }
 
-#: The crop words the tag takes (sorl-thumbnail's); tests/test_migration_scan.py
-#: holds them equal to the tag's own table, ``thumbnails.CROP_GRAVITY``.
-CROP_GRAVITY = {
-    "center": "ce",
-    "top": "no",
-    "bottom": "so",
-    "left": "we",
-    "right": "ea",
-    "top left": "nowe",
-    "left top": "nowe",
-    "top right": "noea",
-    "right top": "noea",
-    "bottom left": "sowe",
-    "left bottom": "sowe",
-    "bottom right": "soea",
-    "right bottom": "soea",
-    "smart": "sm",
-}
-PERCENT_CROP = re.compile(r"([0-9]{1,3})%\s+([0-9]{1,3})%")
-
 #: What the replacements import, by the name they use.
 OXIMG_IMPORTS = {
     "get_thumbnail": "from django_oximg.thumbnails import get_thumbnail",
+    "get_thumbnailer": "from django_oximg.thumbnails import get_thumbnailer",
     "purge_source": "from django_oximg.purge import purge_source",
     "ImageField": "from django.db.models import ImageField",
     "FileField": "from django.db.models import FileField",
@@ -355,10 +337,18 @@ PYTHON_REPLACEMENTS = {
     "sorl.thumbnail.ImageField": "ImageField",
     "sorl.thumbnail.fields.ImageField": "ImageField",
     "sorl.thumbnail.admin.AdminImageMixin": "ThumbnailAdminMixin",
-    "easy_thumbnails.files.get_thumbnailer": "get_thumbnail",
+    "easy_thumbnails.files.get_thumbnailer": "get_thumbnailer",
     "easy_thumbnails.fields.ThumbnailerImageField": "ImageField",
     "easy_thumbnails.fields.ThumbnailerField": "FileField",
     "easy_thumbnails.widgets.ImageClearableFileInput": "ThumbnailFileWidget",
+}
+
+#: sorl-thumbnail's settings that are a keyword's default in OXIMG["TAG_DEFAULTS"].
+TAG_DEFAULT_SETTINGS = {
+    "THUMBNAIL_UPSCALE": "upscale",
+    "THUMBNAIL_PADDING": "padding",
+    "THUMBNAIL_PADDING_COLOR": "padding_color",
+    "THUMBNAIL_BLUR": "blur",
 }
 
 #: Template libraries by the name templates load them under.
@@ -486,18 +476,22 @@ def _number(value: float) -> str:
 
 
 def crop_is_supported(value: Any) -> bool:
-    crop = " ".join(str(value).lower().split())
-    match = PERCENT_CROP.fullmatch(crop)
-    return crop in CROP_GRAVITY or bool(match and int(match[1]) <= 100 and int(match[2]) <= 100)
+    """Whether the tag takes ``value`` as its crop (the tag's own parser says)."""
+    try:
+        tag_crop_gravity(value)
+    except ThumbnailError:
+        return False
+    return True
 
 
-def crop_gravity(crop: str) -> str:
+def crop_gravity(crop: Any) -> str:
     """The imgproxy gravity of a crop the tag takes ("center" -> "ce", "50% 20%" -> "fp:...")."""
-    crop = " ".join(crop.lower().split())
-    match = PERCENT_CROP.fullmatch(crop)
-    if match:
-        return f"fp:{_number(int(match[1]) / 100)}:{_number(int(match[2]) / 100)}"
-    return CROP_GRAVITY[crop]
+    gravity = tag_crop_gravity(crop)
+    if gravity is None:
+        return ""
+    if gravity.type == "fp":
+        return f"fp:{_number(gravity.x)}:{_number(gravity.y)}"
+    return gravity.type
 
 
 def _merge(parts: Iterable[_Part]) -> dict[str, Any]:
@@ -525,12 +519,8 @@ def sorl_option(name: str, value: Any, text: str) -> _Part:
         if value is VARIABLE or str(value).lower() in {*FORMAT_NAMES, "auto"}:
             return _Part("format", text, {"format": value})
         return _Part("other format", text)
-    if name in ("upscale", "quality", "blur"):
+    if name in ("upscale", "quality", "blur", "padding", "padding_color"):
         return _Part(name, text, {name: value})
-    if name == "padding":
-        return _Part("padding", text, {"options": "ex:1"} if value else {})
-    if name == "padding_color":
-        return _Part("padding_color", text, {"background": hex_color(value)})
     if name == "orientation":
         return _Part("orientation", text, {"options": "ar:0"} if value is False else {})
     if name == "cropbox":
@@ -542,15 +532,6 @@ def sorl_option(name: str, value: Any, text: str) -> _Part:
     if (SORL, name) in SUPPORT:
         return _Part(name, text)
     return _Part("unknown keyword", text)
-
-
-def _sorl_padding(parts: list[_Part]) -> list[_Part]:
-    """padding_color only shows with padding: alone, it is dropped with no keyword."""
-    if not any(part.feature == "padding" and part.keywords for part in parts):
-        for part in parts:
-            if part.feature == "padding_color":
-                part.keywords = {}
-    return parts
 
 
 # -- easy-thumbnails options ------------------------------------------------------------
@@ -572,8 +553,8 @@ def easy_edge_crop(value: str) -> str | None:
 def easy_option(name: str, value: Any, text: str, *, flag: bool = False) -> _Part:
     """easy-thumbnails' option ``name`` (``flag``: given without a value, meaning True)."""
     if name == "crop":
-        if flag or value is True:
-            return _Part("crop", text, {"crop": "center"})
+        if flag or value in (True, False, None):
+            return _Part("crop", text, {"crop": bool(flag or value)})
         if value is VARIABLE:
             return _Part("crop from a variable", text, {"crop": value})
         crop = str(value)
@@ -586,7 +567,9 @@ def easy_option(name: str, value: Any, text: str, *, flag: bool = False) -> _Par
             if edges is None:
                 return _Part("crop with offsets", text)
             return _Part("crop to edges", text, {"crop": edges})
-        return _Part("crop", text, {"crop": "center"})
+        if crop_is_supported(crop) and crop_gravity(crop) == "ce":
+            return _Part("crop", text, {"crop": crop})
+        return _Part("crop with a word", text, {"crop": "center"})
     if name == "upscale":
         if flag:
             return _Part("upscale", text, {"upscale": True})
@@ -598,7 +581,7 @@ def easy_option(name: str, value: Any, text: str, *, flag: bool = False) -> _Par
     if name == "replace_alpha":
         return _Part("replace_alpha", text, {"background": hex_color(value), "format": "jpeg"})
     if name == "background":
-        return _Part("background", text, {"options": "ex:1", "background": hex_color(value)})
+        return _Part("background", text, {"padding": True, "padding_color": hex_color(value)})
     if name == "zoom":
         if isinstance(value, int | float) and value > 0:
             fraction = _number(100 / (100 + value))
@@ -657,14 +640,17 @@ def preset_options(geometry: str, keywords: Mapping[str, Any]) -> str:
         width, _, height = geometry.partition("x")
         segments.append(f"rs:{'fill' if crop else 'fit'}:{width or 0}:{height or 0}")
     if crop:
-        segments.append(f"g:{crop_gravity(str(crop))}")
+        segments.append(f"g:{crop_gravity(crop)}")
     if keywords.get("upscale"):
         segments.append("el:1")
     for name, short in (("quality", "q"), ("sharpen", "sh"), ("blur", "bl")):
         if keywords.get(name):
             segments.append(f"{short}:{_number(float(keywords[name]))}")
-    if keywords.get("background"):
-        segments.append(f"bg:{keywords['background']}")
+    if keywords.get("padding"):
+        segments.append("ex:1")
+    colour = keywords.get("padding_color") or keywords.get("background")
+    if colour:
+        segments.append(f"bg:{colour}")
     if keywords.get("format"):
         segments.append(f"f:{FORMAT_NAMES.get(str(keywords['format']).lower(), 'jpeg')}")
     return "/".join(segments)
@@ -795,7 +781,6 @@ def _sorl_tag(path: str, token: _Token, bits: list[str], rest: list[_Token]) -> 
     for bit in arguments:
         name, _, value = bit.partition("=")
         parts.append(sorl_option(name, literal(value), bit))
-    parts = _sorl_padding(parts)
     findings = [_tag_finding(path, token, SORL, bits[:3], parts, as_var)]
     if as_var:
         findings.extend(_attribute_findings(path, SORL, as_var, _block(rest)))
@@ -1126,7 +1111,6 @@ class _PythonScanner(ast.NodeVisitor):
             parts.append(
                 sorl_option(keyword.arg, _python_value(keyword.value), self.segment(keyword))
             )
-        parts = _sorl_padding(parts)
         features = tuple(part.feature for part in parts) or ("geometry",)
         verdict = worst(rule(SORL, feature).verdict for feature in features)
         replacement = ""
@@ -1170,7 +1154,7 @@ class _PythonScanner(ast.NodeVisitor):
                 features,
                 self.segment(node),
                 verdict,
-                f"get_thumbnail({', '.join(arguments)})",
+                f"get_thumbnail({', '.join(arguments)})" if verdict != UNCHANGED else "",
                 _advice(EASY, features),
             )
         )
@@ -1207,10 +1191,16 @@ class _PythonScanner(ast.NodeVisitor):
             replacement = f'OXIMG["QUALITY"] = {{"jpeg": {python_value}}}'
         elif name == "THUMBNAIL_FORMAT" and isinstance(python_value, str):
             fmt = FORMAT_NAMES.get(python_value.lower(), python_value.lower())
-            replacement = f'OXIMG["PRESETS"] = {{"default": "f:{fmt}"}}'
+            replacement = f'OXIMG["TAG_DEFAULTS"] = {{"format": "{fmt}"}}'
         elif name == "THUMBNAIL_UPSCALE" and python_value is False:
             self.add(node, library, name, code, advice="remove it: the default is the same")
             return
+        elif name in TAG_DEFAULT_SETTINGS and python_value is not VARIABLE:
+            keyword = TAG_DEFAULT_SETTINGS[name]
+            default = f'"{python_value}"' if isinstance(python_value, str) else python_value
+            replacement = f'OXIMG["TAG_DEFAULTS"] = {{"{keyword}": {default}}}'
+        elif name == "THUMBNAIL_DEBUG" and isinstance(python_value, bool):
+            replacement = f'OXIMG["RAISE_TEMPLATE_ERRORS"] = {python_value}'
         elif name == "THUMBNAIL_ALIASES" and isinstance(value, ast.Dict):
             replacement = self.aliases(value)
         elif name == "THUMBNAIL_DEFAULT_OPTIONS" and isinstance(python_value, dict):

@@ -24,20 +24,23 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from django_oximg import conf
+from django_oximg.arguments import (
+    ThumbnailError,
+    crop_gravity,
+    flag,
+    output_format,
+    parse_geometry,
+    tag_options,
+)
 from django_oximg.core import pipeline
 from django_oximg.core.geometry import QUARTER_TURN_ORIENTATIONS, round_half_up
 from django_oximg.thumbnails import (
-    BOOLEAN_WORDS,
     SourceMetadata,
     Thumbnail,
-    ThumbnailError,
-    output_format,
-    parse_geometry,
+    resolve_arguments,
     source_metadata,
     source_name,
-    tag_options,
     thumbnail_for,
-    upscale,
 )
 
 #: Formats a ``<picture>`` offers before its fallback, best compression first.
@@ -150,6 +153,7 @@ def get_srcset(source: Any, geometry: str, widths: Any = None, **kwargs: Any) ->
     keywords are :func:`~django_oximg.thumbnails.get_thumbnail`'s, except
     ``dpr`` (``w`` descriptors already cover screen density).
     """
+    geometry, kwargs = resolve_arguments(source, geometry, kwargs)
     plan = plan_sizes(source, geometry, widths, kwargs)
     return srcset_of(plan, kwargs)
 
@@ -170,6 +174,7 @@ def get_picture(
     fallback's format ("auto" is refused: the ``<source>`` elements are the
     negotiation). ``placeholder`` adds a tiny blurred thumbnail.
     """
+    geometry, kwargs = resolve_arguments(source, geometry, kwargs)
     if str(kwargs.get("format", "")).lower() == "auto":
         raise ThumbnailError("picture: format='auto' is what the <source> elements do; omit it")
     plan = plan_sizes(source, geometry, widths, kwargs)
@@ -178,15 +183,8 @@ def get_picture(
         srcset_of(plan, {**kwargs, "format": fmt})
         for fmt in picture_formats(formats, fallback.format)
     )
-    tiny = placeholder_of(plan, kwargs) if is_on("placeholder", placeholder) else None
+    tiny = placeholder_of(plan, kwargs) if flag("placeholder", placeholder) else None
     return Picture(sources=sources, fallback=fallback, placeholder=tiny)
-
-
-def is_on(name: str, value: Any) -> bool:
-    """A template flag as a bool: True/False, or text such as "true" and "0"."""
-    if isinstance(value, str) and value.strip().lower() not in BOOLEAN_WORDS:
-        raise ThumbnailError(f"bad {name} {value!r}: use True or False")
-    return upscale(value)
 
 
 def plan_sizes(source: Any, geometry: str, widths: Any, kwargs: Mapping[str, Any]) -> Plan:
@@ -239,7 +237,8 @@ def widest_keeping_shape(
     width- or height-only geometries keep the source's shape by themselves.
     """
     width, height = box
-    if not kwargs.get("crop") or not (width and height) or upscale(kwargs.get("upscale", False)):
+    cropped = crop_gravity(kwargs.get("crop")) is not None
+    if not cropped or not (width and height) or flag("upscale", kwargs.get("upscale")):
         return None
     source_width, source_height = metadata.width, metadata.height
     if metadata.orientation in QUARTER_TURN_ORIENTATIONS:

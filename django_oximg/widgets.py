@@ -11,7 +11,6 @@ The admin gets it from :class:`django_oximg.admin.ThumbnailAdminMixin`.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from django.forms.renderers import BaseRenderer
@@ -19,26 +18,26 @@ from django.forms.widgets import ClearableFileInput
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from django_oximg.templatetags.oximg import THUMBNAIL_ERRORS
+from django_oximg.templatetags.oximg import THUMBNAIL_ERRORS, log_failure
 from django_oximg.thumbnails import Thumbnail, get_thumbnail
-
-logger = logging.getLogger("django_oximg")
 
 
 def thumbnail_or_log(source: Any, geometry: str, kwargs: dict[str, Any]) -> Thumbnail | None:
     """The thumbnail, or None for an empty source or a failure, which is logged.
 
-    Unlike the template tags this never raises, even with ``DEBUG``: a form
-    or change list must stay usable to replace a file that is not an image
-    (a PDF in a FileField) or has gone missing. Only the errors a bad source
-    or argument can cause are caught; anything else propagates.
+    Unlike the template tags this never raises, even with
+    ``RAISE_TEMPLATE_ERRORS``: a form or change list must stay usable to
+    replace a file that is not an image (a PDF in a FileField) or has gone
+    missing. The failure is logged as the tags log it, in one WARNING line.
+    Only the errors a bad source or argument can cause are caught; anything
+    else propagates.
     """
     if not source:
         return None
     try:
         return get_thumbnail(source, geometry, **kwargs)
-    except THUMBNAIL_ERRORS:
-        logger.exception("thumbnail failed for %r", getattr(source, "name", source))
+    except THUMBNAIL_ERRORS as exc:
+        log_failure(source, exc)
         return None
 
 

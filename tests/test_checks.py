@@ -171,3 +171,32 @@ def test_w002_no_key(settings: Any) -> None:
 def test_w002_also_without_any_oximg_setting(settings: Any) -> None:
     del settings.OXIMG
     assert ids(oximg_messages()) == ["oximg.W002"]
+
+
+def test_w006_nothing_serves_the_tags_urls(settings: Any) -> None:
+    settings.OXIMG = {"KEY": KEY, "SALT": SALT}
+    settings.ROOT_URLCONF = "tests.urls_empty"
+    settings.WSGI_APPLICATION = "tests.wsgi_plain.application"
+    messages = oximg_messages()
+    assert ids(messages) == ["oximg.W006"]
+    assert "tests.wsgi_plain.application is not wrapped in OximgMiddleware" in messages[0].msg
+    assert ids(oximg_checks.check_serving()) == ["oximg.W006"]
+
+
+@pytest.mark.parametrize(
+    ("urlconf", "application"),
+    [
+        ("tests.urls", "tests.wsgi_plain.application"),  # the URLconf is mounted
+        ("tests.urls_empty", "tests.wsgi_wrapped.application"),  # inside another middleware
+        ("tests.urls_empty", "tests.e2e_app.application"),  # called by a function
+        ("tests.urls_empty", None),  # no WSGI_APPLICATION: it cannot be told
+        ("tests.urls_empty", "tests.no_such_module.application"),  # nor when it cannot be imported
+    ],
+)
+def test_w006_not_raised_when_something_may_serve_them(
+    settings: Any, urlconf: str, application: str | None
+) -> None:
+    settings.OXIMG = {"KEY": KEY, "SALT": SALT}
+    settings.ROOT_URLCONF = urlconf
+    settings.WSGI_APPLICATION = application
+    assert oximg_checks.check_serving() == []

@@ -54,6 +54,15 @@ def test_defaults_are_the_documented_ones() -> None:
     assert built.AUTO_FORMAT is True
     assert dict(built.PRESETS) == {}
     assert built.CACHE_CONTROL == "public, max-age=31536000, immutable"
+    assert dict(built.TAG_DEFAULTS) == {}
+    assert built.RAISE_TEMPLATE_ERRORS is False
+
+
+def test_tag_defaults_are_kept_read_only() -> None:
+    built = build_settings(with_key(TAG_DEFAULTS={"upscale": True, "sizing": "sorl"}))
+    assert dict(built.TAG_DEFAULTS) == {"upscale": True, "sizing": "sorl"}
+    with pytest.raises(TypeError):
+        built.TAG_DEFAULTS["upscale"] = False  # type: ignore[index]
 
 
 def test_every_default_passes_validation() -> None:
@@ -174,6 +183,13 @@ def test_signature_size_in_range_is_accepted(size: int) -> None:
         ({"PRESETS": {"  ": "q:70"}}, "empty preset name"),
         ({"PRESETS": {"card": ""}}, "PRESETS\\['card'\\] is empty"),
         ({"PRESETS": {"card": " / "}}, "PRESETS\\['card'\\] is empty"),
+        ({"TAG_DEFAULTS": ["upscale"]}, "TAG_DEFAULTS must be a dict"),
+        ({"TAG_DEFAULTS": {"upscale": "maybe"}}, "TAG_DEFAULTS: bad upscale 'maybe'"),
+        ({"TAG_DEFAULTS": {"sizing": "pillow"}}, "TAG_DEFAULTS: bad sizing 'pillow'"),
+        ({"TAG_DEFAULTS": {"progressive": True}}, "TAG_DEFAULTS: unknown thumbnail keyword"),
+        ({"TAG_DEFAULTS": {"preset": "card"}}, "TAG_DEFAULTS cannot set preset"),
+        ({"TAG_DEFAULTS": {1: True}}, "TAG_DEFAULTS keys must be strings"),
+        ({"RAISE_TEMPLATE_ERRORS": "yes"}, "RAISE_TEMPLATE_ERRORS must be True or False"),
     ],
 )
 def test_bad_values_are_improperly_configured(raw: dict[str, Any], words: str) -> None:
@@ -379,6 +395,8 @@ SAME_BYTES = {
     "COORDINATION_CACHE": "who renders, not what",
     "METRICS": "an operational endpoint",
     "METADATA_CACHE_TIMEOUT": "how long the tags keep a source's size",
+    "TAG_DEFAULTS": "which URLs the tags write; each URL carries its options",
+    "RAISE_TEMPLATE_ERRORS": "whether a failing tag raises, not what any URL answers",
     "ALLOWED_PROCESSING_OPTIONS": "which URLs are accepted; an accepted URL's options are its key",
     "ONLY_PRESETS": "which URLs are accepted; an accepted URL's options are its key",
 }

@@ -7,6 +7,7 @@ format on four kinds of source) through Django and decoding the response.
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -262,6 +263,21 @@ def test_autoescape_off_is_respected(odd_prefix: str) -> None:
 # -- errors ---------------------------------------------------------------------
 
 
+@pytest.fixture
+def raising(settings: Any) -> None:
+    """What a project's test settings set: template failures raise."""
+    settings.OXIMG = {**settings.OXIMG, "RAISE_TEMPLATE_ERRORS": True}
+
+
+def failure_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    """The failures logged: each one WARNING line, without a traceback."""
+    records = [r for r in caplog.records if r.name == "django_oximg"]
+    assert all(r.levelno == logging.WARNING and r.exc_info is None for r in records)
+    lines = [r.getMessage() for r in records]
+    assert all("\n" not in line for line in lines)
+    return lines
+
+
 @pytest.mark.parametrize(
     ("source", "geometry", "error"),
     [
@@ -269,10 +285,9 @@ def test_autoescape_off_is_respected(odd_prefix: str) -> None:
         ("photos/missing.jpg", "100", SourceNotFound),
     ],
 )
-def test_errors_raise_when_debug(
-    sources: Path, settings: Any, source: str, geometry: str, error: type[Exception]
+def test_errors_raise_with_raise_template_errors(
+    sources: Path, raising: None, source: str, geometry: str, error: type[Exception]
 ) -> None:
-    settings.DEBUG = True
     for text in (
         BLOCK,
         "{% load oximg %}{% thumbnail source geometry %}",
@@ -287,24 +302,27 @@ def test_errors_raise_when_debug(
     [
         (LANDSCAPE, "big", "ThumbnailError"),
         ("photos/missing.jpg", "100", "SourceNotFound"),
-        (LANDSCAPE, "100", "InvalidOptions"),  # crop given as an unknown preset below
+        (LANDSCAPE, "100", "InvalidOptions"),  # an unknown preset, given by a variable below
     ],
 )
-def test_errors_render_empty_and_are_logged_without_debug(
+@pytest.mark.parametrize("debug", [False, True])
+def test_errors_render_empty_and_log_one_line(
     sources: Path,
     settings: Any,
     caplog: pytest.LogCaptureFixture,
     source: str,
     geometry: str,
     logged: str,
+    debug: bool,
 ) -> None:
-    settings.DEBUG = False
+    """Whatever DEBUG says: one missing media file never turns a page into a 500."""
+    settings.DEBUG = debug
     preset = "no-such-preset" if logged == "InvalidOptions" else ""
     block = (
         "{% load oximg %}{% thumbnail source geometry preset=preset as t %}{{ t.url }}"
         "{% empty %}EMPTY{% endthumbnail %}"
     )
-    with caplog.at_level(logging.ERROR, logger="django_oximg"):
+    with caplog.at_level(logging.WARNING, logger="django_oximg"):
         out = render(block, source=source, geometry=geometry, preset=preset)
         plain = render(
             "{% load oximg %}[{% thumbnail source geometry preset=preset %}]"
@@ -315,17 +333,19 @@ def test_errors_render_empty_and_are_logged_without_debug(
         )
     assert out == "EMPTY"
     assert plain == "[][]"
-    failures = [r for r in caplog.records if r.name == "django_oximg"]
-    assert len(failures) == 3
-    assert all(r.levelno == logging.ERROR and r.exc_info for r in failures)
-    assert all(logged == type(r.exc_info[1]).__name__ for r in failures if r.exc_info)
-    assert "thumbnail failed" in failures[0].getMessage()
+    lines = failure_lines(caplog)
+    assert len(lines) == 3
+    assert all(f"thumbnail of {source!r} failed: {logged}" in line for line in lines)
+
+
+def test_an_undefined_geometry_variable_is_named(sources: Path, raising: None) -> None:
+    with pytest.raises(ThumbnailError, match="the geometry sizee is empty or undefined"):
+        render("{% load oximg %}{% thumbnail source sizee %}", source=LANDSCAPE)
 
 
 def test_a_storage_that_is_no_source_is_explained(
-    sources: Path, settings: Any, tmp_path: Path
+    sources: Path, raising: None, tmp_path: Path
 ) -> None:
-    settings.DEBUG = True
     elsewhere = FileSystemStorage(location=str(tmp_path / "elsewhere"))
     image = FieldFile(instance=None, field=FileField(storage=elsewhere), name=LANDSCAPE)
     with pytest.raises(ThumbnailError, match=r"not an OXIMG source.*SOURCES"):
@@ -351,19 +371,104 @@ def test_unexpected_errors_are_never_swallowed(
         "{% thumbnail %}",
         "{% thumbnail src %}",
         "{% thumbnail src as t %}{% endthumbnail %}",
-        '{% thumbnail src "100" crop %}',
         '{% thumbnail src "100" crop="top" crop="left" %}',
-        '{% thumbnail src "100" 2x="y" %}',
         '{% thumbnail src "100" as %}',
         '{% thumbnail src "100" as 9t %}{% endthumbnail %}',
-        '{% thumbnail src "100" as t %}no end',
+        # the block form (an {% endthumbnail %} follows) and easy-thumbnails' form mixed
+        '{% thumbnail src "1" as t %}{% thumbnail src "2" as u %}{{ u }}{% endthumbnail %}',
         '{% thumbnail src "100" as t %}{% empty %}no end',
         "{% thumbnail_url %}",
+        '{% thumbnail_url crop="top" %}',
     ],
 )
 def test_bad_syntax(text: str) -> None:
     with pytest.raises(TemplateSyntaxError):
         Template("{% load oximg %}" + text)
+
+
+#: Mistakes written as literals, and the words the compile-time error must contain.
+LITERAL_MISTAKES = [
+    ('{% thumbnail src "100" padding=3 %}', "bad padding 3"),
+    ('{% thumbnail src "100" progressive=True %}', "progressive: JPEGs are written baseline"),
+    ('{% thumbnail src "100" colorspace="GRAY" %}', "colorspace"),
+    ('{% thumbnail src "100" cropbox="0,0,10,10" %}', "cropbox: cut a region first"),
+    ('{% thumbnail src "100" crop="10px 20px" %}', "bad crop '10px 20px': pixel offsets"),
+    ('{% thumbnail src "100" crop="scale" %}', "bad crop 'scale'"),
+    ('{% thumbnail src "100" crop="sideways" %}', "bad crop 'sideways'"),
+    ('{% thumbnail src "big" %}', "bad geometry 'big'"),
+    ('{% thumbnail src "100x" %}', "bad geometry '100x'"),
+    ("{% thumbnail src 100x100x2 %}", "bad geometry"),
+    ('{% thumbnail src "100" quality="high" %}', "bad quality 'high'"),
+    ('{% thumbnail src "100" format="bmp" %}', "unknown format 'bmp'"),
+    ('{% thumbnail src "100" upscale="maybe" %}', "bad upscale 'maybe'"),
+    ('{% thumbnail src "100" background="red" %}', "bad background 'red'"),
+    ('{% thumbnail src "100" sizing="pillow" %}', "bad sizing 'pillow'"),
+    ('{% thumbnail src "100" preset="nope" %}', "unknown preset 'nope'"),
+    ('{% thumbnail src "100" options="zz:1" %}', "bad options 'zz:1'"),
+    ("{% thumbnail src 100x100 sharpen %}", "got 'sharpen' (sharpen takes a value: sharpen=...)"),
+    ("{% thumbnail src 100x100 bw %}", "expected key=value, got 'bw' (no equivalent)"),
+    ('{% thumbnail_url src "100" colour="red" %}', "unknown thumbnail keyword(s): colour"),
+    ('{% thumbnail_srcset src "200" crop="sideways" %}', "bad crop 'sideways'"),
+    ('{% thumbnail_srcset src "200" widths="nope" %}', "unknown widths 'nope'"),
+    ('{% picture src "200" onload="x()" %}', "unknown thumbnail keyword(s): onload"),
+]
+
+
+@pytest.mark.parametrize(("text", "words"), LITERAL_MISTAKES)
+def test_literal_mistakes_fail_when_the_template_is_compiled(text: str, words: str) -> None:
+    with pytest.raises(TemplateSyntaxError) as raised:
+        Template("{% load oximg %}" + text)
+    assert words in str(raised.value)
+    assert str(raised.value).startswith(text.split()[1])  # the tag's name
+
+
+def test_variables_are_checked_when_the_tag_renders(sources: Path, raising: None) -> None:
+    page = Template('{% load oximg %}{% thumbnail src "100" crop=how %}')  # compiles
+    with pytest.raises(ThumbnailError, match="bad crop 'noon'"):
+        page.render(Context({"src": LANDSCAPE, "how": "noon"}))
+
+
+def test_easy_thumbnails_as_form_sets_a_variable(sources: Path) -> None:
+    """Without an {% endthumbnail %} in the template, ``as`` sets the variable, as there."""
+    out = render(
+        "{% load oximg %}{% for s in names %}{% thumbnail s 80x60 crop as t %}"
+        "{{ t.width }}x{{ t.height }}:{{ t.url|slice:':5' }} {% endfor %}",
+        names=[LANDSCAPE, "photos/missing.jpg", ""],
+    )
+    assert out == "80x60:/img/ x: x: "
+
+
+def test_a_misleading_unquoted_geometry_is_a_size(sources: Path) -> None:
+    """``200x0`` unquoted was a variable lookup that gave '': now it is the size."""
+    out = render(
+        "{% load oximg %}{% thumbnail src 200x0 as t %}{{ t.width }}x{{ t.height }}"
+        "{% endthumbnail %} {% thumbnail src 80x80 crop as t %}{{ t.size }}{% endthumbnail %}",
+        src=LANDSCAPE,
+    )
+    assert out == "200x150 [80, 80]"
+
+
+def test_a_size_variable_may_hold_easy_thumbnails_tuple(sources: Path) -> None:
+    out = render(
+        "{% load oximg %}{% for size in sizes %}{% thumbnail src size as t %}{{ t.size }}"
+        "{% endthumbnail %}{% endfor %}",
+        src=LANDSCAPE,
+        sizes=[(100, 100), (200, 0), [0, 30]],
+    )
+    assert out == "[100, 75][200, 150][40, 30]"
+
+
+@pytest.mark.parametrize("crop", ["True", '"true"', "1", '"center"'])
+def test_crop_true_is_centre(sources: Path, crop: str) -> None:
+    out = render(f'{{% load oximg %}}{{% thumbnail_url src "60x60" crop={crop} %}}', src=LANDSCAPE)
+    centre = render('{% load oximg %}{% thumbnail_url src "60x60" crop="center" %}', src=LANDSCAPE)
+    assert out == centre
+
+
+@pytest.mark.parametrize("crop", ["False", '"noop"', '""', "None"])
+def test_no_crop_spellings_fit(sources: Path, crop: str) -> None:
+    out = render(f'{{% load oximg %}}{{% thumbnail_url src "60x60" crop={crop} %}}', src=LANDSCAPE)
+    assert out == render('{% load oximg %}{% thumbnail_url src "60x60" %}', src=LANDSCAPE)
 
 
 # -- cost per render ------------------------------------------------------------
@@ -390,3 +495,93 @@ def test_a_second_render_reads_no_source(sources: Path, monkeypatch: pytest.Monk
     second = page.render(Context({"names": names}))
     assert second == first
     assert len(reads) == len(names)
+
+
+# -- sorl-thumbnail's and easy-thumbnails' filters and forms ---------------------------------
+
+
+@pytest.fixture
+def presets(settings: Any) -> None:
+    settings.OXIMG = {**settings.OXIMG, "PRESETS": {"avatar": "rs:fill:50:50/g:ce"}}
+
+
+def test_is_portrait_of_sources_and_thumbnails(sources: Path) -> None:
+    out = render(
+        "{% load oximg %}{{ a|is_portrait }} {{ b|is_portrait }} {{ c|is_portrait }}"
+        '{% thumbnail a "100x200" crop="center" as t %} {{ t|is_portrait }}'
+        " {{ t.is_portrait }}{% endthumbnail %}",
+        a=LANDSCAPE,
+        b=TURNED,  # stored landscape, shown portrait
+        c="",
+    )
+    assert out == "False True False True True"
+
+
+def test_margin_centres_the_thumbnail_in_the_box(sources: Path) -> None:
+    out = render(
+        '{% load oximg %}{% thumbnail src "100" as t %}{{ t|margin:"120x120" }}{% endthumbnail %}'
+        '|{{ src|margin:"640x500" }}|{{ none|margin:"10x10" }}',
+        src=LANDSCAPE,
+        none="",
+    )
+    assert out == "22px 10px 23px 10px|10px 0px 10px 0px|auto"
+
+
+def test_resolution_of_a_url_and_of_a_thumbnail(sources: Path) -> None:
+    out = render(
+        '{% load oximg %}{% thumbnail src "100x80" crop="center" as t %}'
+        "{{ t.url|resolution:'2x' }} {{ t|resolution:'2x' }} {{ t.url }}{% endthumbnail %}",
+        src=LANDSCAPE,
+    )
+    from_url, from_thumbnail, plain = (url.replace("&amp;", "&") for url in out.split())
+    assert from_url == from_thumbnail != plain
+    image = pyvips.Image.new_from_buffer(fetch(from_url)[1], "")
+    assert (image.width, image.height) == (200, 160)
+
+
+def test_resolution_gives_back_what_it_cannot_double(
+    sources: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="django_oximg"):
+        out = render("{% load oximg %}{{ url|resolution:'2x' }}", url="/static/logo.png")
+    assert out == "/static/logo.png"
+    assert len(failure_lines(caplog)) == 1
+
+
+def test_the_thumbnail_url_filter_takes_a_preset(
+    sources: Path, presets: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    out = render(
+        "{% load oximg %}{{ src|thumbnail_url:'avatar' }} "
+        '{% thumbnail_url src preset="avatar" %} {% thumbnail_url src "avatar" %} '
+        "[{{ src|thumbnail_url:'nope' }}]",
+        src=LANDSCAPE,
+    )
+    first, second, third, missing = out.split()
+    assert first == second == third
+    assert pyvips.Image.new_from_buffer(fetch(first)[1], "").width == 50
+    assert missing == "[]"
+    assert "InvalidOptions" in failure_lines(caplog)[0]
+
+
+def test_the_block_tag_takes_a_preset_without_geometry(sources: Path, presets: None) -> None:
+    out = render(
+        '{% load oximg %}{% thumbnail src preset="avatar" as t %}{{ t.size }}{% endthumbnail %}'
+        '{% thumbnail src "avatar" as t %}{{ t.size }}{% endthumbnail %}',
+        src=LANDSCAPE,
+    )
+    assert out == "[50, 50][50, 50]"
+
+
+def test_the_data_uri_filter_inlines_the_image(sources: Path) -> None:
+    out = render(
+        '{% load oximg %}{% thumbnail src "24x24" crop="center" as t %}{{ t|data_uri }}'
+        "{% endthumbnail %}[{{ none|data_uri }}]",
+        src=LANDSCAPE,
+        none="",
+    )
+    uri, empty = out.split("[")
+    assert uri.startswith("data:image/jpeg;base64,")
+    image = pyvips.Image.new_from_buffer(base64.b64decode(uri.partition(",")[2]), "")
+    assert (image.width, image.height) == (24, 24)
+    assert empty == "]"

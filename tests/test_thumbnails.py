@@ -6,6 +6,7 @@ fetching the URL through Django's test client and decoding what it serves.
 
 from __future__ import annotations
 
+import base64
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,7 +25,14 @@ from django_oximg.core import pipeline
 from django_oximg.core.errors import InvalidOptions, OximgError, SourceNotFound
 from django_oximg.core.options import Gravity, Options, ParsedPath, parse_path
 from django_oximg.core.signing import split_signed_path
-from django_oximg.thumbnails import Thumbnail, ThumbnailError, get_thumbnail
+from django_oximg.thumbnails import (
+    Thumbnail,
+    ThumbnailError,
+    data_uri,
+    get_thumbnail,
+    get_thumbnailer,
+    url_at_resolution,
+)
 from tests import images
 
 LANDSCAPE = "photos/landscape.jpg"  # 640x480, drawn by the media fixture
@@ -177,7 +185,9 @@ def test_crop_maps_to_imgproxy_gravity(media: Path, crop: str, gravity: Gravity)
     assert (thumbnail.width, thumbnail.height) == (100, 100)
 
 
-@pytest.mark.parametrize("crop", ["middle", "30%", "101% 0%", "30% 70% 10%", "top bottom"])
+@pytest.mark.parametrize(
+    "crop", ["middle", "101% 0%", "30% 70% 10%", "top bottom", "10px 20px", "scale", "0,0"]
+)
 def test_bad_crop_is_a_thumbnail_error(media: Path, crop: str) -> None:
     with pytest.raises(ThumbnailError, match="crop"):
         get_thumbnail(LANDSCAPE, "100x100", crop=crop)
@@ -313,8 +323,8 @@ def test_bad_background(media: Path) -> None:
 
 
 def test_unknown_keyword(media: Path) -> None:
-    with pytest.raises(ThumbnailError, match="colour, padding"):
-        get_thumbnail(LANDSCAPE, "100", padding=3, colour="red")
+    with pytest.raises(ThumbnailError, match=r"colour, rounded \(rounded: no equivalent\)"):
+        get_thumbnail(LANDSCAPE, "100", rounded=3, colour="red")
 
 
 def test_preset(media: Path, settings: Any) -> None:
@@ -597,3 +607,174 @@ def test_unchanged_settings_keep_urls_and_keys_across_restarts(settings: Any, me
     after = get_thumbnail(LANDSCAPE, "", preset="avatar")
     assert after.url == before.url
     assert server_key(after.url) == before_key
+
+
+# -- what templates written for sorl-thumbnail and easy-thumbnails read -------------------
+
+
+def test_the_thumbnail_has_sorl_thumbnails_attributes(media: Path) -> None:
+    landscape = get_thumbnail(LANDSCAPE, "200")
+    assert (landscape.x, landscape.y, landscape.size) == (200, 150, [200, 150])
+    assert landscape.ratio == 200 / 150
+    assert landscape.is_portrait is False
+    assert get_thumbnail(LANDSCAPE, "100x200", crop="center").is_portrait is True
+
+
+PRESETS = {
+    "avatar": "rs:fill:50:50/g:ce",
+    "card": "rs:fill:300:200",
+    "testapp.card": "rs:fill:240:160",
+    "testapp.Photo.image.card": "rs:fill:120:80",
+}
+
+
+@pytest.fixture
+def presets(settings: Any) -> None:
+    settings.OXIMG = {**settings.OXIMG, "PRESETS": PRESETS}
+
+
+def test_a_preset_needs_no_geometry(media: Path, presets: None) -> None:
+    thumbnail = get_thumbnail(LANDSCAPE, preset="avatar")
+    assert (thumbnail.width, thumbnail.height) == (50, 50)
+    assert served_size(thumbnail) == (50, 50)
+
+
+def test_a_geometry_that_names_a_preset_is_the_preset(media: Path, presets: None) -> None:
+    assert get_thumbnail(LANDSCAPE, "avatar") == get_thumbnail(LANDSCAPE, preset="avatar")
+    with pytest.raises(ThumbnailError, match="bad geometry 'avtar'"):
+        get_thumbnail(LANDSCAPE, "avtar")
+
+
+@pytest.mark.parametrize(
+    ("model", "field", "size"),
+    [
+        ("Photo", "image", (120, 80)),  # testapp.Photo.image.card
+        ("Document", "scan", (240, 160)),  # testapp.card: the app's
+        (None, None, (300, 200)),  # a plain name: the global card
+    ],
+)
+def test_presets_are_scoped_as_easy_thumbnails_scopes_aliases(
+    media: Path, presets: None, model: str | None, field: str | None, size: tuple[int, int]
+) -> None:
+    from tests.testapp import models
+
+    source: Any = LANDSCAPE
+    if model and field:
+        source = getattr(getattr(models, model)(**{field: LANDSCAPE}), field)
+    thumbnail = get_thumbnail(source, preset="card")
+    assert (thumbnail.width, thumbnail.height) == size
+    assert served_size(thumbnail) == size
+
+
+def test_get_thumbnailer_gives_aliases_and_option_dicts(media: Path, presets: None) -> None:
+    from tests.testapp.models import Photo
+
+    thumbnailer = get_thumbnailer(Photo(image=LANDSCAPE).image)
+    assert (thumbnailer["card"].width, thumbnailer["card"].height) == (120, 80)
+    with pytest.raises(KeyError):
+        thumbnailer["nope"]
+    cropped = thumbnailer.get_thumbnail({"size": (100, 100), "crop": True, "quality": 50})
+    assert cropped == get_thumbnail(LANDSCAPE, "100x100", crop="center", quality=50)
+    assert thumbnailer.get_thumbnail({"size": (100, 0)}).size == [100, 75]
+    assert thumbnailer.get_thumbnail({"size": (0, 30)}).size == [40, 30]
+
+
+def test_tag_defaults_fill_in_what_a_call_leaves_out(media: Path, settings: Any) -> None:
+    settings.OXIMG = {**settings.OXIMG, "TAG_DEFAULTS": {"upscale": True, "quality": 60}}
+    enlarged = get_thumbnail(LANDSCAPE, "1000")
+    assert (enlarged.width, enlarged.height) == (1000, 750)
+    assert options_of(enlarged).quality == 60
+    kept = get_thumbnail(LANDSCAPE, "1000", upscale=False, quality=90)
+    assert (kept.width, kept.height) == (640, 480)
+    assert options_of(kept).quality == 90
+
+
+def colour_near(pixel: list[float], rgb: tuple[int, int, int]) -> bool:
+    return all(abs(value - wanted) <= 4 for value, wanted in zip(pixel[:3], rgb, strict=True))
+
+
+def test_padding_fills_the_box_with_the_padding_colour(media: Path) -> None:
+    thumbnail = get_thumbnail(LANDSCAPE, "200x200", padding=True, padding_color="#f00")
+    assert (thumbnail.width, thumbnail.height) == (200, 200)
+    _, image = served(thumbnail.url)
+    assert (image.width, image.height) == (200, 200)
+    assert colour_near(image(100, 2), (255, 0, 0))  # the band above, JPEG-encoded
+    white = get_thumbnail(LANDSCAPE, "200x200", padding=True)
+    _, image = served(white.url)
+    assert colour_near(image(100, 2), (255, 255, 255))
+    unpadded = get_thumbnail(LANDSCAPE, "200x200", padding=False, padding_color="f00")
+    assert (unpadded.width, unpadded.height) == (200, 150)
+
+
+@pytest.mark.parametrize(
+    ("sizing", "geometry", "size"),
+    [
+        ("imgproxy", "150", (150, 113)),
+        ("sorl", "150", (149, 112)),
+        ("easy-thumbnails", "150", (150, 112)),
+        ("sorl", "x113", (151, 113)),
+    ],
+)
+def test_sizing_chooses_whose_rounding(
+    media: Path, sizing: str, geometry: str, size: tuple[int, int]
+) -> None:
+    thumbnail = get_thumbnail(LANDSCAPE, geometry, sizing=sizing)
+    assert (thumbnail.width, thumbnail.height) == size
+    assert served_size(thumbnail) == size
+
+
+@pytest.mark.parametrize(
+    ("factor", "size"), [("2x", (200, 150)), ("1.5x", (150, 113)), (3, (300, 225))]
+)
+def test_url_at_resolution(media: Path, factor: Any, size: tuple[int, int]) -> None:
+    thumbnail = get_thumbnail(LANDSCAPE, "100", crop="center", quality=70)
+    url = url_at_resolution(thumbnail, factor)
+    assert url == url_at_resolution(thumbnail.url, factor)
+    options = parsed(url).options
+    assert (options.quality, options.resizing_type) == (70, "fill")
+    assert served_size(Thumbnail(url, 0, 0, "")) == size
+
+
+def test_url_at_resolution_without_upscale_stops_at_the_source(media: Path) -> None:
+    big = url_at_resolution(get_thumbnail(LANDSCAPE, "400"), "2x")
+    assert served_size(Thumbnail(big, 0, 0, "")) == (640, 480)
+
+
+@pytest.mark.parametrize(
+    ("url", "factor", "error"),
+    [
+        ("/media/photos/landscape.jpg", "2x", ThumbnailError),
+        (
+            "/img/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA/w:100/plain/photos/x.jpg",
+            "2x",
+            OximgError,
+        ),
+        (None, "9x", ThumbnailError),
+        (None, "twice", ThumbnailError),
+    ],
+)
+def test_url_at_resolution_signs_only_its_own_urls(
+    media: Path, url: str | None, factor: str, error: type[Exception]
+) -> None:
+    with pytest.raises(error):
+        url_at_resolution(url or get_thumbnail(LANDSCAPE, "100").url, factor)
+
+
+def test_data_uri_inlines_the_served_image(media: Path) -> None:
+    thumbnail = get_thumbnail(ALPHA, "40x30", crop="center")
+    uri = data_uri(thumbnail)
+    head, _, payload = uri.partition(",")
+    assert head == "data:image/png;base64"
+    image = pyvips.Image.new_from_buffer(base64.b64decode(payload), "")
+    assert (image.width, image.height) == (40, 30)
+    content_type, served_image = served(thumbnail.url)
+    assert content_type == "image/png"
+    assert served_image.avg() == image.avg()
+    assert data_uri(thumbnail.url) == uri  # a hit now, the same bytes
+
+
+def test_data_uri_of_a_source_gone_missing(media: Path) -> None:
+    thumbnail = get_thumbnail(LANDSCAPE, "40")
+    os.remove(media / LANDSCAPE)
+    with pytest.raises(ThumbnailError, match="could not be made: 404"):
+        data_uri(thumbnail)

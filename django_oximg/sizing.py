@@ -1,0 +1,159 @@
+"""sorl-thumbnail's and easy-thumbnails' sizes, as options that give exactly them.
+
+A site moving from either package keeps every thumbnail's size to the pixel
+with ``sizing="sorl"`` or ``sizing="easy-thumbnails"`` (usually in the
+``TAG_DEFAULTS`` setting). Their arithmetic differs from imgproxy's in two
+ways:
+
+* Python's ``round()`` rounds halves to even, imgproxy rounds them up: a
+  4:3 photo at width 150 is 112 high there, 113 here.
+* sorl-thumbnail first derives a missing side from the aspect ratio,
+  rounded, then fits into that box, so the rounded side can shrink the
+  other: the same photo at ``"150"`` is 149x112 in sorl-thumbnail.
+
+So the tag computes the package's size from the source's header and asks
+for exactly that: ``rs:force:W:H`` for a fit (which is what the packages do:
+they resize to the rounded size), ``rs:fill:W:H`` for a crop, and
+``padding`` where the package pads, placed as it places it. Only what both
+packages can express is translated; a request with a ``dpr``, a crop
+region, a rotation, minimum sizes or padding of its own keeps imgproxy's
+arithmetic. Pure Python: no image is read.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from django_oximg.core.geometry import QUARTER_TURN_ORIENTATIONS
+from django_oximg.core.options import Options
+
+#: (width, height)
+Size = tuple[int, int]
+
+
+def exact_size_options(
+    sizing: str, width: int, height: int, orientation: int, effective: Options
+) -> dict[str, Any] | None:
+    """The options to add for ``sizing``'s size, or None where imgproxy's arithmetic stays.
+
+    ``width``/``height``/``orientation`` are the source's header values;
+    ``effective`` the options the URL would otherwise expand to. The
+    changes are meant for the tag's own options, which come after any
+    preset in the URL and so win over it.
+    """
+    if sizing == "imgproxy" or not translatable(effective):
+        return None
+    if effective.auto_rotate and orientation in QUARTER_TURN_ORIENTATIONS:
+        width, height = height, width
+    crop = effective.resizing_type == "fill"
+    smart = crop and effective.gravity.type == "sm"
+    box = (effective.width, effective.height)
+    if sizing == "sorl":
+        result, canvas, offset = sorl_size((width, height), box, crop, smart, effective)
+    else:
+        result, canvas, offset = easy_size((width, height), box, crop, effective)
+    left, top = offset
+    padding = (top, canvas[0] - result[0] - left, canvas[1] - result[1] - top, left)
+    return {
+        "resizing_type": "fill" if crop else "force",
+        "width": result[0],
+        "height": result[1],
+        "enlarge": True,
+        "extend": False,
+        "padding": padding,
+    }
+
+
+def translatable(options: Options) -> bool:
+    """Whether the packages' arithmetic covers ``options`` (see the module's docstring)."""
+    return (
+        options.resizing_type in ("fit", "fill")
+        and bool(options.width or options.height)
+        and options.dpr == 1
+        and options.crop is None
+        and not options.rotate
+        and not (options.min_width or options.min_height)
+        and options.padding == (0, 0, 0, 0)
+        and options.extend_gravity is None
+    )
+
+
+def sorl_round(number: float) -> int:
+    """sorl-thumbnail's ``toint``: ``round()`` above 1, rounded up below (never 0)."""
+    return round(number) if number > 1 else math.ceil(number)
+
+
+def sorl_size(
+    source: Size, box: Size, crop: bool, smart: bool, options: Options
+) -> tuple[Size, Size, Size]:
+    """Result, canvas and the result's offset on it, as sorl-thumbnail's PIL engine makes them.
+
+    Its ``parse_geometry`` with the ratio, ``scale``, ``crop`` (and
+    ``_entropy_crop`` for smart) and ``padding``.
+    """
+    x, y = float(source[0]), float(source[1])
+    ratio = x / y
+    width = box[0] or sorl_round(box[1] * ratio)
+    height = box[1] or sorl_round(box[0] / ratio)
+    factors = (width / x, height / y)
+    factor = max(factors) if crop else min(factors)
+    scaled = source
+    if factor < 1 or options.enlarge:
+        scaled = (sorl_round(x * factor), sorl_round(y * factor))
+    result = scaled
+    if smart:
+        wanted = width / height
+        result = (
+            max(min(scaled[0], round(scaled[1] * wanted)), 1),
+            max(min(scaled[1], round(scaled[0] / wanted)), 1),
+        )
+    elif crop:
+        result = (min(scaled[0], width), min(scaled[1], height))
+    if not options.extend or result == (width, height):
+        return result, result, (0, 0)
+    offset = (int((width - result[0]) / 2), int((height - result[1]) / 2))
+    return result, (width, height), offset
+
+
+def easy_size(source: Size, box: Size, crop: bool, options: Options) -> tuple[Size, Size, Size]:
+    """Result, canvas and offset, as easy-thumbnails' ``scale_and_crop`` and ``background`` do."""
+    x, y = float(source[0]), float(source[1])
+    target_x, target_y = box
+    factors = (target_x / x, target_y / y)
+    scale = max(factors) if crop or not (target_x and target_y) else min(factors)
+    if not target_x:
+        target_x = round(x * scale)
+    elif not target_y:
+        target_y = round(y * scale)
+    result = source
+    if scale < 1 or (scale > 1 and options.enlarge):
+        result = (max(1, round(x * scale)), max(1, round(y * scale)))
+    if crop:
+        result = (min(result[0], target_x), min(result[1], target_y))
+    padded = options.extend and box[0] and box[1]
+    if not padded or (result[0] >= box[0] and result[1] >= box[1]):
+        return result, result, (0, 0)
+    offset = ((box[0] - result[0]) // 2, (box[1] - result[1]) // 2)
+    return result, box, offset
+
+
+def sorl_margin(size: Size, box: Size) -> str:
+    """sorl-thumbnail's ``margin`` filter: CSS margins centring ``size`` in ``box``.
+
+    ``box`` is a geometry's width and height, 0 for a side left free (it
+    is then derived from ``size``'s ratio, as sorl-thumbnail does). The odd
+    pixel goes right and bottom; the values are truncated as its ``%d`` does.
+    """
+    width, height = size
+    ratio = width / height
+    box_width = box[0] or sorl_round(box[1] * ratio)
+    box_height = box[1] or sorl_round(box[0] / ratio)
+    extra_x, extra_y = box_width - width, box_height - height
+    top = bottom = extra_y / 2
+    right = left = extra_x / 2
+    if extra_x % 2:
+        right += 1
+    if extra_y % 2:
+        bottom += 1
+    return " ".join("%dpx" % side for side in (top, right, bottom, left))  # noqa: UP031

@@ -1,0 +1,98 @@
+"""sorl-thumbnail's and easy-thumbnails' arithmetic, and the options that reproduce it.
+
+The whole template sets are compared with the real packages in
+tests/test_peers.py; here are the rules, case by case, worked by hand from
+the packages' code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from django_oximg.core.geometry import plan_geometry
+from django_oximg.core.options import Gravity, Options
+from django_oximg.sizing import exact_size_options, sorl_margin, sorl_round
+
+
+@pytest.mark.parametrize(
+    ("number", "rounded"), [(112.5, 112), (113.5, 114), (149.33, 149), (1.0, 1), (0.3, 1)]
+)
+def test_sorl_rounds_halves_to_even_and_never_to_zero(number: float, rounded: int) -> None:
+    assert sorl_round(number) == rounded
+
+
+def fit(width: int, height: int, **changes: object) -> Options:
+    return replace(Options(width=width, height=height), **changes)  # type: ignore[arg-type]
+
+
+def fill(width: int, height: int, gravity: str = "ce", **changes: object) -> Options:
+    return fit(width, height, resizing_type="fill", gravity=Gravity(gravity), **changes)
+
+
+CASES = [
+    # sizing, source (w, h, orientation), options, size, padding (top, right, bottom, left)
+    ("sorl", (640, 480, 1), fit(150, 0), (149, 112), (0, 0, 0, 0)),  # 112.5 -> 112, then fits
+    ("easy-thumbnails", (640, 480, 1), fit(150, 0), (150, 112), (0, 0, 0, 0)),
+    ("sorl", (1200, 900, 6), fit(0, 150), (112, 149), (0, 0, 0, 0)),  # shown 900x1200
+    ("sorl", (120, 90, 1), fit(300, 300), (120, 90), (0, 0, 0, 0)),  # no upscale
+    ("sorl", (120, 90, 1), fit(300, 300, enlarge=True), (300, 225), (0, 0, 0, 0)),
+    ("sorl", (120, 90, 1), fill(200, 200, "sm"), (90, 90), (0, 0, 0, 0)),  # the box's shape
+    ("sorl", (120, 90, 1), fill(200, 200), (120, 90), (0, 0, 0, 0)),
+    ("easy-thumbnails", (120, 90, 1), fill(200, 200, "sm"), (120, 90), (0, 0, 0, 0)),
+    ("sorl", (1600, 1200, 1), fit(150, 150, extend=True), (150, 112), (19, 0, 19, 0)),
+    ("sorl", (120, 90, 1), fill(150, 150, extend=True), (120, 90), (30, 15, 30, 15)),
+    ("easy-thumbnails", (1600, 1200, 1), fit(200, 200, extend=True), (200, 150), (25, 0, 25, 0)),
+    ("easy-thumbnails", (1600, 1200, 1), fit(200, 0, extend=True), (200, 150), (0, 0, 0, 0)),
+    ("easy-thumbnails", (2400, 700, 1), fill(0, 120), (411, 120), (0, 0, 0, 0)),
+]
+
+
+@pytest.mark.parametrize(("sizing", "source", "options", "size", "padding"), CASES)
+def test_the_packages_sizes_become_exact_options(
+    sizing: str,
+    source: tuple[int, int, int],
+    options: Options,
+    size: tuple[int, int],
+    padding: tuple[int, int, int, int],
+) -> None:
+    width, height, orientation = source
+    exact = exact_size_options(sizing, width, height, orientation, options)
+    assert exact is not None
+    assert (exact["width"], exact["height"], exact["padding"]) == (*size, padding)
+    planned = plan_geometry(
+        width, height, replace(options, **exact), orientation=orientation, max_result_dimension=0
+    )
+    boxed = (size[0] + padding[1] + padding[3], size[1] + padding[0] + padding[2])
+    assert (planned.width, planned.height) == boxed
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        fit(100, 100, dpr=2.0),
+        fit(100, 100, rotate=90),
+        fit(100, 100, min_width=50),
+        fit(100, 100, padding=(1, 1, 1, 1)),
+        fit(0, 0),
+        replace(fit(100, 100), resizing_type="force"),
+        fit(100, 100, extend=True, extend_gravity=Gravity("no")),
+    ],
+)
+def test_what_the_packages_cannot_say_keeps_imgproxys_arithmetic(options: Options) -> None:
+    assert exact_size_options("sorl", 640, 480, 1, options) is None
+    assert exact_size_options("imgproxy", 640, 480, 1, fit(100, 100)) is None
+
+
+@pytest.mark.parametrize(
+    ("size", "box", "margin"),
+    [
+        ((250, 188), (300, 300), "56px 25px 56px 25px"),
+        ((250, 333), (300, 300), "-16px 25px -15px 25px"),
+        ((100, 75), (101, 80), "2px 1px 3px 0px"),
+        ((100, 75), (200, 0), "37px 50px 38px 50px"),  # the height from the ratio: 150
+    ],
+)
+def test_sorls_margin(size: tuple[int, int], box: tuple[int, int], margin: str) -> None:
+    assert sorl_margin(size, box) == margin

@@ -1,0 +1,7 @@
+"""A project's wsgi.py without OximgMiddleware (for the serving check, oximg.W006)."""
+
+from __future__ import annotations
+
+from django.core.wsgi import get_wsgi_application
+
+application = get_wsgi_application()
