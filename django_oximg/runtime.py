@@ -3,6 +3,10 @@
 Built lazily on first use from :mod:`django_oximg.conf`, never at import, and
 rebuilt when settings change (``apps.py`` connects :func:`reset` to
 ``setting_changed``), so tests and live reconfiguration see fresh objects.
+
+The template tags import this module for the signer and the source stores
+only, so the thumbnailer's modules (the pipeline, and with it libvips, numpy
+and Pillow) are imported when the thumbnailer is first built, not here.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+from typing import TYPE_CHECKING
 
 from django.conf import settings as django_settings
 from django.core.cache import caches
@@ -17,15 +22,15 @@ from django.core.files.storage import FileSystemStorage, Storage, storages
 
 from django_oximg import conf, storage
 from django_oximg.coordination import CacheCoordinator
-from django_oximg.core import pipeline
 from django_oximg.core.cgroups import default_memory_budget, usable_cpus
 from django_oximg.core.coordination import Coordinator
 from django_oximg.core.executor import Executor
-from django_oximg.core.http_source import URL_ALIAS, HttpSourceConfig, HttpSourceStore
 from django_oximg.core.signing import URLSigner, pairs_from_hex
-from django_oximg.core.sources import SourceResolver
-from django_oximg.core.stores import SourceStore
-from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.sources import URL_ALIAS, SourceResolver
+from django_oximg.core.stores import FileSystemSourceStore, SourceStore
+
+if TYPE_CHECKING:
+    from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 
 _lock = threading.Lock()
 _libvips_ready = False
@@ -33,6 +38,8 @@ _libvips_ready = False
 
 def prepare_libvips(settings: conf.OximgSettings) -> None:
     """Check the libvips version and set it up once per process (caller holds _lock)."""
+    from django_oximg.core import pipeline
+
     global _libvips_ready
     if not _libvips_ready:
         pipeline.check_libvips_version()
@@ -79,6 +86,9 @@ def source_stores(settings: conf.OximgSettings) -> dict[str, SourceStore]:
     """Source stores by alias, plus the HTTP store when ``HTTP_SOURCES`` lists prefixes."""
     stores = {alias: storage.source_store(s) for alias, s in source_storages(settings).items()}
     if settings.HTTP_SOURCES:
+        # urllib3 (tens of milliseconds to import) only for sites with URL sources.
+        from django_oximg.core.http_source import HttpSourceConfig, HttpSourceStore
+
         stores[URL_ALIAS] = HttpSourceStore(
             HttpSourceConfig(
                 prefixes=settings.HTTP_SOURCES,
@@ -91,6 +101,9 @@ def source_stores(settings: conf.OximgSettings) -> dict[str, SourceStore]:
 
 
 def thumbnailer_config(settings: conf.OximgSettings) -> ThumbnailerConfig:
+    from django_oximg.core import pipeline
+    from django_oximg.core.thumbnailer import ThumbnailerConfig
+
     return ThumbnailerConfig(
         render=pipeline.RenderSettings(
             quality={**pipeline.RenderSettings().quality, **settings.QUALITY},
@@ -139,6 +152,8 @@ def get_thumbnailer() -> Thumbnailer:
 
 
 def build_thumbnailer() -> Thumbnailer:
+    from django_oximg.core.thumbnailer import Thumbnailer
+
     settings = conf.get_settings()
     prepare_libvips(settings)
     return Thumbnailer(
@@ -177,7 +192,5 @@ def get_signer() -> URLSigner:
 
 
 def source_is_local(alias: str) -> bool:
-    """Whether the source storage ``alias`` is on local disk (cheap to stat)."""
-    if alias == URL_ALIAS:
-        return False
-    return isinstance(source_storages(conf.get_settings())[alias], FileSystemStorage)
+    """Whether the source store ``alias`` is on local disk (cheap to stat)."""
+    return isinstance(get_source_resolver().stores.get(alias), FileSystemSourceStore)

@@ -146,6 +146,7 @@ def test_signature_size_in_range_is_accepted(size: int) -> None:
         ({"MAX_SRC_FILE_SIZE": -5}, "MAX_SRC_FILE_SIZE"),
         ({"MAX_ANIMATION_FRAMES": -1}, "MAX_ANIMATION_FRAMES"),
         ({"MAX_RESULT_DIMENSION": -1}, "MAX_RESULT_DIMENSION"),
+        ({"METADATA_CACHE": ""}, "METADATA_CACHE must name a cache"),
         ({"METADATA_CACHE_TIMEOUT": -1}, "METADATA_CACHE_TIMEOUT"),
         ({"QUEUE_TIMEOUT": 0}, "QUEUE_TIMEOUT must be positive"),
         ({"RENDER_TIMEOUT": -1.5}, "RENDER_TIMEOUT"),
@@ -348,6 +349,7 @@ SAME_BYTES = {
     "ENCODER": "the same pixels either way (tests/test_encoder.py)",
     "COORDINATION_CACHE": "who renders, not what",
     "METRICS": "an operational endpoint",
+    "METADATA_CACHE": "where the tags keep a source's size",
     "METADATA_CACHE_TIMEOUT": "how long the tags keep a source's size",
 }
 
