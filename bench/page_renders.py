@@ -1,6 +1,6 @@
 """Page renders: a page of 50 thumbnails of 10 photos, by django-oximg and its Django peers.
 
-    .venv/bin/python bench/page_renders.py [--runs 5] [--renders 300]
+    .venv/bin/python bench/page_renders.py [--runs 5] [--renders 300] [--starts 5]
         [--contenders oximg,sorl,easy] [--json FILE]
 
 sorl-thumbnail and easy-thumbnails run in their own venv
@@ -21,10 +21,11 @@ Each run measures every contender in fresh processes, on fresh state:
   sorl-thumbnail and easy-thumbnails make the 50 thumbnails during the
   render; django-oximg reads the 10 headers and writes URLs (its thumbnails
   are made when the browser asks for them).
-- **new process**: another new process, over the state the first left:
-  Django's set-up (with the URLconf loaded, as the page's request does),
-  the time to import the tag library, then the first render (template
-  compiled and rendered, metadata in the shared cache but not in memory).
+- **new process**: ``--starts`` more new processes, over the state the
+  first left: Django's set-up (with the URLconf loaded, as the page's
+  request does), the time to import the tag library, then the first render
+  (template compiled and rendered, metadata in the shared cache but not in
+  memory); the least of each is kept, since a busy machine only adds time.
 - **warm**: the same process renders the page ``--renders`` times more;
   the median render is reported.
 
@@ -49,12 +50,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-# The page itself is ``manage.py oximg_bench --pages``'s synthetic page: that
-# module needs only Django, so the peers' venv imports it from the checkout.
-from django_oximg.management.pages import PAGE_SIZES  # noqa: E402
-
 PHOTOS = 10
-TAGS = PHOTOS * len(PAGE_SIZES)
+#: Sizes per photo (``pages.PAGE_SIZES``, which is imported only once a
+#: child's set-up has been timed: it brings Django's template modules).
+SIZES_PER_PHOTO = 5
+TAGS = PHOTOS * SIZES_PER_PHOTO
 
 #: The peers' venv, made by bench/peers/setup_django_peers.sh.
 PEERS_PYTHON = ROOT / "bench" / "peers" / ".venv-django-peers" / "bin" / "python"
@@ -132,8 +132,12 @@ def child(contender: str, state: Path, renders: int, migrate: bool) -> dict[str,
     imported = time.perf_counter()
     from django.template import Context
 
+    # The page is ``manage.py oximg_bench --pages``'s synthetic page: that
+    # module needs only Django, so the peers' venv imports it from the checkout.
     from bench.page_app.models import Photo
-    from django_oximg.management.pages import template_for
+    from django_oximg.management.pages import PAGE_SIZES, template_for
+
+    assert len(PAGE_SIZES) == SIZES_PER_PHOTO
 
     photos = [Photo(image=f"photos/photo-{index}.jpg") for index in range(PHOTOS)]
     context = {"sources": [photo.image for photo in photos]}
@@ -217,17 +221,30 @@ def run_child(python: Path, contender: str, state: Path, renders: int, migrate: 
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def measure(contender: str, photos: Path, work: Path, renders: int) -> dict[str, Any]:
-    """One run of one contender: never made, then a new process with warm renders."""
+def measure(contender: str, photos: Path, work: Path, renders: int, starts: int) -> dict[str, Any]:
+    """One run of one contender: never made, then ``starts`` new processes.
+
+    A busy machine only ever adds time to a process start, so each start
+    figure is the least of the ``starts`` processes; the last one also
+    times the warm renders.
+    """
     python = python_for(contender)
     assert python is not None
     state = work / contender
     shutil.rmtree(state, ignore_errors=True)
     shutil.copytree(photos, state / "media" / "photos")
     never = run_child(python, contender, state, renders=0, migrate=True)
-    warm = run_child(python, contender, state, renders=renders, migrate=False)
-    start = warm["setup_ms"] + warm["import_ms"] + warm["first_ms"]
-    return {"never_made_ms": never["first_ms"], "start_ms": start, **warm}
+    started = [
+        run_child(python, contender, state, renders=renders if last else 0, migrate=False)
+        for last in [False] * (starts - 1) + [True]
+    ]
+    warm = started[-1]
+    least = {
+        field: min(child[field] for child in started)
+        for field in ("setup_ms", "import_ms", "first_ms")
+    }
+    start = min(child["setup_ms"] + child["import_ms"] + child["first_ms"] for child in started)
+    return {**warm, **least, "never_made_ms": never["first_ms"], "start_ms": start}
 
 
 def spread(values: list[float]) -> str:
@@ -271,6 +288,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--renders", type=int, default=300, help="warm renders per run")
+    parser.add_argument("--starts", type=int, default=5, help="new processes per run")
     parser.add_argument("--contenders", default="oximg,sorl,easy")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--child", choices=("oximg", "sorl", "easy"), help=argparse.SUPPRESS)
@@ -294,7 +312,9 @@ def main() -> None:
         for run in range(args.runs):
             # Interleaved, so slow drift of a shared machine hits all alike.
             order = contenders[run % len(contenders) :] + contenders[: run % len(contenders)]
-            results.append({c: measure(c, work / "photos", work, args.renders) for c in order})
+            results.append(
+                {c: measure(c, work / "photos", work, args.renders, args.starts) for c in order}
+            )
             print(
                 f"run {run + 1}: "
                 + ", ".join(f"{c} {results[-1][c]['warm_ms']:.2f} ms warm" for c in contenders),
