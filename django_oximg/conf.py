@@ -30,7 +30,6 @@ from django.utils.crypto import salted_hmac
 from django_oximg.arguments import NOT_DEFAULTS, ThumbnailError, tag_options
 from django_oximg.core import defaults
 from django_oximg.core.errors import InvalidOptions
-from django_oximg.core.http_source import parse_prefix
 from django_oximg.core.keys import output_fingerprint as output_fingerprint_of
 from django_oximg.core.options import OPTION_NAMES, OUTPUT_FORMATS, parse_path
 from django_oximg.core.signing import pairs_from_hex
@@ -219,11 +218,22 @@ class OximgSettings:
     answers. See docs/operations.md; restrict ``/metrics`` at the proxy if it
     must not be public."""
 
+    METADATA_CACHE: str = "default"
+    """Alias in ``CACHES`` where the template tags keep each source's size,
+    orientation and version, read once from the first kilobytes of the
+    source (its header, never the whole file). Shared by every process
+    (Redis, Memcached, a database or file cache), a page's sources are read
+    once for the whole site, and a purge (``oximg_purge``, the model
+    signals) reaches every process. A system check warns when it is a
+    dummy cache (every render reads every source again) or a per-process
+    one (``LocMemCache``) while ``DEBUG`` is off."""
+
     METADATA_CACHE_TIMEOUT: int = 60 * 60 * 24 * 30
-    """Seconds the template tag keeps a source's size and version in Django's
-    cache. Local files are stat'ed on every render and their modification
-    time and size are part of the key, so a replaced file gets a new URL at
-    once; other storages (S3, ...) are asked again only after this timeout."""
+    """Seconds the template tag keeps a source's size and version in the
+    ``METADATA_CACHE``. Local files are stat'ed on every render and their
+    modification time and size are part of the key, so a replaced file gets
+    a new URL at once; other storages (S3, ...) are asked again only after
+    this timeout."""
 
     TAG_DEFAULTS: Mapping[str, Any] = field(default_factory=dict)
     """Keywords the template tags, ``get_thumbnail`` and the Jinja2 functions
@@ -497,6 +507,8 @@ def _validate(conf: OximgSettings) -> None:
         raise ImproperlyConfigured(
             f"OXIMG: ALLOWED_PROCESSING_OPTIONS names unknown options: {', '.join(unknown)}."
         )
+    if not conf.METADATA_CACHE:
+        raise ImproperlyConfigured("OXIMG: METADATA_CACHE must name a cache in CACHES.")
     _validate_quality(conf.QUALITY)
     _validate_sources(conf.SOURCES)
     _validate_presets(conf.PRESETS)
@@ -523,6 +535,10 @@ def _validate_sources(sources: Mapping[str, str]) -> None:
 
 def _validate_http_sources(prefixes: tuple[str, ...]) -> None:
     """Parse every prefix now, as the HTTP store will, so a bad one fails at start-up."""
+    if not prefixes:
+        return
+    from django_oximg.core.http_source import parse_prefix  # urllib3: only when used
+
     for prefix in prefixes:
         try:
             parse_prefix(prefix)

@@ -100,6 +100,16 @@ class StorageSourceStore:
             raise SourceTooLarge(f"{name!r} grew past the limit of {max_bytes} bytes")
         return data
 
+    def read_header(self, name: str, limit: int) -> bytes:
+        name = jail_name(name)
+        try:
+            with self.storage.open(name, "rb") as handle:
+                return bytes(handle.read(limit))
+        except (FileNotFoundError, SuspiciousFileOperation) as exc:
+            raise SourceNotFound(str(exc)) from exc
+        except OSError as exc:
+            raise SourceUnavailable(str(exc)) from exc
+
     def version(self, name: str) -> str:
         name = jail_name(name)
         try:
@@ -215,6 +225,9 @@ logger = logging.getLogger("django_oximg")
 #: error, not a missing source: it stays a 502 and is logged.
 NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 
+#: S3 error codes for a range that starts past the end: the object is empty.
+UNSATISFIABLE_RANGE_CODES = frozenset({"InvalidRange", "416"})
+
 #: Seconds between two log lines about failing cache lookups.
 LOOKUP_ERROR_LOG_INTERVAL = 60.0
 
@@ -312,6 +325,30 @@ class S3SourceStore:
         if 0 <= size != len(data):
             raise SourceUnavailable(f"{name!r}: read {len(data)} of {size} bytes")
         return data
+
+    def read_header(self, name: str, limit: int) -> bytes:
+        """The object's first ``limit`` bytes: one ranged GetObject.
+
+        At most ``limit`` bytes are read even from a server that ignores the
+        range and sends the whole object; the rest is dropped unread.
+        """
+        key = s3_key(self.storage, name)
+        exceptions = botocore_errors()
+        try:
+            response = s3_client(self.storage).get_object(
+                Bucket=self.storage.bucket_name,
+                Key=key,
+                Range=f"bytes=0-{limit - 1}",
+                **download_params(self.storage, key),
+            )
+            with contextlib.closing(response["Body"]) as body:
+                return bytes(body.read(limit))
+        except exceptions.ClientError as error:
+            if error_code(error) in UNSATISFIABLE_RANGE_CODES:
+                return b""  # an empty object has no first byte to range over
+            raise source_error(error, name) from error
+        except exceptions.BotoCoreError as error:
+            raise source_error(error, name) from error
 
     def version(self, name: str) -> str:
         """A hash of the object's ETag (one HEAD request).

@@ -697,13 +697,18 @@ def test_chunked_body_over_the_limit_is_refused_and_the_read_stops(
     web = site(server.url("/"), allow_private_networks=True, max_src_file_size=limit)
     reply = web.get(server.url("/endless.jpg"))
     assert reply.status == 422
+    # Socket buffers on loopback hold a few MiB; the rest was never sent.
+    assert settled_body_bytes(server) < total // 4
+
+
+def settled_body_bytes(server: Upstream) -> int:
+    """The body bytes ``server`` sent, once it has stopped sending (bounded wait)."""
     give_up = time.monotonic() + WAIT
     before = -1
     while server.body_bytes != before and time.monotonic() < give_up:
         before = server.body_bytes
         time.sleep(0.2)
-    # Socket buffers on loopback hold a few MiB; the rest was never sent.
-    assert server.body_bytes < total // 4
+    return server.body_bytes
 
 
 class FakeResponse:
@@ -1008,6 +1013,109 @@ def test_version_is_refused_like_a_read(canary: Upstream, network: Network) -> N
     store = HttpSourceStore(HttpSourceConfig(prefixes=(canary.url("/"),)))
     with pytest.raises(errors.SourceNotFound):
         store.version(canary.url("/a.jpg"))
+    assert network.attempts == []
+
+
+# -- header reads (the template tags) -------------------------------------------------------
+
+
+def ranged(body: bytes, seen: list[str]) -> Route:
+    """Serve ``body``, honouring ``Range: bytes=0-N`` as S3 and most servers do."""
+
+    def route(handler: Handler) -> None:
+        wanted = handler.headers.get("Range", "")
+        seen.append(wanted)
+        if not body:
+            send_bytes(handler, b"", status=416)
+            return
+        last = int(wanted.removeprefix("bytes=0-")) if wanted.startswith("bytes=0-") else None
+        if last is None:
+            send_bytes(handler, body)
+            return
+        part = body[: last + 1]
+        content_range = f"bytes 0-{len(part) - 1}/{len(body)}"
+        send_bytes(handler, part, status=206, headers={"Content-Range": content_range})
+
+    return route
+
+
+def test_a_header_read_is_one_ranged_get(servers: Callable[..., Upstream]) -> None:
+    seen: list[str] = []
+    server = servers({"/a.jpg": ranged(PHOTO, seen), "/empty.jpg": ranged(b"", seen)})
+    store = HttpSourceStore(
+        HttpSourceConfig(prefixes=(server.url("/"),), allow_private_networks=True)
+    )
+    assert store.read_header(server.url("/a.jpg"), 4096) == PHOTO[:4096]
+    assert seen == ["bytes=0-4095"]
+    assert server.requests == [("GET", "/a.jpg")]
+    give_up = time.monotonic() + WAIT
+    while server.body_bytes < 4096 and time.monotonic() < give_up:
+        time.sleep(0.01)  # the handler counts after its write returns
+    assert server.body_bytes == 4096
+    assert store.read_header(server.url("/empty.jpg"), 4096) == b""  # 416: nothing to range over
+    with pytest.raises(errors.SourceNotFound):
+        store.read_header(server.url("/missing.jpg"), 4096)
+
+
+def test_a_server_ignoring_the_range_is_read_no_further_than_the_limit(
+    no_fd_leak: None, servers: Callable[..., Upstream]
+) -> None:
+    total = 64 * MIB
+    piece = bytes(range(256)) * 256
+
+    def whole(handler: Handler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(total))
+        handler.end_headers()
+        try:
+            for _ in range(total // len(piece)):
+                handler.wfile.write(piece)
+                handler.server.count_body(len(piece))
+        except OSError:
+            pass  # the client hung up, as it should
+        handler.close_connection = True
+
+    server = servers({"/big.jpg": whole})
+    store = HttpSourceStore(
+        HttpSourceConfig(prefixes=(server.url("/"),), allow_private_networks=True)
+    )
+    assert store.read_header(server.url("/big.jpg"), 100_000) == (piece * 2)[:100_000]
+    # Socket buffers on loopback hold a few MiB; the rest was never sent.
+    assert settled_body_bytes(server) < total // 4
+
+
+@pytest.mark.parametrize("size", [10, 1000, 1001, 300_000])
+def test_a_header_read_takes_at_most_the_limit(size: int) -> None:
+    from django_oximg.core import http_source
+
+    response = FakeResponse(b"x" * size, {})
+    store = HttpSourceStore(HttpSourceConfig(prefixes=()))
+    url = parse_url("http://a.test/x")
+    with http_source.TimeLimit(WAIT) as deadline:
+        data = store._prefix(response, url, 1000, deadline)  # type: ignore[arg-type]
+    assert len(data) == min(size, 1000)
+    assert response.taken == min(size, 1000)
+
+
+def test_a_gzipped_header_read_gives_a_prefix_of_the_image(
+    servers: Callable[..., Upstream],
+) -> None:
+    packed = gzip.compress(PHOTO)
+    server = servers(
+        {"/a.jpg": lambda h: send_bytes(h, packed, headers={"Content-Encoding": "gzip"})}
+    )
+    store = HttpSourceStore(
+        HttpSourceConfig(prefixes=(server.url("/"),), allow_private_networks=True)
+    )
+    data = store.read_header(server.url("/a.jpg"), 8192)
+    assert data and len(data) <= 8192
+    assert PHOTO.startswith(data)
+
+
+def test_a_header_read_is_refused_like_a_read(canary: Upstream, network: Network) -> None:
+    store = HttpSourceStore(HttpSourceConfig(prefixes=(canary.url("/"),)))
+    with pytest.raises(errors.SourceNotFound):
+        store.read_header(canary.url("/a.jpg"), 4096)
     assert network.attempts == []
 
 

@@ -136,6 +136,37 @@ def test_source_version_changes_with_the_content(root: Path) -> None:
         store.version("photos/missing.jpg")
 
 
+def test_a_header_read_gives_the_first_bytes_and_no_more(root: Path) -> None:
+    store = FileSystemSourceStore(root)
+    assert store.read_header("photos/x.jpg", 3) == b"ins"
+    assert store.read_header("photos/x.jpg", 1000) == b"inside"
+
+
+@pytest.mark.parametrize(
+    "name", ["photos/missing.jpg", "photos", "../media-secret/x.jpg", "photos/link.jpg"]
+)
+def test_a_header_read_is_contained_like_a_read(root: Path, name: str) -> None:
+    (root / "photos" / "link.jpg").symlink_to(root.parent / "media-secret" / "x.jpg")
+    with pytest.raises(SourceNotFound):
+        FileSystemSourceStore(root).read_header(name, 1000)
+
+
+def test_a_version_through_a_symlink_leading_out_reveals_no_bytes(root: Path) -> None:
+    """``version`` is one stat (the tags ask it per tag); reads stay contained.
+
+    A symlink to a file outside the root has a version (its stat), but
+    nothing that reads the file's bytes accepts it, so the tags refuse it
+    when they come to read its header.
+    """
+    (root / "photos" / "link.jpg").symlink_to(root.parent / "media-secret" / "x.jpg")
+    store = FileSystemSourceStore(root)
+    assert store.version("photos/link.jpg")
+    with pytest.raises(SourceNotFound):
+        store.read_header("photos/link.jpg", 1000)
+    with pytest.raises(SourceNotFound):
+        store.version("../media-secret/x.jpg")  # the name itself is still jailed
+
+
 # -- the result cache ------------------------------------------------------------------
 
 KEY = "ab/abcdef/0123456789.jpeg"

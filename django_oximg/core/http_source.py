@@ -65,17 +65,13 @@ from django_oximg.core.errors import (
     SourceUnavailable,
 )
 
+# Defined with the resolver, which needs them without importing urllib3;
+# imported here too, where they have always been found.
+from django_oximg.core.sources import URL_ALIAS, URL_SOURCE, is_url  # noqa: F401
+
 logger = logging.getLogger("django_oximg")
 
 IPAddress: TypeAlias = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-#: The source alias under which the thumbnailer keeps the HTTP store. Not a
-#: valid ``SOURCES`` alias (those are ``[A-Za-z0-9_.-]+``), so it cannot clash.
-URL_ALIAS = "<url>"
-
-#: A source that starts like this is a URL, never a storage name (a storage
-#: name cannot contain an empty segment, so nothing valid is taken away).
-URL_SOURCE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
 SCHEMES = {"http": 80, "https": 443}
 
@@ -85,6 +81,11 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 #: Upstream answers that mean "there is no such image" (404); any other
 #: non-200 answer is the source failing (502).
 MISSING_STATUSES = frozenset({404, 410})
+
+#: Answers to a ranged GET that are not failures: the range (206), or the
+#: range past the end of an empty body (416).
+RANGE_NOT_SATISFIABLE = 416
+RANGE_STATUSES = frozenset({200, 206, RANGE_NOT_SATISFIABLE})
 
 #: Bytes asked of the socket per read: big enough to be cheap per byte, small
 #: enough that a read past the size limit stops close to it.
@@ -149,11 +150,6 @@ class HttpUrl:
         host = f"[{self.host}]" if ":" in self.host else self.host
         port = "" if SCHEMES[self.scheme] == self.port else f":{self.port}"
         return f"{self.scheme}://{host}{port}{self.request_target}"
-
-
-def is_url(source: str) -> bool:
-    """Whether ``source`` (from a request path) names a URL rather than a storage name."""
-    return URL_SOURCE.match(source) is not None
 
 
 def parse_url(text: str) -> HttpUrl:
@@ -578,6 +574,23 @@ class HttpSourceStore:
         ):
             return self._body(response, url, max_bytes, time_limit)
 
+    def read_header(self, name: str, limit: int) -> bytes:
+        """The first ``limit`` bytes of ``name``: a GET asking ``Range: bytes=0-<limit-1>``.
+
+        The same checks as :meth:`read` (allowlist and address guard on every
+        hop, the time limit). A server that ignores the range answers with
+        the whole body: at most ``limit`` bytes of it are read, then the
+        connection is closed.
+        """
+        ranged = {"Range": f"bytes=0-{limit - 1}"}
+        with (
+            TimeLimit(self.config.timeout) as time_limit,
+            self._final(name, "GET", time_limit, ranged) as (response, url),
+        ):
+            if response.status == RANGE_NOT_SATISFIABLE:
+                return b""  # an empty body has no first byte to range over
+            return self._prefix(response, url, limit, time_limit)
+
     def version(self, name: str) -> str:
         """A short token from the source's ETag, else its Last-Modified, else "".
 
@@ -609,20 +622,30 @@ class HttpSourceStore:
 
     @contextlib.contextmanager
     def _final(
-        self, name: str, method: str, time_limit: TimeLimit
+        self,
+        name: str,
+        method: str,
+        time_limit: TimeLimit,
+        extra_headers: dict[str, str] | None = None,
     ) -> Iterator[tuple[Response, HttpUrl]]:
-        """The response after redirects (each hop checked), closed on exit."""
+        """The response after redirects (each hop checked), closed on exit.
+
+        With ``extra_headers`` holding a ``Range``, a partial answer (206) or
+        an unsatisfiable range (416) is as good as a 200.
+        """
         text = name
         for _hop in range(self.config.max_redirects + 1):
             url = self.checked_url(text)
             pin = Pin(resolve(url, self.config.allow_private_networks), time_limit)
             with contextlib.closing(pool_for(url, pin, self.config.ca_certs)) as pool:
-                response = self._send(pool, url, method, time_limit)
+                response = self._send(pool, url, method, time_limit, extra_headers or {})
                 try:
                     if response.status in REDIRECT_STATUSES:
                         text = redirect_target(response, url)
                         continue
-                    check_status(response, url)
+                    ranged = extra_headers is not None and "Range" in extra_headers
+                    if not (ranged and response.status in RANGE_STATUSES):
+                        check_status(response, url)
                     with translated_errors(url, time_limit):
                         yield response, url
                     return
@@ -631,7 +654,12 @@ class HttpSourceStore:
         raise refused(name, f"more than {self.config.max_redirects} redirects")
 
     def _send(
-        self, pool: HTTPConnectionPool, url: HttpUrl, method: str, time_limit: TimeLimit
+        self,
+        pool: HTTPConnectionPool,
+        url: HttpUrl,
+        method: str,
+        time_limit: TimeLimit,
+        extra_headers: dict[str, str],
     ) -> Response:
         left = time_limit.remaining()
         with translated_errors(url, time_limit):
@@ -642,6 +670,7 @@ class HttpSourceStore:
                     "User-Agent": self.config.user_agent,
                     "Accept": "image/*,*/*;q=0.5",
                     "Accept-Encoding": "identity",
+                    **extra_headers,
                 },
                 redirect=False,
                 retries=False,
@@ -670,6 +699,19 @@ class HttpSourceStore:
         if declared is not None and len(data) != declared:
             raise SourceUnavailable(f"{url} sent {len(data)} of {declared} bytes")
         return decoded(bytes(data), response.headers.get("Content-Encoding", ""), max_bytes, url)
+
+    def _prefix(self, response: Response, url: HttpUrl, limit: int, time_limit: TimeLimit) -> bytes:
+        """At most ``limit`` bytes of the body, whatever length the server sends."""
+        data = bytearray()
+        while len(data) < limit:
+            chunk = response.read(min(CHUNK, limit - len(data)), decode_content=False)
+            if time_limit.expired:
+                raise SourceTimeout(f"{url}: download took longer than {time_limit.seconds} s")
+            if not chunk:
+                break
+            data += chunk
+            time_limit.remaining()
+        return decoded_prefix(bytes(data), response.headers.get("Content-Encoding", ""), limit, url)
 
 
 def redirect_target(response: Response, url: HttpUrl) -> str:
@@ -714,6 +756,19 @@ def decoded(data: bytes, encoding: str, max_bytes: int, url: HttpUrl) -> bytes:
     if not inflater.eof or inflater.unused_data:
         raise InvalidImage(f"{url}: gzip body is truncated or has trailing data")
     return body
+
+
+def decoded_prefix(data: bytes, encoding: str, limit: int, url: HttpUrl) -> bytes:
+    """The first ``limit`` bytes of what ``data``, the start of a body, decodes to."""
+    encoding = encoding.strip().lower()
+    if encoding in ("", "identity"):
+        return data
+    if encoding not in GZIP_ENCODINGS:
+        raise InvalidImage(f"{url}: unsupported Content-Encoding {encoding!r}")
+    try:
+        return zlib.decompressobj(wbits=zlib.MAX_WBITS | 16).decompress(data, limit)
+    except zlib.error as exc:
+        raise InvalidImage(f"{url}: broken gzip body: {exc}") from exc
 
 
 @contextlib.contextmanager

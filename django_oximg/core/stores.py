@@ -107,6 +107,16 @@ class SourceStore(Protocol):
         """
         ...
 
+    def read_header(self, name: str, limit: int) -> bytes:
+        """Return the source's first ``limit`` bytes (all of it when shorter).
+
+        For the template tags, which need a source's size and orientation,
+        not its pixels (:mod:`django_oximg.core.headers`): a ranged read on
+        remote stores, never more than ``limit`` bytes transferred. Raises
+        as :meth:`read` does (no size limit applies).
+        """
+        ...
+
     def version(self, name: str) -> str:
         """A short token that changes whenever the source's content changes."""
         ...
@@ -188,40 +198,57 @@ class FileSystemSourceStore:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
+        self._root_text = os.fspath(root)
 
     def check_name(self, name: str) -> None:
         jail_name(name)
 
     def read(self, name: str, max_bytes: int) -> bytes:
         path = path_inside(self.root, name)
-        try:
-            with open(path, "rb") as handle:
-                size = os.fstat(handle.fileno()).st_size
-                if size > max_bytes:
-                    raise SourceTooLarge(f"{name!r} has {size} bytes, limit {max_bytes}")
-                # Read the size fstat gave, not the limit: a read of the limit
-                # allocates that much first (50 MiB by default, 8x slower for
-                # a 1 MB file). A file that grew since is read on to the limit.
-                data = handle.read(size + 1)
-                if len(data) > size:
-                    data += handle.read(max_bytes + 1 - len(data))
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
-            raise SourceNotFound(str(exc)) from exc
-        except PermissionError as exc:
-            raise SourceNotFound(str(exc)) from exc
-        except OSError as exc:
-            raise SourceUnavailable(str(exc)) from exc
+        with file_errors(), open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > max_bytes:
+                raise SourceTooLarge(f"{name!r} has {size} bytes, limit {max_bytes}")
+            # Read the size fstat gave, not the limit: a read of the limit
+            # allocates that much first (50 MiB by default, 8x slower for
+            # a 1 MB file). A file that grew since is read on to the limit.
+            data = handle.read(size + 1)
+            if len(data) > size:
+                data += handle.read(max_bytes + 1 - len(data))
         if len(data) > max_bytes:
             raise SourceTooLarge(f"{name!r} grew past the limit of {max_bytes} bytes")
         return data
 
-    def version(self, name: str) -> str:
+    def read_header(self, name: str, limit: int) -> bytes:
         path = path_inside(self.root, name)
+        with file_errors(), open(path, "rb") as handle:
+            return handle.read(limit)
+
+    def version(self, name: str) -> str:
+        """The file's modification time and size, from one ``stat``.
+
+        The template tags ask this of every source on every render, so it
+        skips :func:`path_inside`'s ``realpath`` (a dozen ``lstat`` calls):
+        the name is jailed, and a symlink leading out of the root yields
+        only a token that can match nothing read, because every read of a
+        source's bytes (:meth:`read`, :meth:`read_header`) is contained.
+        """
         try:
-            stat = path.stat()
+            stat = os.stat(os.path.join(self._root_text, jail_name(name)))
         except OSError as exc:
             raise SourceNotFound(str(exc)) from exc
         return f"{stat.st_mtime_ns:x}{stat.st_size:x}"
+
+
+@contextlib.contextmanager
+def file_errors() -> Iterator[None]:
+    """OS errors of a source read as the core's: missing or unreadable is a 404."""
+    try:
+        yield
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
+        raise SourceNotFound(str(exc)) from exc
+    except OSError as exc:
+        raise SourceUnavailable(str(exc)) from exc
 
 
 class FileSystemCacheStore:
