@@ -331,6 +331,8 @@ SAME_BYTES = {
     "HTTP_TIMEOUT": "whether a source is read, not what it gives",
     "HTTP_MAX_REDIRECTS": "whether a source is read, not what it gives",
     "HTTP_ALLOW_PRIVATE_NETWORKS": "whether a source is read, not what it gives",
+    "SOURCE_READS": "how many sources are read at once",
+    "SOURCE_TIMEOUT": "whether a source is read, not what it gives",
     "CACHE_STORAGE": "where answers are kept",
     "CACHE_FSYNC": "how answers are written",
     "CACHE_REDIRECT": "how hits are sent",
@@ -348,6 +350,7 @@ SAME_BYTES = {
     "ENCODER": "the same pixels either way (tests/test_encoder.py)",
     "COORDINATION_CACHE": "who renders, not what",
     "METRICS": "an operational endpoint",
+    "METRICS_TOKEN": "who may read an operational endpoint",
     "METADATA_CACHE_TIMEOUT": "how long the tags keep a source's size",
 }
 
@@ -403,7 +406,7 @@ def test_an_output_setting_changes_the_fingerprint(name: str) -> None:
 def test_settings_that_keep_the_bytes_keep_the_keys() -> None:
     """So caches stay warm across deploys that change only these."""
     path = "/w:50/plain/a.jpg@jpeg"
-    changed = {"WORKERS": 7, "RENDER_TIMEOUT": 3.0, "ENCODER": "libvips", "METRICS": False}
+    changed = {"WORKERS": 7, "RENDER_TIMEOUT": 3.0, "ENCODER": "libvips", "METRICS": True}
     assert key_under(BASE, path, "") == key_under({**BASE, **changed}, path, "")
 
 

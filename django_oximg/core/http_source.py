@@ -5,7 +5,8 @@ and again for every redirect:
 
 1. It parses strictly as ``http(s)://host[:port]/path[?query]``: no userinfo,
    no fragment, no backslash, no control character, no dot segment (also
-   once or twice percent-decoded). See :func:`parse_url`.
+   once or twice percent-decoded, and with ``;`` parameters: ``..;``). See
+   :func:`parse_url`.
 2. It lies under one of the configured prefixes, compared on the *parsed*
    URL: scheme, host (lowercase, IDNA), port (default per scheme) and the
    path at a segment boundary (:class:`Allowlist`). String prefixes would let
@@ -63,6 +64,8 @@ from django_oximg.core.errors import (
     SourceTooLarge,
     SourceUnavailable,
 )
+from django_oximg.core.logs import printable
+from django_oximg.core.stores import Reserve
 
 logger = logging.getLogger("django_oximg")
 
@@ -88,6 +91,11 @@ MISSING_STATUSES = frozenset({404, 410})
 #: Bytes asked of the socket per read: big enough to be cheap per byte, small
 #: enough that a read past the size limit stops close to it.
 CHUNK = 64 * 1024
+
+#: A body of unknown length is reserved from the memory budget this much at a
+#: time, ahead of the bytes read (one reservation per chunk would be 800
+#: lock round trips for a 50 MiB body).
+RESERVE_STEP = 1024 * 1024
 
 #: ``Content-Encoding`` values decoded here. Images are compressed already, so
 #: we ask for ``identity``; a server that gzips anyway is decoded in full or
@@ -223,11 +231,17 @@ def encode_part(text: str, safe: str) -> str:
 def has_dot_segment(path: str) -> bool:
     """Whether ``path``, as sent or percent-decoded up to :data:`DECODE_ROUNDS` times,
     has a ``.`` or ``..`` segment, a backslash or a NUL: forms a server may resolve
-    to somewhere outside the allowed prefix."""
+    to somewhere outside the allowed prefix.
+
+    A segment counts as a dot segment by its name before any ``;``
+    parameters as well: servers that strip path parameters (Tomcat, and
+    proxies in front of it) read ``/allowed/..;/secret`` as
+    ``/allowed/../secret``, i.e. ``/secret``.
+    """
     for _ in range(DECODE_ROUNDS):
         if "\\" in path or "\x00" in path:
             return True
-        if any(segment in (".", "..") for segment in path.split("/")):
+        if any(segment.partition(";")[0] in (".", "..") for segment in path.split("/")):
             return True
         decoded = unquote(path)
         if decoded == path:
@@ -368,9 +382,13 @@ def resolve(url: HttpUrl, allow_private: bool) -> tuple[Address, ...]:
 
 
 def refused(url: HttpUrl | str, reason: str) -> SourceNotFound:
-    """A 404 for a refused URL, logged with its reason (the client sees none)."""
-    logger.warning("refused HTTP source %s: %s", str(url)[:300], reason)
-    return SourceNotFound(f"refused {str(url)[:300]}: {reason}")
+    """A 404 for a refused URL, logged with its reason (the client sees none).
+
+    The URL comes from the request: it is escaped (:func:`printable`), so it
+    cannot write a line of its own into the log.
+    """
+    logger.warning("refused HTTP source %s: %s", printable(url), printable(reason))
+    return SourceNotFound(f"refused {printable(url)}: {reason}")
 
 
 # -- the time limit ------------------------------------------------------------
@@ -562,8 +580,12 @@ class HttpSourceStore:
         """``name`` must parse as a URL under an allowed prefix (no network)."""
         self.checked_url(name)
 
-    def read(self, name: str, max_bytes: int) -> bytes:
-        """The body of ``name`` (a URL): at most ``max_bytes``, gzip decoded."""
+    def read(self, name: str, max_bytes: int, reserve: Reserve | None = None) -> bytes:
+        """The body of ``name`` (a URL): at most ``max_bytes``, gzip decoded.
+
+        ``reserve`` gets the declared ``Content-Length`` before the body is
+        read, or, without one, :data:`RESERVE_STEP` bytes at a time ahead of it.
+        """
         with (
             TimeLimit(self.config.timeout) as time_limit,
             self._final(name, "GET", time_limit) as (
@@ -571,7 +593,7 @@ class HttpSourceStore:
                 url,
             ),
         ):
-            return self._body(response, url, max_bytes, time_limit)
+            return self._body(response, url, max_bytes, time_limit, reserve or ignore)
 
     def version(self, name: str) -> str:
         """A short token from the source's ETag, else its Last-Modified, else "".
@@ -646,11 +668,18 @@ class HttpSourceStore:
             )
 
     def _body(
-        self, response: Response, url: HttpUrl, max_bytes: int, time_limit: TimeLimit
+        self,
+        response: Response,
+        url: HttpUrl,
+        max_bytes: int,
+        time_limit: TimeLimit,
+        reserve: Reserve,
     ) -> bytes:
         declared = declared_length(response)
         if declared is not None and declared > max_bytes:
             raise SourceTooLarge(f"{url} declares {declared} bytes, limit {max_bytes}")
+        reserved = declared if declared is not None else 0
+        reserve(reserved)
         data = bytearray()
         while True:
             chunk = response.read(min(CHUNK, max_bytes + 1 - len(data)), decode_content=False)
@@ -658,13 +687,24 @@ class HttpSourceStore:
                 raise SourceTimeout(f"{url}: download took longer than {time_limit.seconds} s")
             if not chunk:
                 break
+            if len(data) + len(chunk) > reserved:
+                step = max(RESERVE_STEP, len(data) + len(chunk) - reserved)
+                reserve(step)
+                reserved += step
             data += chunk
             if len(data) > max_bytes:
                 raise SourceTooLarge(f"{url} sent more than {max_bytes} bytes")
             time_limit.remaining()
         if declared is not None and len(data) != declared:
             raise SourceUnavailable(f"{url} sent {len(data)} of {declared} bytes")
-        return decoded(bytes(data), response.headers.get("Content-Encoding", ""), max_bytes, url)
+        body = decoded(bytes(data), response.headers.get("Content-Encoding", ""), max_bytes, url)
+        if len(body) > reserved:  # inflated from gzip
+            reserve(len(body) - reserved)
+        return body
+
+
+def ignore(_nbytes: int) -> None:
+    """The ``reserve`` of a read that counts its bytes against nothing."""
 
 
 def redirect_target(response: Response, url: HttpUrl) -> str:
