@@ -33,10 +33,12 @@ thumbnailer and is shown so, not run.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -331,7 +333,12 @@ def print_deadline(rows: list[Outcome], timeout: float) -> None:
 
 
 def run_rates() -> None:
-    """CPU seconds of the AVIF and GIF savers alone, photo and noise, with the affine fit."""
+    """CPU seconds the deadline cannot stop, per encoder, effort, content and size.
+
+    AVIF and GIF: the whole saver call (pixels already in memory). WebP:
+    the most CPU spent after the kill flag was set, over kills at 19 points
+    of the encode (libwebp stops, except while it compresses alpha).
+    """
     import pyvips
 
     from bench import images
@@ -340,33 +347,86 @@ def run_rates() -> None:
     pyvips.cache_set_max(0)
     pyvips.concurrency_set(1)
 
-    def noise(size: int) -> Any:
-        bands = [pyvips.Image.gaussnoise(size, size, sigma=80, mean=128, seed=s) for s in (1, 2, 3)]
-        return bands[0].bandjoin(bands[1:]).cast("uchar").copy(interpretation="srgb")
+    def noise(size: int, bands: int = 3) -> Any:
+        planes = [
+            pyvips.Image.gaussnoise(size, size, sigma=80, mean=128, seed=s) for s in range(bands)
+        ]
+        return planes[0].bandjoin(planes[1:]).cast("uchar").copy(interpretation="srgb")
+
+    def photo(size: int, bands: int = 3) -> Any:
+        image = images.photo(size, size)
+        return image if bands == 3 else image.bandjoin(noise(size, 1))
 
     def saver(fmt: str, effort: int) -> Callable[[Any], Any]:
         if fmt == "avif":
             return lambda im: im.heifsave_buffer(Q=65, compression="av1", effort=effort, bitdepth=8)
-        return lambda im: im.gifsave_buffer(effort=effort)
+        if fmt == "gif":
+            return lambda im: im.gifsave_buffer(effort=effort)
+        return lambda im: im.webpsave_buffer(Q=75, effort=effort)
 
-    print("| encoder | effort | content | size | CPU s | us/px | model s |")
+    print("| encoder | effort | content | size | unstoppable CPU s | us/px | model s |")
     print("|---|---|---|---|---|---|---|")
-    for fmt, rates in UNSTOPPABLE_ENCODERS.items():
-        for rate in rates:
-            sizes = (256, 512, 1024, 2048) if rate.per_pixel < 1e-6 else (128, 256, 512)
-            for content, draw in (("photo", images.photo), ("noise", noise)):
-                for size in sizes:
-                    image = draw(size, size).copy_memory()
-                    save = saver(fmt, rate.effort)
-                    before = cpu_seconds()
-                    save(image)
-                    spent = cpu_seconds() - before
-                    pixels = size * size
-                    print(
-                        f"| {fmt} | {rate.effort} | {content} | {size}x{size} | {spent:.3f} "
-                        f"| {spent / pixels * 1e6:.3f} | {rate.seconds(pixels):.3f} |",
-                        flush=True,
-                    )
+    for fmt, encoder in UNSTOPPABLE_ENCODERS.items():
+        for rate in dict.fromkeys((encoder.slow, encoder.fast)):
+            sizes = (256, 1024, 2048) if rate.per_pixel < 1e-6 else (128, 256, 512)
+            for bands in (3, 4) if encoder.alpha_factor != 1 else (3,):
+                for content, draw in (("photo", photo), ("noise", noise)):
+                    for size in sizes:
+                        image = draw(size, bands).copy_memory()
+                        save = saver(fmt, rate.effort)
+                        if fmt == "webp":
+                            spent = worst_after_kill(image, save)
+                        else:
+                            before = cpu_seconds()
+                            save(image)
+                            spent = cpu_seconds() - before
+                        pixels = size * size
+                        factor = encoder.alpha_factor if bands == 4 else 1.0
+                        model = rate.seconds(pixels) * factor
+                        alpha = "+alpha" if bands == 4 else ""
+                        print(
+                            f"| {fmt} | {rate.effort} | {content}{alpha} | {size}x{size} "
+                            f"| {spent:.3f} | {spent / pixels * 1e6:.3f} | {model:.3f} |",
+                            flush=True,
+                        )
+
+
+def worst_after_kill(image: Any, save: Callable[[Any], Any]) -> float:
+    """The most CPU ``save`` spends after the image's kill flag is set (19 kill points)."""
+    import pyvips
+
+    before = cpu_seconds()
+    save(image.copy())
+    whole = cpu_seconds() - before
+    worst = 0.0
+    for point in range(1, 20):
+        target = image.copy()
+        finished = threading.Event()
+        killed: list[float] = []
+
+        def kill(
+            target: Any = target,
+            share: float = point / 20,
+            finished: threading.Event = finished,
+            killed: list[float] = killed,
+        ) -> None:
+            start = cpu_seconds()
+            while cpu_seconds() - start < whole * share:
+                if finished.wait(0.002):
+                    return  # done before this point: nothing ran after a kill
+            killed.append(cpu_seconds())
+            target.set_kill(True)
+
+        killer = threading.Thread(target=kill)
+        killer.start()
+        with contextlib.suppress(pyvips.Error):
+            save(target)
+        ended = cpu_seconds()
+        finished.set()
+        killer.join()
+        if killed:
+            worst = max(worst, ended - killed[0])
+    return worst
 
 
 # --- command line --------------------------------------------------------------------

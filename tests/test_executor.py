@@ -540,27 +540,6 @@ def test_invalid_configuration_is_rejected(
         Executor(workers, queue_size, queue_timeout, memory_budget)
 
 
-def test_check_capacity_refuses_when_full_without_queueing() -> None:
-    gate = threading.Event()
-    executor = Executor(workers=1, queue_size=0, queue_timeout=30.0, memory_budget=1 << 20)
-    try:
-        executor.check_capacity()  # empty: fine
-        worker = threading.Thread(target=executor.run, args=(lambda: gate.wait(30),))
-        worker.start()
-        deadline = time.monotonic() + 30
-        while executor.stats().running == 0 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        with pytest.raises(Overloaded):
-            executor.check_capacity()
-        assert executor.stats().rejected_full == 1
-        gate.set()
-        worker.join(30)
-        executor.check_capacity()
-    finally:
-        gate.set()
-        executor.shutdown()
-
-
 # --- admissions: a place before the source is read ------------------------------------
 
 

@@ -814,8 +814,7 @@ def encoder_plan(fmt: str, width: int, height: int, **info: object) -> pipeline.
         ("avif", 256, 2, False),  # small: the better effort, in this process
         ("avif", 1024, 0, False),  # the fastest effort keeps it short
         ("avif", 4096, 0, True),  # even the fastest may run long: a child process
-        ("gif", 100, 7, False),
-        ("gif", 500, 1, False),
+        ("gif", 300, 1, False),  # GIF: always libvips' effort 1
         ("gif", 1024, 1, True),
         ("webp", 4096, 4, True),  # the part of libwebp the kill flag misses adds up
         ("webp", 1024, 4, False),
@@ -838,12 +837,13 @@ def test_encode_time_grows_with_pixels_frames_and_alpha() -> None:
     assert alpha.alpha and alpha.encode_seconds > encoder_plan("webp", 1000, 1000).encode_seconds
     one = encoder_plan("gif", 300, 300, source="gif", frames=1)
     many = encoder_plan("gif", 300, 300, source="gif", frames=10)
-    assert many.animated and many.encode_seconds == pytest.approx(10 * one.encode_seconds)
+    # Further frames cost less than the first (the palette is searched once).
+    assert many.animated and one.encode_seconds < many.encode_seconds < 10 * one.encode_seconds
 
 
 def test_a_frame_killable_between_frames_stays_in_this_process() -> None:
     """libvips checks its kill flag between GIF frames: only one frame's time counts."""
-    plan = encoder_plan("gif", 480, 360, source="gif", frames=50)
+    plan = encoder_plan("gif", 320, 240, source="gif", frames=50)
     assert plan.encode_seconds > pipeline.plan.IN_PROCESS_ENCODE_SECONDS
     assert not plan.isolated
 

@@ -292,15 +292,6 @@ class Executor:
             raise error
         return cast(T, job.result)
 
-    def check_capacity(self) -> None:
-        """Raise :class:`Overloaded` now if a job arriving now would be refused.
-
-        Lets a caller shed load before it spends time reading a source; the
-        authoritative check is still made in :meth:`run`.
-        """
-        with self._lock:
-            self._refuse_if_full()
-
     def stats(self) -> ExecutorStats:
         """Return the current counters as one consistent snapshot."""
         with self._lock:
@@ -361,7 +352,12 @@ class Executor:
         self._start_workers()
         job.deadline = self._clock() + self.queue_timeout
         self._waiting.append(job)
-        self._work_ready.notify()
+        # Downloads waiting for budget sleep on the same condition: one
+        # notify() could wake one of them instead of an idle worker.
+        if self._download_waiters:
+            self._work_ready.notify_all()
+        else:
+            self._work_ready.notify()
 
     def _wait_for_start(self, job: _Job[T]) -> None:
         """Block until a worker takes ``job``, or abandon it at the queue deadline."""

@@ -137,13 +137,21 @@ class EncodeRate:
     """How long an encoder the deadline cannot stop takes at one effort, in CPU seconds."""
 
     effort: int
-    #: Seconds per frame whatever its size (set-up, palette search).
+    #: Seconds for a result, whatever its size (set-up, palette search).
     fixed: float
-    #: Seconds per pixel of a frame.
+    #: Seconds per pixel of a still result, or of an animation's first frame.
     per_pixel: float
+    #: Seconds per pixel of each further frame (None: as the first). libvips'
+    #: GIF saver reuses the first frame's palette work for the others.
+    per_pixel_next: float | None = None
 
     def seconds(self, frame_pixels: int, frames: int = 1) -> float:
-        return frames * (self.fixed + self.per_pixel * frame_pixels)
+        following = self.per_pixel if self.per_pixel_next is None else self.per_pixel_next
+        return (
+            self.fixed
+            + self.per_pixel * frame_pixels
+            + following * frame_pixels * max(frames - 1, 0)
+        )
 
 
 @dataclass(frozen=True)
@@ -161,21 +169,25 @@ class UnstoppableEncoder:
 #: Encoders (or parts of them) that libvips' kill flag, the render deadline,
 #: cannot stop once they have their pixels: libheif's AV1 encoder (aom) for
 #: AVIF; libvips' GIF quantiser and ditherer (for an animation, each
-#: frame's); libwebp's compression of an alpha channel (the rest of a WebP
-#: stops at the flag, up to 0.02 us a pixel late). The rates are CPU time,
-#: the worst measured on the reference machine (on noise; photos take about
-#: half) by ``bench/encoders.py rates``; docs/security.md has the table.
+#: frame's); libwebp's compression of an alpha channel, and a little of the
+#: rest of a WebP. The rates are CPU time, the worst measured on the
+#: reference machine (on noise, or for GIF a photo encoded after an AVIF in
+#: the same process, which made it 4x slower; photos alone take a half to a
+#: quarter) by ``bench/encoders.py rates``; docs/security.md has the table.
 #: AVIF at effort 0 is about 0.1 dB worse than at 2 for a quarter of the
-#: time (docs/pipeline.md); GIF at effort 1 is about 15 % larger than at
-#: libvips' default 7 for a tenth of the time.
+#: time (docs/pipeline.md). GIF is always encoded at effort 1: libvips'
+#: default, 7, took 13-23 us a pixel, a second for a 256x256 thumbnail, for
+#: a file about 15 % smaller.
 UNSTOPPABLE_ENCODERS = {
     "avif": UnstoppableEncoder(
         EncodeRate(2, 0.01, 0.6e-6), EncodeRate(0, 0.01, 0.125e-6), alpha_factor=1.7
     ),
-    "gif": UnstoppableEncoder(EncodeRate(7, 0.07, 3.8e-6), EncodeRate(1, 0.03, 0.36e-6)),
-    # One effort (4, as core/encoder.py's); only an alpha channel is slow.
-    "webp": UnstoppableEncoder(
-        EncodeRate(4, 0.0, 0.018e-6), EncodeRate(4, 0.0, 0.018e-6), alpha_factor=9.0
+    "gif": UnstoppableEncoder(
+        EncodeRate(1, 0.03, 1.5e-6, per_pixel_next=0.4e-6),
+        EncodeRate(1, 0.03, 1.5e-6, per_pixel_next=0.4e-6),
+    ),
+    "webp": UnstoppableEncoder(  # one effort: 4, as core/encoder.py's
+        EncodeRate(4, 0.0, 0.05e-6), EncodeRate(4, 0.0, 0.05e-6), alpha_factor=3.0
     ),
 }
 
