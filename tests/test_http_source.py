@@ -779,6 +779,30 @@ def test_the_body_read_asks_for_at_most_limit_plus_one_bytes(size: int) -> None:
     assert response.taken == min(size, limit + 1)
 
 
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"Content-Length": str(3 * MIB)}, [3 * MIB]),  # all of it, before the body
+        ({}, [0, MIB, MIB, MIB]),  # a mebibyte at a time, ahead of the bytes
+    ],
+    ids=["declared", "chunked"],
+)
+def test_the_body_is_reserved_before_it_is_read(
+    headers: dict[str, str], expected: list[int]
+) -> None:
+    from django_oximg.core import http_source
+
+    store = HttpSourceStore(HttpSourceConfig(prefixes=()))
+    reserved: list[int] = []
+    response = FakeResponse(b"x" * (3 * MIB), headers)
+    with http_source.TimeLimit(WAIT) as deadline:
+        body = store._body(
+            response, parse_url("http://a.test/x"), 50 * MIB, deadline, reserved.append
+        )  # type: ignore[arg-type]
+    assert len(body) == 3 * MIB
+    assert reserved == expected
+
+
 def test_short_body_is_a_502_and_nothing_is_cached(
     site: Callable[..., Site], servers: Callable[..., Upstream]
 ) -> None:

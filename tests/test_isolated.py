@@ -71,11 +71,15 @@ def test_the_child_gives_the_bytes_this_process_gives(
     assert there == here
 
 
-def test_a_child_past_its_deadline_is_killed_and_reaped() -> None:
-    """An 8192x8192 AVIF takes seconds to encode; its deadline is a second away."""
+@pytest.mark.parametrize("fmt", ["avif", "gif"])
+def test_a_child_past_its_deadline_is_killed_and_reaped(fmt: str) -> None:
+    """An 8192x8192 AVIF or GIF takes its encoder seconds; the deadline is a second away.
+
+    (The thumbnailer would refuse both up front: the plan is used as is here.)
+    """
     data = images.jpeg(2048, 2048)
     options = Options(width=8192, height=8192, enlarge=True)
-    plan = plan_for(data, options, "avif")
+    plan = plan_for(data, options, fmt)
     before = children()
     with pytest.raises(ProcessingTimeout):
         render_isolated(data, plan, SETTINGS, time.monotonic() + 1.0)

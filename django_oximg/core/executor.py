@@ -111,12 +111,13 @@ class Admission:
         self.closed = False
 
     def reserve(self, nbytes: int) -> None:
-        """Reserve ``nbytes`` more of the budget, waiting in arrival order.
+        """Reserve ``nbytes`` more of the budget, waiting in arrival order behind jobs.
 
         Raises :class:`SourceTooLarge` when the bytes held would exceed the
-        whole budget, :class:`ProcessingTimeout` when no room appears by
-        :attr:`deadline` or the admission was closed already (a read that
-        went on after its request gave up).
+        share of the budget downloads may hold (:data:`DOWNLOAD_SHARE`),
+        :class:`ProcessingTimeout` when no room appears by :attr:`deadline`
+        or the admission was closed already (a read that went on after its
+        request gave up).
         """
         self._executor._reserve_held(self, nbytes)
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import ipaddress
 import logging
 import re
@@ -680,24 +681,29 @@ class HttpSourceStore:
             raise SourceTooLarge(f"{url} declares {declared} bytes, limit {max_bytes}")
         reserved = declared if declared is not None else 0
         reserve(reserved)
-        data = bytearray()
+        # A BytesIO, not a bytearray: its getvalue() hands over the buffer it
+        # grew, where bytes(bytearray) would hold the body twice for a moment.
+        data = io.BytesIO()
+        size = 0
         while True:
-            chunk = response.read(min(CHUNK, max_bytes + 1 - len(data)), decode_content=False)
+            chunk = response.read(min(CHUNK, max_bytes + 1 - size), decode_content=False)
             if time_limit.expired:
                 raise SourceTimeout(f"{url}: download took longer than {time_limit.seconds} s")
             if not chunk:
                 break
-            if len(data) + len(chunk) > reserved:
-                step = max(RESERVE_STEP, len(data) + len(chunk) - reserved)
+            if size + len(chunk) > reserved:
+                step = max(RESERVE_STEP, size + len(chunk) - reserved)
                 reserve(step)
                 reserved += step
-            data += chunk
-            if len(data) > max_bytes:
+            size += data.write(chunk)
+            if size > max_bytes:
                 raise SourceTooLarge(f"{url} sent more than {max_bytes} bytes")
             time_limit.remaining()
-        if declared is not None and len(data) != declared:
-            raise SourceUnavailable(f"{url} sent {len(data)} of {declared} bytes")
-        body = decoded(bytes(data), response.headers.get("Content-Encoding", ""), max_bytes, url)
+        if declared is not None and size != declared:
+            raise SourceUnavailable(f"{url} sent {size} of {declared} bytes")
+        body = decoded(
+            data.getvalue(), response.headers.get("Content-Encoding", ""), max_bytes, url
+        )
         if len(body) > reserved:  # inflated from gzip
             reserve(len(body) - reserved)
         return body

@@ -491,10 +491,11 @@ class Thumbnailer:
     def check_encode_time(self, plan: pipeline.Plan) -> None:
         """Refuse a result whose encoder alone would outlast the render deadline.
 
-        Only AVIF and GIF encoders are predicted (:attr:`pipeline.Plan.encode_seconds`):
-        they cannot be stopped in the process, so such a render would run in
-        a child process until the deadline killed it, every time it was
-        asked for. Refused up front instead: 422, as for a result too large.
+        Only the encoders the deadline cannot stop in this process are
+        predicted (AVIF, GIF, WebP's alpha: :attr:`pipeline.Plan.encode_seconds`):
+        such a render would run in a child process until the deadline killed
+        it, every time it was asked for. Refused up front instead: 422, as
+        for a result too large.
         """
         if plan.encode_seconds > self.config.render_timeout:
             geometry = plan.geometry

@@ -4,10 +4,11 @@ Before any pixel is decoded, :func:`plan_render` settles everything the
 request's options and the site's settings decide: the geometry (every size
 from the crop to the padded canvas, :mod:`django_oximg.core.geometry`),
 whether an animation stays animated, whether the smart crop may run, the
-output format, the quality to start encoding at and, for the two encoders
-the render deadline cannot stop once they have started (AVIF and GIF), the
-effort they run at and whether they run in a child process the deadline can
-kill (:func:`plan_encoder`). The thumbnailer makes
+output format, the quality to start encoding at and, for the encoders the
+render deadline cannot stop once they have started (AVIF, GIF, WebP's
+alpha), the effort they run at, their predicted time and whether the render
+runs in a child process the deadline can kill (:func:`plan_encoder`). The
+thumbnailer makes
 the plan once per job and hands it to both the memory estimate
 (:mod:`django_oximg.core.budget`) and :func:`~django_oximg.core.pipeline.render`,
 so the two cannot plan different sizes. The steps read only the plan,
@@ -183,8 +184,8 @@ UNSTOPPABLE_ENCODERS = {
         EncodeRate(2, 0.01, 0.6e-6), EncodeRate(0, 0.01, 0.125e-6), alpha_factor=1.7
     ),
     "gif": UnstoppableEncoder(
-        EncodeRate(1, 0.03, 1.5e-6, per_pixel_next=0.4e-6),
-        EncodeRate(1, 0.03, 1.5e-6, per_pixel_next=0.4e-6),
+        EncodeRate(1, 0.03, 1.8e-6, per_pixel_next=0.4e-6),
+        EncodeRate(1, 0.03, 1.8e-6, per_pixel_next=0.4e-6),
     ),
     "webp": UnstoppableEncoder(  # one effort: 4, as core/encoder.py's
         EncodeRate(4, 0.0, 0.05e-6), EncodeRate(4, 0.0, 0.05e-6), alpha_factor=3.0
