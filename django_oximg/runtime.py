@@ -188,9 +188,12 @@ def thumbnailer_config(
         max_src_resolution=settings.MAX_SRC_RESOLUTION,
         max_src_file_size=settings.MAX_SRC_FILE_SIZE,
         render_timeout=settings.RENDER_TIMEOUT,
+        source_reads=settings.SOURCE_READS or workers(settings) * 2,
+        source_timeout=settings.SOURCE_TIMEOUT,
         peer_wait=settings.QUEUE_TIMEOUT + settings.RENDER_TIMEOUT,
         cache_control=settings.CACHE_CONTROL,
         metrics=settings.METRICS,
+        metrics_token=settings.METRICS_TOKEN,
         fingerprint=conf.output_fingerprint(settings, watermark_version(watermark)),
         rules=url_rules(settings),
         client_hints=settings.CLIENT_HINTS,
@@ -202,11 +205,16 @@ def url_rules(settings: conf.OximgSettings) -> URLRules:
     return URLRules(frozenset(settings.ALLOWED_PROCESSING_OPTIONS), settings.ONLY_PRESETS)
 
 
+def workers(settings: conf.OximgSettings) -> int:
+    """Render threads of this process: ``WORKERS``, or the CPUs it may use."""
+    return settings.WORKERS or usable_cpus()
+
+
 def executor(settings: conf.OximgSettings) -> Executor:
-    workers = settings.WORKERS or usable_cpus()
+    count = workers(settings)
     return Executor(
-        workers=workers,
-        queue_size=settings.QUEUE_SIZE or workers * 16,
+        workers=count,
+        queue_size=settings.QUEUE_SIZE or count * 16,
         queue_timeout=settings.QUEUE_TIMEOUT,
         memory_budget=settings.MEMORY_BUDGET or default_memory_budget(),
     )

@@ -41,6 +41,7 @@ from django_oximg.core.stores import (
     CacheStore,
     FileSystemCacheStore,
     FileSystemSourceStore,
+    Reserve,
     SourceStore,
     jail_name,
 )
@@ -81,12 +82,14 @@ class StorageSourceStore:
     def check_name(self, name: str) -> None:
         jail_name(name)
 
-    def read(self, name: str, max_bytes: int) -> bytes:
+    def read(self, name: str, max_bytes: int, reserve: Reserve | None = None) -> bytes:
         name = jail_name(name)
         try:
             size = self.storage.size(name)
             if size > max_bytes:
                 raise SourceTooLarge(f"{name!r} has {size} bytes, limit {max_bytes}")
+            if reserve is not None:
+                reserve(size)
             with self.storage.open(name, "rb") as handle:
                 # The size, not the limit: see FileSystemSourceStore.read.
                 data: bytes = handle.read(size + 1)
@@ -306,7 +309,7 @@ class S3SourceStore:
     def check_name(self, name: str) -> None:
         jail_name(name)
 
-    def read(self, name: str, max_bytes: int) -> bytes:
+    def read(self, name: str, max_bytes: int, reserve: Reserve | None = None) -> bytes:
         key = s3_key(self.storage, name)
         exceptions = botocore_errors()
         try:
@@ -317,6 +320,8 @@ class S3SourceStore:
                 size = int(response.get("ContentLength", -1))
                 if size > max_bytes:
                     raise SourceTooLarge(f"{name!r} has {size} bytes, limit {max_bytes}")
+                if reserve is not None:
+                    reserve(size if size >= 0 else max_bytes)
                 data: bytes = body.read(max_bytes + 1)
         except (exceptions.ClientError, exceptions.BotoCoreError) as error:
             raise source_error(error, name) from error

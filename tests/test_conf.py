@@ -377,6 +377,8 @@ SAME_BYTES = {
     "HTTP_TIMEOUT": "whether a source is read, not what it gives",
     "HTTP_MAX_REDIRECTS": "whether a source is read, not what it gives",
     "HTTP_ALLOW_PRIVATE_NETWORKS": "whether a source is read, not what it gives",
+    "SOURCE_READS": "how many sources are read at once",
+    "SOURCE_TIMEOUT": "whether a source is read, not what it gives",
     "CACHE_STORAGE": "where answers are kept",
     "CACHE_FSYNC": "how answers are written",
     "CACHE_REDIRECT": "how hits are sent",
@@ -395,6 +397,7 @@ SAME_BYTES = {
     "COORDINATION_CACHE": "who renders, not what",
     "METRICS": "an operational endpoint",
     "METADATA_CACHE": "where the tags keep a source's size",
+    "METRICS_TOKEN": "who may read an operational endpoint",
     "METADATA_CACHE_TIMEOUT": "how long the tags keep a source's size",
     "TAG_DEFAULTS": "which URLs the tags write; each URL carries its options",
     "RAISE_TEMPLATE_ERRORS": "whether a failing tag raises, not what any URL answers",
@@ -500,7 +503,7 @@ def test_allowed_options_may_be_one_name() -> None:
 def test_settings_that_keep_the_bytes_keep_the_keys() -> None:
     """So caches stay warm across deploys that change only these."""
     path = "/w:50/plain/a.jpg@jpeg"
-    changed = {"WORKERS": 7, "RENDER_TIMEOUT": 3.0, "ENCODER": "libvips", "METRICS": False}
+    changed = {"WORKERS": 7, "RENDER_TIMEOUT": 3.0, "ENCODER": "libvips", "METRICS": True}
     assert key_under(BASE, path, "") == key_under({**BASE, **changed}, path, "")
 
 

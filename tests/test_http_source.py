@@ -20,6 +20,7 @@ import base64
 import gzip
 import http.server
 import ipaddress
+import logging
 import socket
 import socketserver
 import threading
@@ -42,6 +43,7 @@ from django_oximg.core.http_source import (
     HttpSourceConfig,
     HttpSourceStore,
     address_refusal,
+    has_dot_segment,
     parse_url,
 )
 from django_oximg.core.responders import Reply
@@ -516,6 +518,12 @@ def test_allowlist_refusals_never_connect(
         f"http://allowed.test:{port}/photos/../secret.jpg",
         f"http://allowed.test:{port}/photos/%2e%2e/secret.jpg",
         f"http://allowed.test:{port}/photos/%252e%252e/secret.jpg",
+        # Servers that drop path parameters (Tomcat) read "..;" as "..".
+        f"http://allowed.test:{port}/photos/..;/secret.jpg",
+        f"http://allowed.test:{port}/photos/%2e%2e;/secret.jpg",
+        f"http://allowed.test:{port}/photos/%2E%2E%3B/secret.jpg",
+        f"http://allowed.test:{port}/photos/..;jsessionid=1/secret.jpg",
+        f"http://allowed.test:{port}/photos/.;/a.jpg",
         f"http://allowed.test:{port}/photos-secret/a.jpg",
         f"http://allowed.test:{port}/photos",
         f"https://allowed.test:{port}/photos/a.jpg",
@@ -588,6 +596,38 @@ def test_prefix_matching(prefix: str, url: str, allowed: bool) -> None:
 def test_malformed_or_ambiguous_urls_do_not_parse(url: str) -> None:
     with pytest.raises(ValueError):
         parse_url(url)
+
+
+@pytest.mark.parametrize(
+    ("path", "dotted"),
+    [
+        ("/allowed/..;/secret", True),
+        ("/allowed/%2e%2e;/secret", True),
+        ("/allowed/%2e%2E%3b/secret", True),
+        ("/allowed/%252e%252e%253b/secret", True),
+        ("/allowed/.;v=1/a.jpg", True),
+        ("/allowed/..;", True),
+        ("/allowed/a;v=1/b.jpg", False),
+        ("/allowed/..a/b.jpg", False),
+        ("/allowed/a..;/b.jpg", False),
+    ],
+)
+def test_dot_segments_count_with_path_parameters(path: str, dotted: bool) -> None:
+    assert has_dot_segment(path) is dotted
+
+
+def test_a_refused_url_is_logged_on_one_line(caplog: pytest.LogCaptureFixture) -> None:
+    """The URL comes from the request: its line breaks must not start log lines."""
+    store = HttpSourceStore(HttpSourceConfig(prefixes=("http://a.test/",)))
+    with (
+        caplog.at_level(logging.WARNING, logger="django_oximg"),
+        pytest.raises(errors.SourceNotFound),
+    ):
+        store.check_name("http://a.test/x\r\nCRITICAL forged\u2028.jpg")
+    [record] = caplog.records
+    line = record.getMessage()
+    assert not any(char in line for char in "\r\n\u2028")
+    assert "x\\r\\nCRITICAL forged\\u2028.jpg" in line
 
 
 # -- redirects ---------------------------------------------------------------------------
@@ -737,10 +777,35 @@ def test_the_body_read_asks_for_at_most_limit_plus_one_bytes(size: int) -> None:
     with http_source.TimeLimit(WAIT) as deadline:
         if size > limit:
             with pytest.raises(errors.SourceTooLarge):
-                store._body(response, url, limit, deadline)  # type: ignore[arg-type]
+                store._body(response, url, limit, deadline, http_source.ignore)  # type: ignore[arg-type]
         else:
-            assert len(store._body(response, url, limit, deadline)) == size  # type: ignore[arg-type]
+            body = store._body(response, url, limit, deadline, http_source.ignore)  # type: ignore[arg-type]
+            assert len(body) == size
     assert response.taken == min(size, limit + 1)
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"Content-Length": str(3 * MIB)}, [3 * MIB]),  # all of it, before the body
+        ({}, [0, MIB, MIB, MIB]),  # a mebibyte at a time, ahead of the bytes
+    ],
+    ids=["declared", "chunked"],
+)
+def test_the_body_is_reserved_before_it_is_read(
+    headers: dict[str, str], expected: list[int]
+) -> None:
+    from django_oximg.core import http_source
+
+    store = HttpSourceStore(HttpSourceConfig(prefixes=()))
+    reserved: list[int] = []
+    response = FakeResponse(b"x" * (3 * MIB), headers)
+    with http_source.TimeLimit(WAIT) as deadline:
+        body = store._body(
+            response, parse_url("http://a.test/x"), 50 * MIB, deadline, reserved.append
+        )  # type: ignore[arg-type]
+    assert len(body) == 3 * MIB
+    assert reserved == expected
 
 
 def test_short_body_is_a_502_and_nothing_is_cached(

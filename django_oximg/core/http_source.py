@@ -5,7 +5,8 @@ and again for every redirect:
 
 1. It parses strictly as ``http(s)://host[:port]/path[?query]``: no userinfo,
    no fragment, no backslash, no control character, no dot segment (also
-   once or twice percent-decoded). See :func:`parse_url`.
+   once or twice percent-decoded, and with ``;`` parameters: ``..;``). See
+   :func:`parse_url`.
 2. It lies under one of the configured prefixes, compared on the *parsed*
    URL: scheme, host (lowercase, IDNA), port (default per scheme) and the
    path at a segment boundary (:class:`Allowlist`). String prefixes would let
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import ipaddress
 import logging
 import re
@@ -64,10 +66,12 @@ from django_oximg.core.errors import (
     SourceTooLarge,
     SourceUnavailable,
 )
+from django_oximg.core.logs import printable
 
 # Defined with the resolver, which needs them without importing urllib3;
 # imported here too, where they have always been found.
 from django_oximg.core.sources import URL_ALIAS, URL_SOURCE, is_url  # noqa: F401
+from django_oximg.core.stores import Reserve
 
 logger = logging.getLogger("django_oximg")
 
@@ -90,6 +94,11 @@ RANGE_STATUSES = frozenset({200, 206, RANGE_NOT_SATISFIABLE})
 #: Bytes asked of the socket per read: big enough to be cheap per byte, small
 #: enough that a read past the size limit stops close to it.
 CHUNK = 64 * 1024
+
+#: A body of unknown length is reserved from the memory budget this much at a
+#: time, ahead of the bytes read (one reservation per chunk would be 800
+#: lock round trips for a 50 MiB body).
+RESERVE_STEP = 1024 * 1024
 
 #: ``Content-Encoding`` values decoded here. Images are compressed already, so
 #: we ask for ``identity``; a server that gzips anyway is decoded in full or
@@ -220,11 +229,17 @@ def encode_part(text: str, safe: str) -> str:
 def has_dot_segment(path: str) -> bool:
     """Whether ``path``, as sent or percent-decoded up to :data:`DECODE_ROUNDS` times,
     has a ``.`` or ``..`` segment, a backslash or a NUL: forms a server may resolve
-    to somewhere outside the allowed prefix."""
+    to somewhere outside the allowed prefix.
+
+    A segment counts as a dot segment by its name before any ``;``
+    parameters as well: servers that strip path parameters (Tomcat, and
+    proxies in front of it) read ``/allowed/..;/secret`` as
+    ``/allowed/../secret``, i.e. ``/secret``.
+    """
     for _ in range(DECODE_ROUNDS):
         if "\\" in path or "\x00" in path:
             return True
-        if any(segment in (".", "..") for segment in path.split("/")):
+        if any(segment.partition(";")[0] in (".", "..") for segment in path.split("/")):
             return True
         decoded = unquote(path)
         if decoded == path:
@@ -369,9 +384,13 @@ def resolve(url: HttpUrl, allow_private: bool) -> tuple[Address, ...]:
 
 
 def refused(url: HttpUrl | str, reason: str) -> SourceNotFound:
-    """A 404 for a refused URL, logged with its reason (the client sees none)."""
-    logger.warning("refused HTTP source %s: %s", str(url)[:300], reason)
-    return SourceNotFound(f"refused {str(url)[:300]}: {reason}")
+    """A 404 for a refused URL, logged with its reason (the client sees none).
+
+    The URL comes from the request: it is escaped (:func:`printable`), so it
+    cannot write a line of its own into the log.
+    """
+    logger.warning("refused HTTP source %s: %s", printable(url), printable(reason))
+    return SourceNotFound(f"refused {printable(url)}: {reason}")
 
 
 # -- the time limit ------------------------------------------------------------
@@ -563,8 +582,12 @@ class HttpSourceStore:
         """``name`` must parse as a URL under an allowed prefix (no network)."""
         self.checked_url(name)
 
-    def read(self, name: str, max_bytes: int) -> bytes:
-        """The body of ``name`` (a URL): at most ``max_bytes``, gzip decoded."""
+    def read(self, name: str, max_bytes: int, reserve: Reserve | None = None) -> bytes:
+        """The body of ``name`` (a URL): at most ``max_bytes``, gzip decoded.
+
+        ``reserve`` gets the declared ``Content-Length`` before the body is
+        read, or, without one, :data:`RESERVE_STEP` bytes at a time ahead of it.
+        """
         with (
             TimeLimit(self.config.timeout) as time_limit,
             self._final(name, "GET", time_limit) as (
@@ -572,7 +595,7 @@ class HttpSourceStore:
                 url,
             ),
         ):
-            return self._body(response, url, max_bytes, time_limit)
+            return self._body(response, url, max_bytes, time_limit, reserve or ignore)
 
     def read_header(self, name: str, limit: int) -> bytes:
         """The first ``limit`` bytes of ``name``: a GET asking ``Range: bytes=0-<limit-1>``.
@@ -680,25 +703,44 @@ class HttpSourceStore:
             )
 
     def _body(
-        self, response: Response, url: HttpUrl, max_bytes: int, time_limit: TimeLimit
+        self,
+        response: Response,
+        url: HttpUrl,
+        max_bytes: int,
+        time_limit: TimeLimit,
+        reserve: Reserve,
     ) -> bytes:
         declared = declared_length(response)
         if declared is not None and declared > max_bytes:
             raise SourceTooLarge(f"{url} declares {declared} bytes, limit {max_bytes}")
-        data = bytearray()
+        reserved = declared if declared is not None else 0
+        reserve(reserved)
+        # A BytesIO, not a bytearray: its getvalue() hands over the buffer it
+        # grew, where bytes(bytearray) would hold the body twice for a moment.
+        data = io.BytesIO()
+        size = 0
         while True:
-            chunk = response.read(min(CHUNK, max_bytes + 1 - len(data)), decode_content=False)
+            chunk = response.read(min(CHUNK, max_bytes + 1 - size), decode_content=False)
             if time_limit.expired:
                 raise SourceTimeout(f"{url}: download took longer than {time_limit.seconds} s")
             if not chunk:
                 break
-            data += chunk
-            if len(data) > max_bytes:
+            if size + len(chunk) > reserved:
+                step = max(RESERVE_STEP, size + len(chunk) - reserved)
+                reserve(step)
+                reserved += step
+            size += data.write(chunk)
+            if size > max_bytes:
                 raise SourceTooLarge(f"{url} sent more than {max_bytes} bytes")
             time_limit.remaining()
-        if declared is not None and len(data) != declared:
-            raise SourceUnavailable(f"{url} sent {len(data)} of {declared} bytes")
-        return decoded(bytes(data), response.headers.get("Content-Encoding", ""), max_bytes, url)
+        if declared is not None and size != declared:
+            raise SourceUnavailable(f"{url} sent {size} of {declared} bytes")
+        body = decoded(
+            data.getvalue(), response.headers.get("Content-Encoding", ""), max_bytes, url
+        )
+        if len(body) > reserved:  # inflated from gzip
+            reserve(len(body) - reserved)
+        return body
 
     def _prefix(self, response: Response, url: HttpUrl, limit: int, time_limit: TimeLimit) -> bytes:
         """At most ``limit`` bytes of the body, whatever length the server sends."""
@@ -712,6 +754,10 @@ class HttpSourceStore:
             data += chunk
             time_limit.remaining()
         return decoded_prefix(bytes(data), response.headers.get("Content-Encoding", ""), limit, url)
+
+
+def ignore(_nbytes: int) -> None:
+    """The ``reserve`` of a read that counts its bytes against nothing."""
 
 
 def redirect_target(response: Response, url: HttpUrl) -> str:
