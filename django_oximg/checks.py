@@ -14,16 +14,28 @@
 * ``oximg.W005`` CACHE_REDIRECT is on but the result cache cannot redirect.
 * ``oximg.W006`` nothing serves the URLs the tags write: the URLconf is not
   mounted and ``WSGI_APPLICATION`` is not wrapped in ``OximgMiddleware``.
+* ``oximg.E007`` ``METADATA_CACHE`` names an alias that is not in CACHES.
+* ``oximg.W007`` DEBUG is off and the ``METADATA_CACHE`` is a dummy cache: every
+  page render reads every source's header again.
+* ``oximg.W008`` DEBUG is off and the ``METADATA_CACHE`` lives in one process
+  (``LocMemCache``): each process reads every header once, and a purge reaches
+  only the process that ran it.
+* ``oximg.W009`` the result cache is in a relative directory, which moves with
+  the server's working directory (``MEDIA_ROOT`` unset or relative).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
 from django.conf import settings as django_settings
 from django.core import checks
+from django.core.cache.backends.dummy import DummyCache
+from django.core.cache.backends.locmem import LocMemCache
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
 
 from django_oximg import conf
 
@@ -32,6 +44,7 @@ def register() -> None:
     checks.register(check_settings, "django_oximg")
     checks.register(check_libvips, "django_oximg")
     checks.register(check_serving, "django_oximg", checks.Tags.urls)
+    checks.register(check_caches, "django_oximg")
 
 
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
@@ -135,6 +148,80 @@ def cache_can_redirect(settings: conf.OximgSettings) -> bool:
         return storage.is_s3(runtime.cache_storage(settings))
     except InvalidStorageError:  # a missing storage alias is reported by oximg.E003
         return True
+
+
+def check_caches(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """Where source metadata and results are kept (E007, W007, W008, W009)."""
+    try:
+        settings = conf.build_settings(conf.raw_settings())
+    except ImproperlyConfigured:  # reported by check_settings as oximg.E001
+        return []
+    return metadata_cache_messages(settings) + result_cache_messages(settings)
+
+
+def metadata_cache_messages(settings: conf.OximgSettings) -> list[checks.CheckMessage]:
+    """E007, W007, W008: the cache the template tags keep source metadata in."""
+    alias = settings.METADATA_CACHE
+    configured = getattr(django_settings, "CACHES", {})
+    if alias not in configured:
+        return [
+            checks.Error(
+                f"OXIMG['METADATA_CACHE'] is {alias!r}, which is not in CACHES.",
+                id="oximg.E007",
+            )
+        ]
+    if django_settings.DEBUG:
+        return []
+    try:
+        backend = import_string(configured[alias]["BACKEND"])
+    except (ImportError, KeyError):  # Django's own cache checks report a broken entry
+        return []
+    if issubclass(backend, DummyCache):
+        return [
+            checks.Warning(
+                f"The metadata cache {alias!r} is a DummyCache: every page render reads "
+                "the header of every source it shows again.",
+                hint="Point OXIMG['METADATA_CACHE'] at a shared cache (Redis, Memcached, "
+                "database or file-based).",
+                id="oximg.W007",
+            )
+        ]
+    if issubclass(backend, LocMemCache):
+        return [
+            checks.Warning(
+                f"The metadata cache {alias!r} is a LocMemCache, private to each process: "
+                "every process reads each source's header once, and a purge reaches only "
+                "the process that ran it (other processes keep a remote source's old size "
+                "until METADATA_CACHE_TIMEOUT).",
+                hint="Point OXIMG['METADATA_CACHE'] at a shared cache (Redis, Memcached, "
+                "database or file-based), or silence oximg.W008 for a single process.",
+                id="oximg.W008",
+            )
+        ]
+    return []
+
+
+def result_cache_messages(settings: conf.OximgSettings) -> list[checks.CheckMessage]:
+    """W009: a result cache on local disk under a relative path."""
+    from django.core.files.storage import FileSystemStorage, InvalidStorageError
+
+    from django_oximg import runtime
+
+    try:
+        storage = runtime.cache_storage(settings)
+    except InvalidStorageError:  # a missing storage alias is reported by oximg.E003
+        return []
+    if not isinstance(storage, FileSystemStorage) or os.path.isabs(storage.base_location):
+        return []
+    return [
+        checks.Warning(
+            f"The result cache is in the relative directory {storage.base_location!r}, "
+            f"which moves with the server's working directory (now {storage.location}).",
+            hint="Set MEDIA_ROOT to an absolute path, or OXIMG['CACHE_STORAGE'] to a "
+            "storage with an absolute location.",
+            id="oximg.W009",
+        )
+    ]
 
 
 def check_libvips(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:

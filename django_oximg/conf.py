@@ -30,7 +30,6 @@ from django.utils.crypto import salted_hmac
 from django_oximg.arguments import NOT_DEFAULTS, ThumbnailError, tag_options
 from django_oximg.core import defaults
 from django_oximg.core.errors import InvalidOptions
-from django_oximg.core.http_source import parse_prefix
 from django_oximg.core.keys import output_fingerprint as output_fingerprint_of
 from django_oximg.core.options import OPTION_NAMES, OUTPUT_FORMATS, parse_path
 from django_oximg.core.signing import pairs_from_hex
@@ -83,6 +82,23 @@ class OximgSettings:
     """Seconds a whole HTTP source download may take: connecting, redirects,
     headers and body (504 after it)."""
 
+    SOURCE_READS: int = 0
+    """Reads of sources that are not on local disk (HTTP sources, S3, any
+    other Django storage) running at once in a process. A request that finds
+    none free waits for one, within ``QUEUE_TIMEOUT`` (503 after). The bytes
+    being read count against ``MEMORY_BUDGET`` as they arrive. 0:
+    ``WORKERS`` x 2. See docs/security.md (remote sources)."""
+
+    SOURCE_TIMEOUT: float = defaults.SOURCE_TIMEOUT
+    """Seconds a read of a source that is not on local disk may take (504
+    after). HTTP sources stop themselves at ``HTTP_TIMEOUT``; this bounds
+    what nothing else does: a Django storage, or a DNS lookup, that never
+    answers. A read that hangs keeps its ``SOURCE_READS`` slot until it
+    returns, so hung reads cannot pile up; ``/health`` reports the process
+    degraded once they hold every slot. Local disk is not covered: bound it
+    with the mount's own options (``/health`` reports render workers that
+    hang there too)."""
+
     HTTP_MAX_REDIRECTS: int = defaults.HTTP_MAX_REDIRECTS
     """Redirects followed for an HTTP source; one more is a 404. Each new
     location is checked against ``HTTP_SOURCES`` and the address guard."""
@@ -127,7 +143,11 @@ class OximgSettings:
     """Seconds a job may wait for a worker and memory before a 503."""
 
     RENDER_TIMEOUT: float = defaults.RENDER_TIMEOUT
-    """Seconds a render may run inside libvips before it is killed (503)."""
+    """Seconds a render may run before it is stopped (503). libvips stops at
+    its kill flag; AVIF and GIF encoders cannot be stopped that way, so a
+    render whose encoder may run long runs in a child process that is killed
+    instead, and one whose encoder is predicted to outlast this alone is
+    refused up front (422). See docs/security.md (render deadline)."""
 
     MEMORY_BUDGET: int = 0
     """Bytes of estimated peak render memory per process. 0: the smaller of
@@ -227,16 +247,34 @@ class OximgSettings:
     METRICS: bool = defaults.METRICS
     """Answer ``<prefix>metrics`` with Prometheus metrics (requests by status,
     cache hits, renders and their duration, queue and memory, process RSS).
-    Needs the ``django-oximg[metrics]`` extra (prometheus-client); without
-    it, or with this off, that path is a 404. ``<prefix>health`` always
-    answers. See docs/operations.md; restrict ``/metrics`` at the proxy if it
-    must not be public."""
+    Off by default: they tell whoever can read them your traffic and error
+    rates. Needs the ``django-oximg[metrics]`` extra (prometheus-client);
+    without it, or with this off, that path is a 404. ``<prefix>health``
+    always answers. Restrict it with ``METRICS_TOKEN``, at the proxy, or by
+    mounting it apart (docs/operations.md)."""
+
+    METRICS_TOKEN: str = ""
+    """A bearer token ``<prefix>metrics`` requires: scrapers send
+    ``Authorization: Bearer <token>`` (Prometheus: ``authorization:
+    credentials``); any other request gets 401. Empty: no token is asked
+    for. Generate one like a key (``secrets.token_urlsafe(32)``)."""
+
+    METADATA_CACHE: str = "default"
+    """Alias in ``CACHES`` where the template tags keep each source's size,
+    orientation and version, read once from the first kilobytes of the
+    source (its header, never the whole file). Shared by every process
+    (Redis, Memcached, a database or file cache), a page's sources are read
+    once for the whole site, and a purge (``oximg_purge``, the model
+    signals) reaches every process. A system check warns when it is a
+    dummy cache (every render reads every source again) or a per-process
+    one (``LocMemCache``) while ``DEBUG`` is off."""
 
     METADATA_CACHE_TIMEOUT: int = 60 * 60 * 24 * 30
-    """Seconds the template tag keeps a source's size and version in Django's
-    cache. Local files are stat'ed on every render and their modification
-    time and size are part of the key, so a replaced file gets a new URL at
-    once; other storages (S3, ...) are asked again only after this timeout."""
+    """Seconds the template tag keeps a source's size and version in the
+    ``METADATA_CACHE``. Local files are stat'ed on every render and their
+    modification time and size are part of the key, so a replaced file gets
+    a new URL at once; other storages (S3, ...) are asked again only after
+    this timeout."""
 
     TAG_DEFAULTS: Mapping[str, Any] = field(default_factory=dict)
     """Keywords the template tags, ``get_thumbnail`` and the Jinja2 functions
@@ -339,6 +377,7 @@ COUNTS = (
     "LIBVIPS_CONCURRENCY",
     "METADATA_CACHE_TIMEOUT",
     "HTTP_MAX_REDIRECTS",
+    "SOURCE_READS",
 )
 
 #: A URL path of RFC 3986 segment characters, starting and ending with "/":
@@ -499,7 +538,7 @@ def _validate(conf: OximgSettings) -> None:
     for name in COUNTS:
         if getattr(conf, name) < 0:
             raise ImproperlyConfigured(f"OXIMG: {name} must not be negative.")
-    for name in ("QUEUE_TIMEOUT", "RENDER_TIMEOUT", "HTTP_TIMEOUT"):
+    for name in ("QUEUE_TIMEOUT", "RENDER_TIMEOUT", "HTTP_TIMEOUT", "SOURCE_TIMEOUT"):
         if getattr(conf, name) <= 0:
             raise ImproperlyConfigured(f"OXIMG: {name} must be positive.")
     if not 1 <= conf.JPEG_SHRINK_MARGIN <= 8:
@@ -511,6 +550,8 @@ def _validate(conf: OximgSettings) -> None:
         raise ImproperlyConfigured(
             f"OXIMG: ALLOWED_PROCESSING_OPTIONS names unknown options: {', '.join(unknown)}."
         )
+    if not conf.METADATA_CACHE:
+        raise ImproperlyConfigured("OXIMG: METADATA_CACHE must name a cache in CACHES.")
     _validate_quality(conf.QUALITY)
     _validate_sources(conf.SOURCES)
     _validate_presets(conf.PRESETS)
@@ -537,6 +578,10 @@ def _validate_sources(sources: Mapping[str, str]) -> None:
 
 def _validate_http_sources(prefixes: tuple[str, ...]) -> None:
     """Parse every prefix now, as the HTTP store will, so a bad one fails at start-up."""
+    if not prefixes:
+        return
+    from django_oximg.core.http_source import parse_prefix  # urllib3: only when used
+
     for prefix in prefixes:
         try:
             parse_prefix(prefix)

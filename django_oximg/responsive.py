@@ -32,8 +32,8 @@ from django_oximg.arguments import (
     parse_geometry,
     tag_options,
 )
-from django_oximg.core import pipeline
 from django_oximg.core.geometry import QUARTER_TURN_ORIENTATIONS, round_half_up
+from django_oximg.core.keys import CONTENT_TYPES
 from django_oximg.thumbnails import (
     SourceMetadata,
     Thumbnail,
@@ -268,7 +268,13 @@ def srcset_of(plan: Plan, kwargs: Mapping[str, Any]) -> Srcset:
 
 
 def picture_formats(formats: Any, fallback_format: str) -> tuple[str, ...]:
-    """The ``<source>`` formats to offer, in order (see :func:`get_picture`)."""
+    """The ``<source>`` formats to offer, in order (see :func:`get_picture`).
+
+    Whether this libvips can encode a format is libvips' to say, so
+    ``{% picture %}`` (alone among the tags) loads libvips, once per process.
+    """
+    from django_oximg.core import pipeline
+
     names = formats.replace(",", " ").split() if isinstance(formats, str) else list(formats)
     chosen: list[str] = []
     for name in names:
@@ -320,7 +326,7 @@ def picture_html(
         "",
         '<source type="{}" {}>',
         (
-            (pipeline.CONTENT_TYPES[srcset.format], srcset_attributes(srcset, sizes))
+            (CONTENT_TYPES[srcset.format], srcset_attributes(srcset, sizes))
             for srcset in picture.sources
         ),
     )

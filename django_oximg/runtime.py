@@ -3,6 +3,10 @@
 Built lazily on first use from :mod:`django_oximg.conf`, never at import, and
 rebuilt when settings change (``apps.py`` connects :func:`reset` to
 ``setting_changed``), so tests and live reconfiguration see fresh objects.
+
+The template tags import this module for the signer and the source stores
+only, so the thumbnailer's modules (the pipeline, and with it libvips, numpy
+and Pillow) are imported when the thumbnailer is first built, not here.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import functools
 import hashlib
 import os
 import threading
+from typing import TYPE_CHECKING
 
 from django.conf import settings as django_settings
 from django.core.cache import caches
@@ -19,17 +24,19 @@ from django.core.files.storage import FileSystemStorage, Storage, storages
 
 from django_oximg import conf, storage
 from django_oximg.coordination import CacheCoordinator
-from django_oximg.core import pipeline
 from django_oximg.core.cgroups import default_memory_budget, usable_cpus
 from django_oximg.core.coordination import Coordinator
 from django_oximg.core.errors import OximgError
 from django_oximg.core.executor import Executor
-from django_oximg.core.http_source import URL_ALIAS, HttpSourceConfig, HttpSourceStore
 from django_oximg.core.options import URLRules
 from django_oximg.core.signing import URLSigner, pairs_from_hex
-from django_oximg.core.sources import SourceResolver
-from django_oximg.core.stores import CacheStore, SourceStore
-from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.sources import URL_ALIAS, SourceResolver
+from django_oximg.core.stores import CacheStore, FileSystemSourceStore, SourceStore
+
+if TYPE_CHECKING:
+    from django_oximg.core.http_source import HttpSourceConfig
+    from django_oximg.core.pipeline import WatermarkImage
+    from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 
 _lock = threading.Lock()
 _libvips_ready = False
@@ -39,6 +46,8 @@ def prepare_libvips(settings: conf.OximgSettings) -> None:
     """Check the libvips version and set it up once per process (caller holds _lock)."""
     global _libvips_ready
     if not _libvips_ready:
+        from django_oximg.core import pipeline
+
         pipeline.check_libvips_version()
         pipeline.configure(concurrency=settings.LIBVIPS_CONCURRENCY, block_untrusted=True)
         _libvips_ready = True
@@ -93,11 +102,16 @@ def source_stores(settings: conf.OximgSettings) -> dict[str, SourceStore]:
     """Source stores by alias, plus the HTTP store when ``HTTP_SOURCES`` lists prefixes."""
     stores = {alias: storage.source_store(s) for alias, s in source_storages(settings).items()}
     if settings.HTTP_SOURCES:
+        # urllib3 (tens of milliseconds to import) only for sites with URL sources.
+        from django_oximg.core.http_source import HttpSourceStore
+
         stores[URL_ALIAS] = HttpSourceStore(http_source_config(settings))
     return stores
 
 
 def http_source_config(settings: conf.OximgSettings) -> HttpSourceConfig:
+    from django_oximg.core.http_source import HttpSourceConfig
+
     return HttpSourceConfig(
         prefixes=settings.HTTP_SOURCES,
         timeout=settings.HTTP_TIMEOUT,
@@ -106,7 +120,7 @@ def http_source_config(settings: conf.OximgSettings) -> HttpSourceConfig:
     )
 
 
-def read_watermark(settings: conf.OximgSettings) -> pipeline.WatermarkImage | None:
+def read_watermark(settings: conf.OximgSettings) -> WatermarkImage | None:
     """The ``WATERMARK`` image, read as a source is: jailed name, size and resolution limits.
 
     A watermark that cannot be read stops the server from starting to
@@ -114,6 +128,8 @@ def read_watermark(settings: conf.OximgSettings) -> pipeline.WatermarkImage | No
     """
     if not settings.WATERMARK:
         return None
+    from django_oximg.core import pipeline
+
     try:
         resolved = SourceResolver(source_stores(settings)).resolve(settings.WATERMARK)
         data = resolved.store.read(resolved.name, settings.MAX_SRC_FILE_SIZE)
@@ -129,13 +145,13 @@ def read_watermark(settings: conf.OximgSettings) -> pipeline.WatermarkImage | No
     return pipeline.WatermarkImage(data, info.width, info.height)
 
 
-def watermark_version(watermark: pipeline.WatermarkImage | None) -> str:
+def watermark_version(watermark: WatermarkImage | None) -> str:
     """A short digest of the watermark's content, for the output fingerprint."""
     return hashlib.sha256(watermark.data).hexdigest()[:16] if watermark else ""
 
 
 @functools.cache
-def get_watermark() -> pipeline.WatermarkImage | None:
+def get_watermark() -> WatermarkImage | None:
     """This process's watermark image, read once (see :func:`reset`)."""
     return read_watermark(conf.get_settings())
 
@@ -147,9 +163,12 @@ def get_output_fingerprint() -> str:
 
 
 def thumbnailer_config(
-    settings: conf.OximgSettings, watermark: pipeline.WatermarkImage | None = None
+    settings: conf.OximgSettings, watermark: WatermarkImage | None = None
 ) -> ThumbnailerConfig:
     """The thumbnailer's configuration; ``watermark`` is read from ``settings`` when not given."""
+    from django_oximg.core import pipeline
+    from django_oximg.core.thumbnailer import ThumbnailerConfig
+
     if watermark is None:
         watermark = read_watermark(settings)
     return ThumbnailerConfig(
@@ -170,9 +189,12 @@ def thumbnailer_config(
         max_src_resolution=settings.MAX_SRC_RESOLUTION,
         max_src_file_size=settings.MAX_SRC_FILE_SIZE,
         render_timeout=settings.RENDER_TIMEOUT,
+        source_reads=settings.SOURCE_READS or workers(settings) * 2,
+        source_timeout=settings.SOURCE_TIMEOUT,
         peer_wait=settings.QUEUE_TIMEOUT + settings.RENDER_TIMEOUT,
         cache_control=settings.CACHE_CONTROL,
         metrics=settings.METRICS,
+        metrics_token=settings.METRICS_TOKEN,
         fingerprint=conf.output_fingerprint(settings, watermark_version(watermark)),
         rules=url_rules(settings),
         client_hints=settings.CLIENT_HINTS,
@@ -184,11 +206,16 @@ def url_rules(settings: conf.OximgSettings) -> URLRules:
     return URLRules(frozenset(settings.ALLOWED_PROCESSING_OPTIONS), settings.ONLY_PRESETS)
 
 
+def workers(settings: conf.OximgSettings) -> int:
+    """Render threads of this process: ``WORKERS``, or the CPUs it may use."""
+    return settings.WORKERS or usable_cpus()
+
+
 def executor(settings: conf.OximgSettings) -> Executor:
-    workers = settings.WORKERS or usable_cpus()
+    count = workers(settings)
     return Executor(
-        workers=workers,
-        queue_size=settings.QUEUE_SIZE or workers * 16,
+        workers=count,
+        queue_size=settings.QUEUE_SIZE or count * 16,
         queue_timeout=settings.QUEUE_TIMEOUT,
         memory_budget=settings.MEMORY_BUDGET or default_memory_budget(),
     )
@@ -210,6 +237,8 @@ def get_thumbnailer() -> Thumbnailer:
 
 
 def build_thumbnailer() -> Thumbnailer:
+    from django_oximg.core.thumbnailer import Thumbnailer
+
     settings = conf.get_settings()
     prepare_libvips(settings)
     return Thumbnailer(
@@ -250,7 +279,5 @@ def get_signer() -> URLSigner:
 
 
 def source_is_local(alias: str) -> bool:
-    """Whether the source storage ``alias`` is on local disk (cheap to stat)."""
-    if alias == URL_ALIAS:
-        return False
-    return isinstance(source_storages(conf.get_settings())[alias], FileSystemStorage)
+    """Whether the source store ``alias`` is on local disk (cheap to stat)."""
+    return isinstance(get_source_resolver().stores.get(alias), FileSystemSourceStore)

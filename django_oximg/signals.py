@@ -30,6 +30,7 @@ from django.db.models import FileField, Model
 from django.db.models.fields.files import FieldFile
 from django.db.models.signals import post_delete, post_save, pre_save
 
+from django_oximg.core.logs import printable
 from django_oximg.purge import purge_source
 from django_oximg.thumbnails import storage_alias
 
@@ -151,6 +152,6 @@ def purge_and_log(source: str) -> None:
     logger.info(
         "purged %d cached result(s) of %s%s",
         purged.results,
-        source,
+        printable(source),
         " and its metadata" if purged.metadata else "",
     )

@@ -41,6 +41,7 @@ from django_oximg.core.stores import (
     CacheStore,
     FileSystemCacheStore,
     FileSystemSourceStore,
+    Reserve,
     SourceStore,
     jail_name,
 )
@@ -81,12 +82,14 @@ class StorageSourceStore:
     def check_name(self, name: str) -> None:
         jail_name(name)
 
-    def read(self, name: str, max_bytes: int) -> bytes:
+    def read(self, name: str, max_bytes: int, reserve: Reserve | None = None) -> bytes:
         name = jail_name(name)
         try:
             size = self.storage.size(name)
             if size > max_bytes:
                 raise SourceTooLarge(f"{name!r} has {size} bytes, limit {max_bytes}")
+            if reserve is not None:
+                reserve(size)
             with self.storage.open(name, "rb") as handle:
                 # The size, not the limit: see FileSystemSourceStore.read.
                 data: bytes = handle.read(size + 1)
@@ -99,6 +102,16 @@ class StorageSourceStore:
         if len(data) > max_bytes:
             raise SourceTooLarge(f"{name!r} grew past the limit of {max_bytes} bytes")
         return data
+
+    def read_header(self, name: str, limit: int) -> bytes:
+        name = jail_name(name)
+        try:
+            with self.storage.open(name, "rb") as handle:
+                return bytes(handle.read(limit))
+        except (FileNotFoundError, SuspiciousFileOperation) as exc:
+            raise SourceNotFound(str(exc)) from exc
+        except OSError as exc:
+            raise SourceUnavailable(str(exc)) from exc
 
     def version(self, name: str) -> str:
         name = jail_name(name)
@@ -215,6 +228,9 @@ logger = logging.getLogger("django_oximg")
 #: error, not a missing source: it stays a 502 and is logged.
 NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 
+#: S3 error codes for a range that starts past the end: the object is empty.
+UNSATISFIABLE_RANGE_CODES = frozenset({"InvalidRange", "416"})
+
 #: Seconds between two log lines about failing cache lookups.
 LOOKUP_ERROR_LOG_INTERVAL = 60.0
 
@@ -293,7 +309,7 @@ class S3SourceStore:
     def check_name(self, name: str) -> None:
         jail_name(name)
 
-    def read(self, name: str, max_bytes: int) -> bytes:
+    def read(self, name: str, max_bytes: int, reserve: Reserve | None = None) -> bytes:
         key = s3_key(self.storage, name)
         exceptions = botocore_errors()
         try:
@@ -304,6 +320,8 @@ class S3SourceStore:
                 size = int(response.get("ContentLength", -1))
                 if size > max_bytes:
                     raise SourceTooLarge(f"{name!r} has {size} bytes, limit {max_bytes}")
+                if reserve is not None:
+                    reserve(size if size >= 0 else max_bytes)
                 data: bytes = body.read(max_bytes + 1)
         except (exceptions.ClientError, exceptions.BotoCoreError) as error:
             raise source_error(error, name) from error
@@ -312,6 +330,30 @@ class S3SourceStore:
         if 0 <= size != len(data):
             raise SourceUnavailable(f"{name!r}: read {len(data)} of {size} bytes")
         return data
+
+    def read_header(self, name: str, limit: int) -> bytes:
+        """The object's first ``limit`` bytes: one ranged GetObject.
+
+        At most ``limit`` bytes are read even from a server that ignores the
+        range and sends the whole object; the rest is dropped unread.
+        """
+        key = s3_key(self.storage, name)
+        exceptions = botocore_errors()
+        try:
+            response = s3_client(self.storage).get_object(
+                Bucket=self.storage.bucket_name,
+                Key=key,
+                Range=f"bytes=0-{limit - 1}",
+                **download_params(self.storage, key),
+            )
+            with contextlib.closing(response["Body"]) as body:
+                return bytes(body.read(limit))
+        except exceptions.ClientError as error:
+            if error_code(error) in UNSATISFIABLE_RANGE_CODES:
+                return b""  # an empty object has no first byte to range over
+            raise source_error(error, name) from error
+        except exceptions.BotoCoreError as error:
+            raise source_error(error, name) from error
 
     def version(self, name: str) -> str:
         """A hash of the object's ETag (one HEAD request).

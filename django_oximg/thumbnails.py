@@ -2,9 +2,16 @@
 
 :func:`get_thumbnail` is what ``{% thumbnail %}`` calls, and what views or
 serializers may call directly (sorl-thumbnail has the same function). It never
-processes an image: it reads the source's header once to know its size, keeps
-that in Django's cache, and computes the output size with the same geometry
-code the pipeline executes.
+processes an image: it reads the first kilobytes of the source once to know
+its size (:mod:`django_oximg.core.headers`), keeps that in the
+``METADATA_CACHE``, and computes the output size with the same geometry code
+the pipeline executes.
+
+A page of thumbnails runs this module once per tag, so it stays cheap: it
+imports no image library (libvips is loaded only for a source whose header
+the pure-Python reader cannot answer), and what depends only on the tag's
+arguments and the settings (the options a URL expands to, the mount point)
+is computed once per process.
 """
 
 from __future__ import annotations
@@ -13,14 +20,22 @@ import base64
 import hashlib
 import posixpath
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Generic, TypeVar
 
-from django.core.cache import cache
+from django.core.cache import BaseCache, caches
 from django.core.files import File
 from django.core.files.storage import FileSystemStorage, Storage
-from django.urls import NoReverseMatch, reverse
+from django.urls import (
+    NoReverseMatch,
+    URLResolver,
+    get_resolver,
+    get_script_prefix,
+    get_urlconf,
+    reverse,
+)
 
 from django_oximg import conf, runtime
 from django_oximg.arguments import (
@@ -33,7 +48,7 @@ from django_oximg.arguments import (
     sizing,
     tag_options,
 )
-from django_oximg.core import pipeline
+from django_oximg.core import headers
 from django_oximg.core.errors import InvalidOptions
 from django_oximg.core.geometry import QUARTER_TURN_ORIENTATIONS, plan_geometry
 from django_oximg.core.info import DEFAULT_BLURHASH, INFO_PREFIX
@@ -44,6 +59,7 @@ from django_oximg.core.options import (
     parse_path,
 )
 from django_oximg.core.signing import split_signed_path
+from django_oximg.core.stores import FileSystemSourceStore, SourceStore
 from django_oximg.sizing import exact_size_options
 
 __all__ = [
@@ -191,26 +207,43 @@ def thumbnail_for(
     Responsive images make a dozen sizes of one source; passing the
     metadata read once spares a cache read (and a stat) per size. The
     arguments are taken as :func:`resolve_arguments` leaves them.
+
+    The same arguments for the same version of a source always give the
+    same thumbnail, so the result is kept (:data:`_thumbnails`): a page
+    rendered again costs, per tag, the source's version check and a lookup.
     """
-    settings = conf.get_settings()
-    options = tag_options(geometry, kwargs)
     meta = metadata or source_metadata(source_string)
-    prefix = hint_pins(settings) + option_prefix(kwargs)
-    effective = effective_options(prefix, options, source_string, settings.PRESETS)
-    if not effective.format and not kwargs.get("format"):
-        # Nothing chose a format: keep the source's rather than negotiate.
-        options = replace(options, format=source_format(source_string))
-        effective = effective_options(prefix, options, source_string, settings.PRESETS)
+    prefix = url_prefix()
+    arguments = arguments_key(geometry, kwargs)
+    if arguments is None:
+        return make_thumbnail(source_string, geometry, kwargs, meta, prefix)
+    return _thumbnails.get(
+        (source_string, meta, prefix, arguments),
+        lambda: make_thumbnail(source_string, geometry, kwargs, meta, prefix),
+    )
+
+
+def make_thumbnail(
+    source_string: str,
+    geometry: str,
+    kwargs: dict[str, Any],
+    meta: SourceMetadata,
+    url_prefix: str,
+) -> Thumbnail:
+    """The signed URL and the size, computed (see :func:`thumbnail_for`)."""
+    settings = conf.get_settings()
+    request = url_request(source_string, geometry, kwargs)
+    options, effective = request.options, request.effective
     # An ONLY_PRESETS URL carries no size of the tag's: the presets' arithmetic stays.
     arithmetic = "imgproxy" if settings.ONLY_PRESETS else sizing(kwargs.get("sizing"))
     exact = exact_size_options(arithmetic, meta.width, meta.height, meta.orientation, effective)
     if exact is not None:
         options = replace(options, **exact)
-        effective = effective_options(prefix, options, source_string, settings.PRESETS)
+        effective = effective_options(request.prefix, options, PLACEHOLDER_SOURCE, settings.PRESETS)
     version = url_version(meta.version, effective, source_string)
     options = replace(options, cachebuster=version)
     effective = replace(effective, cachebuster=version)
-    path = prefix + build_path(options, source_string, encode=encoding_for(source_string))
+    path = request.prefix + build_path(options, source_string, encode=encoding_for(source_string))
     if settings.ONLY_PRESETS:
         path = presets_only_path(kwargs, effective, source_string)
     check_servable(path, effective, settings)
@@ -223,7 +256,7 @@ def thumbnail_for(
     )
     signed = runtime.get_signer().signed_path(path)
     return Thumbnail(
-        url=url_prefix() + signed[1:],
+        url=url_prefix + signed[1:],
         width=plan.width,
         height=plan.height,
         format=effective.format or "auto",
@@ -278,6 +311,120 @@ def presets_only_path(kwargs: dict[str, Any], effective: Options, source: str) -
     return f"/{kwargs['preset']}{tail}"
 
 
+@dataclass(frozen=True)
+class UrlRequest:
+    """What a tag's arguments ask of a source, before its version is known."""
+
+    #: The preset and raw ``options`` segments, which go first.
+    prefix: str
+    #: The tag's own options, the output format filled in when nothing chose one.
+    options: Options
+    #: What the server will apply: presets and raw options expanded, no cachebuster.
+    effective: Options
+
+
+Key = TypeVar("Key", bound=Hashable)
+Value = TypeVar("Value")
+
+
+class SettingsMemo(Generic[Key, Value]):
+    """Values computed from the settings, kept until the settings change.
+
+    The template tags compute the same things for every tag of every page
+    (the options a tag's arguments expand to, the mount point, the URL of
+    a source at a size). Kept here, each is computed once per process; a
+    new settings object (a changed setting, a test) empties the memo.
+    Bounded: when ``size`` entries are held it starts again, so arguments
+    that vary without end (a geometry from a query string) cannot grow it.
+    Thread-safe as Python's dict operations are; two threads may compute
+    the same value, and both get an equal one.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._values: dict[Key, Value] = {}
+        self._settings: conf.OximgSettings | None = None
+        self._lock = threading.Lock()
+
+    def peek(self, key: Key) -> Value | None:
+        settings = conf.get_settings()
+        if self._settings is not settings:
+            with self._lock:
+                self._values, self._settings = {}, settings
+        return self._values.get(key)
+
+    def put(self, key: Key, value: Value) -> None:
+        if len(self._values) >= self.size:
+            self._values = {}
+        self._values[key] = value
+
+    def discard(self, key: Key) -> None:
+        self._values.pop(key, None)
+
+    def get(self, key: Key, compute: Callable[[], Value]) -> Value:
+        found = self.peek(key)
+        if found is None:
+            found = compute()
+            self.put(key, found)
+        return found
+
+
+#: Tag arguments as a hashable key: the geometry, then (name, type, value)
+#: for each keyword (the type, because ``True == 1`` but ``crop=True`` and
+#: ``crop=1`` are different requests).
+ArgumentsKey = tuple[Hashable, ...]
+
+#: Thumbnails by source, metadata, mount point and arguments.
+_thumbnails: SettingsMemo[tuple[str, SourceMetadata, str, ArgumentsKey], Thumbnail] = SettingsMemo(
+    8192
+)
+
+#: Tag arguments (and the format a source's extension gives) to what they ask.
+_url_requests: SettingsMemo[tuple[ArgumentsKey, str], UrlRequest] = SettingsMemo(1024)
+
+
+def arguments_key(geometry: str, kwargs: Mapping[str, Any]) -> ArgumentsKey | None:
+    """The tag's arguments as a key, or None when a value is not hashable."""
+    key = (geometry, *((name, type(value), value) for name, value in sorted(kwargs.items())))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def url_request(source: str, geometry: str, kwargs: dict[str, Any]) -> UrlRequest:
+    """What the tag's arguments ask of ``source`` (computed once per arguments).
+
+    The answer does not depend on the source's name, only on the format to
+    keep when neither the tag nor a preset names one: the source's own, by
+    its extension ("" when the tag asked for "auto", which negotiates).
+    """
+    fallback = "" if kwargs.get("format") else source_format(source)
+    arguments = arguments_key(geometry, kwargs)
+    if arguments is None:
+        return _url_request(geometry, kwargs, fallback)
+    return _url_requests.get(
+        (arguments, fallback), lambda: _url_request(geometry, kwargs, fallback)
+    )
+
+
+def _url_request(geometry: str, kwargs: dict[str, Any], fallback_format: str) -> UrlRequest:
+    settings = conf.get_settings()
+    options = tag_options(geometry, kwargs)
+    prefix = hint_pins(settings) + option_prefix(kwargs)
+    presets = settings.PRESETS
+    effective = effective_options(prefix, options, PLACEHOLDER_SOURCE, presets)
+    if not effective.format and fallback_format:
+        options = replace(options, format=fallback_format)
+        effective = effective_options(prefix, options, PLACEHOLDER_SOURCE, presets)
+    return UrlRequest(prefix, options, replace(effective, cachebuster=""))
+
+
+#: The source name the options are parsed back with; options never depend on it.
+PLACEHOLDER_SOURCE = "x"
+
+
 def option_prefix(kwargs: dict[str, Any]) -> str:
     """The preset and raw ``options`` segments, which go before the tag's own."""
     segments = [f"pr:{kwargs['preset']}"] if kwargs.get("preset") else []
@@ -330,7 +477,17 @@ def source_name(source: Any) -> str:
 
 
 def storage_alias(storage: Storage) -> str:
-    """The OXIMG source alias serving ``storage`` ("" for the default source)."""
+    """The OXIMG source alias serving ``storage`` ("" for the default source).
+
+    Looked up once per storage object (a model field keeps one).
+    """
+    return _storage_aliases.get(storage, lambda: _storage_alias(storage))
+
+
+_storage_aliases: SettingsMemo[Storage, str] = SettingsMemo(256)
+
+
+def _storage_alias(storage: Storage) -> str:
     for alias, candidate in runtime.source_storages(conf.get_settings()).items():
         if candidate is storage or _same_location(candidate, storage):
             return alias
@@ -358,8 +515,21 @@ def source_format(source: str) -> str:
     return FORMAT_NAMES.get(extension, "jpeg")
 
 
+_mount_points: SettingsMemo[tuple[URLResolver, str], str] = SettingsMemo(64)
+
+
 def url_prefix() -> str:
-    """Where thumbnails are served: the URLconf's mount point, else URL_PREFIX."""
+    """Where thumbnails are served: the URLconf's mount point, else URL_PREFIX.
+
+    Reversed once per URLconf and script prefix (a request may bring its
+    own of each), not once per tag. Keyed by Django's resolver object,
+    which Django replaces whenever the URLconf changes (``clear_url_caches``).
+    """
+    resolver = get_resolver(get_urlconf())
+    return _mount_points.get((resolver, get_script_prefix()), _mount_point)
+
+
+def _mount_point() -> str:
     try:
         return reverse("oximg:serve", kwargs={"path": "x"})[:-1]
     except NoReverseMatch:
@@ -367,32 +537,70 @@ def url_prefix() -> str:
 
 
 def source_metadata(source: str) -> SourceMetadata:
-    """Header size and version of ``source``, from Django's cache when possible.
+    """Header size and version of ``source``, from the ``METADATA_CACHE`` when possible.
 
     Local files are cheap to stat, so their version is read every time and
-    made part of the cache key: a replaced file is noticed at once. Remote
-    storages are not asked at all on a cache hit; their entry expires after
-    ``METADATA_CACHE_TIMEOUT`` (or when the purge hooks delete it).
+    compared with the one kept: a replaced file is noticed at once, and
+    their metadata is also kept in this process (:data:`_local_metadata`),
+    sparing the cache read. Remote storages are not asked at all on a cache
+    hit; their entry expires after ``METADATA_CACHE_TIMEOUT`` (or when the
+    purge hooks delete it). A miss reads the source's first kilobytes, not
+    the whole file.
     """
     resolved = runtime.get_source_resolver().resolve(source)
     store, name = resolved.store, resolved.name
-    settings = conf.get_settings()
-    local = runtime.source_is_local(resolved.alias)
-    version = store.version(name) if local else ""
+    local = isinstance(store, FileSystemSourceStore)
+    version = ""
+    if local:
+        version = store.version(name)
+        held = _local_metadata.peek(source)
+        if held is not None and held.version == version:
+            return held
+    cache = metadata_cache()
     key = metadata_key(source)
     cached = cache.get(key)
     if isinstance(cached, SourceMetadata) and (not local or cached.version == version):
-        return cached
-    if not local:
-        version = store.version(name)
-    info = pipeline.probe(store.read(name, settings.MAX_SRC_FILE_SIZE))
-    meta = SourceMetadata(info.width, info.height, info.orientation, version)
-    cache.set(key, meta, settings.METADATA_CACHE_TIMEOUT)
+        meta = cached
+    else:
+        if not local:
+            version = store.version(name)
+        header = source_header(store, name)
+        meta = SourceMetadata(header.width, header.height, header.orientation, version)
+        cache.set(key, meta, conf.get_settings().METADATA_CACHE_TIMEOUT)
+    if local:
+        _local_metadata.put(source, meta)
     return meta
 
 
+#: Metadata of local sources, by source: checked against the file's version
+#: on every use, so it can never be stale (remote sources have no such check
+#: and live in the shared ``METADATA_CACHE`` only).
+_local_metadata: SettingsMemo[str, SourceMetadata] = SettingsMemo(8192)
+
+
+def source_header(store: SourceStore, name: str) -> headers.Header:
+    """What ``name``'s header says: from its first kilobytes, else from libvips.
+
+    libvips (and with it the whole pipeline) is imported only here, for a
+    source the pure-Python reader cannot answer exactly; that reads the
+    whole file, as the server will.
+    """
+    try:
+        return headers.read_header(lambda limit: store.read_header(name, limit))
+    except headers.UnknownHeader:
+        from django_oximg.core import pipeline
+
+        info = pipeline.probe(store.read(name, conf.get_settings().MAX_SRC_FILE_SIZE))
+        return headers.Header(info.format, info.width, info.height, info.orientation)
+
+
+def metadata_cache() -> BaseCache:
+    """The Django cache holding source metadata (``METADATA_CACHE``)."""
+    return caches[conf.get_settings().METADATA_CACHE]
+
+
 def metadata_key(source: str) -> str:
-    """Django cache key of ``source``'s metadata: one entry per source, from its name alone.
+    """Cache key of ``source``'s metadata: one entry per source, from its name alone.
 
     One entry (rather than one per version) so that a purge can find and
     delete it without knowing the version; a local file's entry is replaced
@@ -403,7 +611,8 @@ def metadata_key(source: str) -> str:
 
 def forget_source_metadata(source: str) -> bool:
     """Drop ``source``'s cached metadata (a purge); whether there was an entry."""
-    return bool(cache.delete(metadata_key(source)))
+    _local_metadata.discard(source)
+    return bool(metadata_cache().delete(metadata_key(source)))
 
 
 def get_info_url(source: Any) -> str:

@@ -66,3 +66,20 @@ if os.environ.get("OXIMG_E2E_S3_ENDPOINT"):
             ),
         },
     }
+
+# Log lines of django_oximg at this level on stderr (gunicorn's log file), with
+# their level first, so tests can read what a request wrote into the log.
+if os.environ.get("OXIMG_E2E_LOG_LEVEL"):
+    LOGGING = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"level": {"format": "%(levelname)s %(message)s"}},
+        "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "level"}},
+        "loggers": {
+            "django_oximg": {
+                "handlers": ["stderr"],
+                "level": os.environ["OXIMG_E2E_LOG_LEVEL"],
+                "propagate": False,
+            }
+        },
+    }

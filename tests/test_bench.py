@@ -294,6 +294,64 @@ def test_oximg_bench_reads_a_named_source(media: Path, tmp_path: Path) -> None:
     assert any("sorl-thumbnail" in note for note in report["notes"])
 
 
+def test_oximg_bench_pages_renders_a_page_of_the_sites_images(
+    media: Path, tmp_path: Path, capsys: Any
+) -> None:
+    out = tmp_path / "pages.json"
+    call_command("oximg_bench", "--pages", "--renders", "3", "--compare", "--json", str(out))
+    report = json.loads(out.read_text())
+    assert report["sources"] == ["photos/alpha.png", "photos/anim.gif", "photos/landscape.jpg"]
+    (row,) = report["results"]
+    assert row["contender"] == "django-oximg"
+    assert row["tags"] == 3 * 5
+    assert len(row["warm_ms"]) == 3
+    assert row["first_ms"] > 0 and row["second_ms"] > 0
+    assert report["import_ms"] > 0
+    assert any("sorl-thumbnail" in note for note in report["notes"])
+    printed = capsys.readouterr().out
+    assert "django-oximg" in printed and "us/tag" in printed
+
+
+def test_oximg_bench_pages_renders_the_sites_own_template(
+    media: Path, tmp_path: Path, settings: Any
+) -> None:
+    templates = tmp_path / "templates"
+    templates.mkdir()
+    (templates / "gallery.html").write_text(
+        '{% load oximg %}{% for s in sources %}{% thumbnail s "64" as t %}'
+        '<img src="{{ t.url }}">{% endthumbnail %}{% endfor %}'
+    )
+    settings.TEMPLATES = [{**settings.TEMPLATES[0], "DIRS": [str(templates)]}]
+    out = tmp_path / "pages.json"
+    call_command(
+        "oximg_bench",
+        "--pages",
+        "--template",
+        "gallery.html",
+        "--source",
+        "photos/landscape.jpg",
+        "--renders",
+        "2",
+        "--json",
+        str(out),
+    )
+    (row,) = json.loads(out.read_text())["results"]
+    assert row["tags"] == 1
+
+
+def test_oximg_bench_pages_draws_samples_when_the_storage_has_no_images(
+    media: Path, tmp_path: Path
+) -> None:
+    for path in (media / "photos").iterdir():
+        path.unlink()
+    out = tmp_path / "pages.json"
+    call_command("oximg_bench", "--pages", "--renders", "1", "--json", str(out))
+    report = json.loads(out.read_text())
+    assert len(report["sources"]) == 10
+    assert report["results"][0]["tags"] == 50
+    assert not list((media / "oximg-bench").glob("*"))
+
+
 # --- the JPEG decode scale (JPEG_SHRINK_MARGIN) ------------------------------------------
 
 

@@ -39,7 +39,7 @@ SETTINGS = RenderSettings()
 
 
 def planned(info: SourceInfo, options: Options) -> Plan:
-    """The render's plan for ``info`` and ``options`` (the estimate ignores the format)."""
+    """The render's plan for ``info`` and ``options``, into JPEG."""
     return plan_render(info, options, "jpeg", SETTINGS)
 
 
@@ -158,7 +158,7 @@ def test_crop_means_a_full_decode_without_shrink_on_load() -> None:
     fitted_out = budget.sizes_of(planned(info, replace(FIT_500, crop=crop))).output_pixels
     tiny_out = budget.sizes_of(planned(info, small_box)).output_pixels
     assert cropped - tiny == pytest.approx(
-        budget.OUTPUT_BYTES_PER_PIXEL * (fitted_out - tiny_out), abs=2
+        budget.OUTPUT_BYTES_PER_PIXEL["jpeg"] * (fitted_out - tiny_out), abs=2
     )
 
 
@@ -197,7 +197,7 @@ def test_what_enlarges_the_result_costs_its_pixels(grown: Options) -> None:
     plain = estimate(source, Options(width=500, height=500))
     sizes = budget.sizes_of(planned(probe(source), grown))
     assert sizes.output_pixels > 500 * 250
-    extra = budget.OUTPUT_BYTES_PER_PIXEL * (sizes.output_pixels - 500 * 250)
+    extra = budget.OUTPUT_BYTES_PER_PIXEL["jpeg"] * (sizes.output_pixels - 500 * 250)
     assert estimate(source, grown) >= plain + extra - 2
 
 
@@ -277,7 +277,7 @@ def test_the_output_is_the_size_the_plan_allows() -> None:
     assert (clamped.geometry.width, wide.geometry.width) == (8192, 16000)
     extra = budget.sizes_of(wide).output_pixels - budget.sizes_of(clamped).output_pixels
     difference = estimate_peak_bytes(wide, 1, b"") - estimate_peak_bytes(clamped, 1, b"")
-    assert difference == pytest.approx(budget.OUTPUT_BYTES_PER_PIXEL * extra, abs=2)
+    assert difference == pytest.approx(budget.OUTPUT_BYTES_PER_PIXEL["png"] * extra, abs=2)
 
 
 def test_unmeasured_formats_get_the_default_weight() -> None:
@@ -304,11 +304,51 @@ def test_small_webp_is_decoded_whole_large_webp_at_scale() -> None:
         planned(small, Options(width=100, height=100)), 1, b""
     ) == pytest.approx(
         estimate_peak_bytes(planned(small, Options(width=200, height=200)), 1, b""),
-        abs=budget.OUTPUT_BYTES_PER_PIXEL * 200 * 200,
+        abs=budget.OUTPUT_BYTES_PER_PIXEL["jpeg"] * 200 * 200,
     )
     assert estimate_peak_bytes(planned(large, Options(width=100, height=100)), 1, b"") < (
         estimate_peak_bytes(planned(large, Options(width=1000, height=1000)), 1, b"")
     )
+
+
+def output_estimate(fmt: str, side: int, has_alpha: bool = False) -> int:
+    """The estimate of a ``side`` x ``side`` result in ``fmt`` from a 4096x4096 source,
+    rendered in this process (a child process is tested on its own below)."""
+    info = SourceInfo(4096, 4096, "png", has_alpha=has_alpha)
+    options = Options(width=side, height=side, enlarge=True)
+    plan = replace(plan_render(info, options, fmt, SETTINGS), isolated=False)
+    return estimate_peak_bytes(plan, 1, b"")
+
+
+def test_the_encoders_that_hold_the_whole_picture_cost_more() -> None:
+    """libheif and libwebp hold the picture again as YUV; the GIF quantiser its histogram."""
+    costs = {fmt: output_estimate(fmt, 1024) for fmt in ("png", "jpeg", "webp", "gif", "avif")}
+    assert sorted(costs, key=costs.__getitem__) == ["png", "jpeg", "webp", "gif", "avif"]
+
+
+@pytest.mark.parametrize(("fmt", "dearer"), [("webp", True), ("avif", True), ("png", False)])
+def test_an_alpha_channel_costs_more_where_the_encoder_pays_for_it(fmt: str, dearer: bool) -> None:
+    with_alpha, without = output_estimate(fmt, 1024, True), output_estimate(fmt, 1024)
+    assert (with_alpha > without) is dearer
+
+
+def test_a_jpeg_result_drops_the_alpha_and_its_cost() -> None:
+    info = SourceInfo(2000, 2000, "png", has_alpha=True)
+    assert not plan_render(info, FIT_500, "jpeg", SETTINGS).alpha
+    assert plan_render(info, FIT_500, "webp", SETTINGS).alpha
+    assert not plan_render(info, replace(FIT_500, background=(0, 0, 0)), "webp", SETTINGS).alpha
+
+
+def test_a_render_in_a_child_process_adds_the_process_and_its_copy_of_the_source() -> None:
+    """Planned AVIF above the in-process limit runs in a child: same pixels, plus the child."""
+    info = SourceInfo(4096, 4096, "jpeg")
+    options = Options(width=4096, height=4096)
+    plan = plan_render(info, options, "avif", SETTINGS)
+    assert plan.isolated
+    source = b"x" * 1_000_000
+    here = replace(plan, isolated=False)
+    difference = estimate_peak_bytes(plan, 1, source) - estimate_peak_bytes(here, 1, source)
+    assert difference == budget.CHILD_PROCESS_BYTES + len(source)
 
 
 # --- helpers -----------------------------------------------------------------------

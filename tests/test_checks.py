@@ -16,7 +16,9 @@ SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
 
 def oximg_messages() -> list[checks.CheckMessage]:
     """What ``manage.py check`` reports for this app (Django's own checks left out)."""
-    return [m for m in checks.run_checks() if str(m.id).startswith("oximg.")]
+    return [
+        m for m in checks.run_checks() if str(m.id).startswith("oximg.") and not m.is_silenced()
+    ]
 
 
 def ids(messages: list[checks.CheckMessage]) -> list[str]:
@@ -200,3 +202,78 @@ def test_w006_not_raised_when_something_may_serve_them(
     settings.ROOT_URLCONF = urlconf
     settings.WSGI_APPLICATION = application
     assert oximg_checks.check_serving() == []
+
+
+# -- the metadata cache and the result cache's place ------------------------------------
+
+LOCMEM = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+DUMMY = {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}
+FILES = {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": "/tmp/x"}
+
+
+def test_e007_metadata_cache_alias_missing(settings: Any) -> None:
+    settings.OXIMG = {"KEY": KEY, "SALT": SALT, "METADATA_CACHE": "shared"}
+    messages = oximg_messages()
+    assert ids(messages) == ["oximg.E007"]
+    assert "'shared'" in messages[0].msg
+    settings.CACHES = {**settings.CACHES, "shared": FILES}
+    assert oximg_messages() == []
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_w007_dummy_metadata_cache_without_debug(settings: Any, debug: bool) -> None:
+    settings.DEBUG = debug
+    settings.CACHES = {"default": LOCMEM, "none": DUMMY}
+    settings.OXIMG = {"KEY": KEY, "SALT": SALT, "METADATA_CACHE": "none"}
+    messages = oximg_messages()
+    assert ids(messages) == ([] if debug else ["oximg.W007"])
+    if not debug:
+        assert "'none'" in messages[0].msg
+
+
+@pytest.mark.parametrize(
+    ("caches", "debug", "expected"),
+    [
+        ({"default": LOCMEM}, False, ["oximg.W008"]),
+        ({"default": LOCMEM}, True, []),
+        ({"default": FILES}, False, []),
+    ],
+)
+def test_w008_per_process_metadata_cache_without_debug(
+    settings: Any, caches: dict[str, Any], debug: bool, expected: list[str]
+) -> None:
+    settings.SILENCED_SYSTEM_CHECKS = []  # the suite's settings silence it (one process)
+    settings.DEBUG = debug
+    settings.CACHES = caches
+    settings.OXIMG = {"KEY": KEY, "SALT": SALT}
+    assert ids(oximg_messages()) == expected
+
+
+@pytest.mark.parametrize(
+    ("media_root", "storage_location", "expected"),
+    [
+        ("", None, ["oximg.W009"]),  # a startproject site: ./oximg under the server's cwd
+        ("var/media", None, ["oximg.W009"]),
+        ("/srv/media", None, []),
+        ("/srv/media", "thumbs", ["oximg.W009"]),
+        ("", "/srv/thumbs", []),
+    ],
+)
+def test_w009_result_cache_in_a_relative_directory(
+    settings: Any, media_root: str, storage_location: str | None, expected: list[str]
+) -> None:
+    settings.MEDIA_ROOT = media_root
+    settings.OXIMG = {"KEY": KEY, "SALT": SALT}
+    if storage_location is not None:
+        settings.STORAGES = {
+            **settings.STORAGES,
+            "thumbs": {
+                "BACKEND": "django.core.files.storage.FileSystemStorage",
+                "OPTIONS": {"location": storage_location},
+            },
+        }
+        settings.OXIMG = {**settings.OXIMG, "CACHE_STORAGE": "thumbs"}
+    messages = oximg_messages()
+    assert ids(messages) == expected
+    if expected:
+        assert "relative directory" in messages[0].msg

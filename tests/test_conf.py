@@ -157,6 +157,7 @@ def test_signature_size_in_range_is_accepted(size: int) -> None:
         ({"MAX_SRC_FILE_SIZE": -5}, "MAX_SRC_FILE_SIZE"),
         ({"MAX_ANIMATION_FRAMES": -1}, "MAX_ANIMATION_FRAMES"),
         ({"MAX_RESULT_DIMENSION": -1}, "MAX_RESULT_DIMENSION"),
+        ({"METADATA_CACHE": ""}, "METADATA_CACHE must name a cache"),
         ({"METADATA_CACHE_TIMEOUT": -1}, "METADATA_CACHE_TIMEOUT"),
         ({"QUEUE_TIMEOUT": 0}, "QUEUE_TIMEOUT must be positive"),
         ({"RENDER_TIMEOUT": -1.5}, "RENDER_TIMEOUT"),
@@ -377,6 +378,8 @@ SAME_BYTES = {
     "HTTP_TIMEOUT": "whether a source is read, not what it gives",
     "HTTP_MAX_REDIRECTS": "whether a source is read, not what it gives",
     "HTTP_ALLOW_PRIVATE_NETWORKS": "whether a source is read, not what it gives",
+    "SOURCE_READS": "how many sources are read at once",
+    "SOURCE_TIMEOUT": "whether a source is read, not what it gives",
     "CACHE_STORAGE": "where answers are kept",
     "CACHE_FSYNC": "how answers are written",
     "CACHE_REDIRECT": "how hits are sent",
@@ -394,6 +397,8 @@ SAME_BYTES = {
     "ENCODER": "the same pixels either way (tests/test_encoder.py)",
     "COORDINATION_CACHE": "who renders, not what",
     "METRICS": "an operational endpoint",
+    "METADATA_CACHE": "where the tags keep a source's size",
+    "METRICS_TOKEN": "who may read an operational endpoint",
     "METADATA_CACHE_TIMEOUT": "how long the tags keep a source's size",
     "TAG_DEFAULTS": "which URLs the tags write; each URL carries its options",
     "RAISE_TEMPLATE_ERRORS": "whether a failing tag raises, not what any URL answers",
@@ -505,7 +510,7 @@ def test_allowed_options_may_be_one_name() -> None:
 def test_settings_that_keep_the_bytes_keep_the_keys() -> None:
     """So caches stay warm across deploys that change only these."""
     path = "/w:50/plain/a.jpg@jpeg"
-    changed = {"WORKERS": 7, "RENDER_TIMEOUT": 3.0, "ENCODER": "libvips", "METRICS": False}
+    changed = {"WORKERS": 7, "RENDER_TIMEOUT": 3.0, "ENCODER": "libvips", "METRICS": True}
     assert key_under(BASE, path, "") == key_under({**BASE, **changed}, path, "")
 
 

@@ -17,7 +17,7 @@ from django.core.cache import caches
 from django_oximg.coordination import CacheCoordinator
 from django_oximg.core.coordination import LocalCoordinator
 from django_oximg.core.executor import Executor
-from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
+from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore, Reserve
 from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 from tests import images
 from tests.test_thumbnailer import SIGNER
@@ -66,11 +66,11 @@ class GatedSourceStore(FileSystemSourceStore):
         self.reads = 0
         self.lock = threading.Lock()
 
-    def read(self, name: str, max_bytes: int) -> bytes:
+    def read(self, name: str, max_bytes: int, reserve: Reserve | None = None) -> bytes:
         with self.lock:
             self.reads += 1
         assert self.gate.wait(JOIN_TIMEOUT)
-        return super().read(name, max_bytes)
+        return super().read(name, max_bytes, reserve)
 
 
 def make(

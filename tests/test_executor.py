@@ -205,9 +205,10 @@ def test_job_not_started_by_the_deadline_times_out_and_never_runs(
 def test_deadline_is_measured_on_the_injected_clock(
     make_executor: Callable[..., Executor],
 ) -> None:
-    # The clock jumps past the deadline right after arrival: even with an idle worker
-    # the caller sees its job still queued, abandons it, and the job never runs.
-    readings = iter([0.0])
+    # The clock jumps past the deadline right after arrival (read once on admission,
+    # once on queueing): even with an idle worker the caller sees its job still
+    # queued, abandons it, and the job never runs.
+    readings = iter([0.0, 0.0])
     executor = make_executor(workers=1, queue_timeout=5.0, clock=lambda: next(readings, 99.0))
     ran = threading.Event()
 
@@ -539,22 +540,133 @@ def test_invalid_configuration_is_rejected(
         Executor(workers, queue_size, queue_timeout, memory_budget)
 
 
-def test_check_capacity_refuses_when_full_without_queueing() -> None:
-    gate = threading.Event()
-    executor = Executor(workers=1, queue_size=0, queue_timeout=30.0, memory_budget=1 << 20)
-    try:
-        executor.check_capacity()  # empty: fine
-        worker = threading.Thread(target=executor.run, args=(lambda: gate.wait(30),))
-        worker.start()
-        deadline = time.monotonic() + 30
-        while executor.stats().running == 0 and time.monotonic() < deadline:
-            time.sleep(0.01)
-        with pytest.raises(Overloaded):
-            executor.check_capacity()
-        assert executor.stats().rejected_full == 1
-        gate.set()
-        worker.join(30)
-        executor.check_capacity()
-    finally:
-        gate.set()
-        executor.shutdown()
+# --- admissions: a place before the source is read ------------------------------------
+
+
+def test_admitted_requests_count_against_workers_plus_queue(
+    make_executor: Callable[..., Executor],
+) -> None:
+    """A request holds its place while it reads its source, before any job exists."""
+    executor = make_executor(workers=1, queue_size=1)
+    first, second = executor.admit(), executor.admit()
+    assert (executor.stats().admitted, queued_and_running(executor)) == (2, 0)
+    with pytest.raises(Overloaded):
+        executor.admit()
+    with pytest.raises(Overloaded):
+        executor.run(lambda: "no place left")
+    first.close()
+    first.close()  # a second close gives back nothing more
+    assert executor.run(lambda: "ran", admission=second) == "ran"
+    second.close()
+    assert executor.stats().admitted == 0
+    assert executor.run(lambda: "own place") == "own place"
+
+
+def test_a_job_takes_over_the_bytes_its_admission_reserved(
+    make_executor: Callable[..., Executor],
+) -> None:
+    """The job's cost covers the downloaded source: reserved is the larger, not the sum."""
+    executor = make_executor(memory_budget=100)
+    seen: list[int] = []
+    with executor.admit() as admission:
+        admission.reserve(30)
+        executor.run(
+            lambda: seen.append(executor.stats().reserved_bytes), cost=80, admission=admission
+        )
+        executor.run(
+            lambda: seen.append(executor.stats().reserved_bytes), cost=10, admission=admission
+        )
+        assert executor.stats().reserved_bytes == 30  # held until the request is done
+    assert seen == [80, 30]
+    assert executor.stats().reserved_bytes == 0
+
+
+def test_downloads_hold_at_most_half_the_budget_and_wait_in_order_until_their_deadline(
+    make_executor: Callable[..., Executor],
+) -> None:
+    executor = make_executor(memory_budget=100, queue_timeout=0.3)
+    holder = executor.admit()
+    holder.reserve(40)
+    waiting = executor.admit()
+    with pytest.raises(ProcessingTimeout):
+        waiting.reserve(20)  # 60 would be over half the budget, until the deadline
+    assert executor.stats().rejected_timeout == 1
+    later = executor.admit()
+    done = threading.Event()
+
+    def reserve_later() -> None:
+        later.reserve(20)
+        done.set()
+
+    thread = threading.Thread(target=reserve_later, daemon=True)
+    thread.start()
+    holder.close()  # gives its 40 back: the waiter gets its 20
+    assert done.wait(PATIENCE)
+    assert executor.stats().reserved_bytes == 20
+    for admission in (waiting, later):
+        admission.close()
+    assert executor.stats().reserved_bytes == 0
+
+
+def test_a_download_beyond_the_share_of_the_budget_is_refused_at_once(
+    make_executor: Callable[..., Executor],
+) -> None:
+    executor = make_executor(memory_budget=100)
+    with executor.admit() as admission:
+        admission.reserve(30)
+        with pytest.raises(SourceTooLarge):
+            admission.reserve(21)
+        assert admission.held == 30
+
+
+def test_a_job_waiting_for_budget_goes_before_downloads(
+    make_executor: Callable[..., Executor],
+) -> None:
+    """Downloads only take; a job gives back when it ends: the job at the head goes first.
+
+    And with downloads at most half the budget, the head finds room once the
+    jobs running before it are done, whatever is being downloaded.
+    """
+    executor = make_executor(workers=2, memory_budget=100)
+    gate = Gate("running")
+    running = Caller(executor, gate, cost=40)
+    running.start()
+    assert gate.started.wait(PATIENCE)
+    downloaded = executor.admit()
+    downloaded.reserve(30)  # 70 reserved: 30 free
+    head = Caller(executor, lambda: "head", cost=50)
+    head.start()
+    wait_until(lambda: executor.stats().queued == 1)  # 50 does not fit yet
+    downloading = executor.admit()
+    reserved = threading.Event()
+    thread = threading.Thread(target=lambda: (downloading.reserve(20), reserved.set()), daemon=True)
+    thread.start()
+    assert not reserved.wait(0.2)  # 20 would fit, but the head job came first
+    gate.release.set()
+    assert running.outcome() == "running"
+    assert head.outcome() == "head"
+    assert reserved.wait(PATIENCE)
+    for admission in (downloaded, downloading):
+        admission.close()
+    assert executor.stats().reserved_bytes == 0
+
+
+def test_stuck_workers_are_those_on_one_job_longer_than_the_limit(
+    make_executor: Callable[..., Executor],
+) -> None:
+    now = [0.0]
+    executor = make_executor(workers=2, clock=lambda: now[0])
+    gates = [Gate("a"), Gate("b")]
+    callers = [Caller(executor, gate) for gate in gates]
+    callers[0].start()
+    assert gates[0].started.wait(PATIENCE)
+    now[0] = 5.0
+    callers[1].start()
+    assert gates[1].started.wait(PATIENCE)
+    now[0] = 12.0
+    assert [executor.stuck_workers(limit) for limit in (13.0, 10.0, 6.0)] == [0, 1, 2]
+    for gate in gates:
+        gate.release.set()
+    for caller in callers:
+        caller.outcome()
+    assert executor.stuck_workers(0.0) == 0

@@ -50,6 +50,7 @@ from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 from django_oximg.storage import StorageSourceStore
 from tests import images
 from tests.servers import REPO_ROOT, Fetched, Server, gunicorn, imgproxy_url, request
+from tests.test_executor import wait_until
 from tests.test_thumbnailer import (  # noqa: F401 (fixtures)
     CONTROL,
     JOIN_TIMEOUT,
@@ -282,12 +283,16 @@ class HangingStorage(Storage):
 
 
 def thumbnailer_over(
-    storage: Storage, cache: CountingCacheStore, executors: list[Executor], workers: int = 1
+    storage: Storage,
+    cache: CountingCacheStore,
+    executors: list[Executor],
+    workers: int = 1,
+    **config: Any,
 ) -> Thumbnailer:
     executor = Executor(workers, 1, 5.0, 256 * MIB)
     executors.append(executor)
     sources = {"": StorageSourceStore(storage)}
-    return Thumbnailer(ThumbnailerConfig(), SIGNER, sources, cache, executor)
+    return Thumbnailer(ThumbnailerConfig(**config), SIGNER, sources, cache, executor)
 
 
 def test_a_source_storage_that_raises_oserror_is_502_and_nothing_is_cached(
@@ -326,19 +331,23 @@ def test_a_local_disk_read_error_is_502(
     assert cached_files(cache_dir) == []
 
 
-def test_a_hanging_source_read_holds_no_render_slot(
+def test_a_hanging_source_read_times_out_and_keeps_only_its_read_slot(
     cache: CountingCacheStore, executors: list[Executor]
 ) -> None:
-    """A source read runs on the request's own thread, before the executor admits the job.
+    """A generic storage is read in a read slot on a thread of its own, for at most
+    ``SOURCE_TIMEOUT``.
 
-    So a storage that never answers holds that request (there is no read
-    timeout for generic Django storages; S3 and HTTP sources have their own),
-    and requests for the same source wait with it, but no render slot: with
-    one worker and one queue place, other sources are still served.
+    While the read hangs, its request holds its place (one of workers + queue)
+    and the bytes it reserved, but no render slot: other sources are served.
+    At the timeout it answers 504 and gives both back. Python cannot stop the
+    read, so its thread keeps its read slot until the storage returns, and
+    the health check counts that slot as stuck.
     """
     photo = images.jpeg(64, 48)
     storage = HangingStorage({"slow/x.jpg": photo, "photos/landscape.jpg": photo})
-    thumbnailer = thumbnailer_over(storage, cache, executors, workers=1)
+    thumbnailer = thumbnailer_over(
+        storage, cache, executors, workers=1, source_timeout=1.0, source_reads=2
+    )
     replies: list[Fetched | Any] = []
     hung = threading.Thread(
         target=lambda: replies.append(get(thumbnailer, "/rs:fit:32:32/plain/slow/x.jpg@jpeg"))
@@ -347,12 +356,17 @@ def test_a_hanging_source_read_holds_no_render_slot(
     try:
         assert storage.blocked.wait(JOIN_TIMEOUT)
         stats = thumbnailer.executor.stats()
-        assert (stats.running, stats.queued, stats.reserved_bytes) == (0, 0, 0)
-        for width in (40, 41, 42):  # more requests than workers + queue
+        assert (stats.admitted, stats.running, stats.queued) == (1, 0, 0)
+        assert stats.reserved_bytes == len(photo)
+        for width in (40, 41, 42):  # one place is left: each is served in it
             path = f"/rs:fit:{width}:{width}/plain/photos/landscape.jpg@jpeg"
             assert get(thumbnailer, path).status == 200
-        assert hung.is_alive()
+        hung.join(JOIN_TIMEOUT)
+        assert [reply.status for reply in replies] == [504]
+        stats = thumbnailer.executor.stats()
+        assert (stats.admitted, stats.reserved_bytes) == (0, 0)
+        assert (thumbnailer.reads.in_use(), thumbnailer.reads.stuck()) == (1, 1)
     finally:
         storage.release.set()
-        hung.join(JOIN_TIMEOUT)
-    assert [reply.status for reply in replies] == [200]
+    wait_until(lambda: thumbnailer.reads.in_use() == 0)
+    assert cache.puts == 3

@@ -20,6 +20,7 @@ import base64
 import gzip
 import http.server
 import ipaddress
+import logging
 import socket
 import socketserver
 import threading
@@ -42,6 +43,7 @@ from django_oximg.core.http_source import (
     HttpSourceConfig,
     HttpSourceStore,
     address_refusal,
+    has_dot_segment,
     parse_url,
 )
 from django_oximg.core.responders import Reply
@@ -516,6 +518,12 @@ def test_allowlist_refusals_never_connect(
         f"http://allowed.test:{port}/photos/../secret.jpg",
         f"http://allowed.test:{port}/photos/%2e%2e/secret.jpg",
         f"http://allowed.test:{port}/photos/%252e%252e/secret.jpg",
+        # Servers that drop path parameters (Tomcat) read "..;" as "..".
+        f"http://allowed.test:{port}/photos/..;/secret.jpg",
+        f"http://allowed.test:{port}/photos/%2e%2e;/secret.jpg",
+        f"http://allowed.test:{port}/photos/%2E%2E%3B/secret.jpg",
+        f"http://allowed.test:{port}/photos/..;jsessionid=1/secret.jpg",
+        f"http://allowed.test:{port}/photos/.;/a.jpg",
         f"http://allowed.test:{port}/photos-secret/a.jpg",
         f"http://allowed.test:{port}/photos",
         f"https://allowed.test:{port}/photos/a.jpg",
@@ -588,6 +596,38 @@ def test_prefix_matching(prefix: str, url: str, allowed: bool) -> None:
 def test_malformed_or_ambiguous_urls_do_not_parse(url: str) -> None:
     with pytest.raises(ValueError):
         parse_url(url)
+
+
+@pytest.mark.parametrize(
+    ("path", "dotted"),
+    [
+        ("/allowed/..;/secret", True),
+        ("/allowed/%2e%2e;/secret", True),
+        ("/allowed/%2e%2E%3b/secret", True),
+        ("/allowed/%252e%252e%253b/secret", True),
+        ("/allowed/.;v=1/a.jpg", True),
+        ("/allowed/..;", True),
+        ("/allowed/a;v=1/b.jpg", False),
+        ("/allowed/..a/b.jpg", False),
+        ("/allowed/a..;/b.jpg", False),
+    ],
+)
+def test_dot_segments_count_with_path_parameters(path: str, dotted: bool) -> None:
+    assert has_dot_segment(path) is dotted
+
+
+def test_a_refused_url_is_logged_on_one_line(caplog: pytest.LogCaptureFixture) -> None:
+    """The URL comes from the request: its line breaks must not start log lines."""
+    store = HttpSourceStore(HttpSourceConfig(prefixes=("http://a.test/",)))
+    with (
+        caplog.at_level(logging.WARNING, logger="django_oximg"),
+        pytest.raises(errors.SourceNotFound),
+    ):
+        store.check_name("http://a.test/x\r\nCRITICAL forged\u2028.jpg")
+    [record] = caplog.records
+    line = record.getMessage()
+    assert not any(char in line for char in "\r\n\u2028")
+    assert "x\\r\\nCRITICAL forged\\u2028.jpg" in line
 
 
 # -- redirects ---------------------------------------------------------------------------
@@ -697,13 +737,18 @@ def test_chunked_body_over_the_limit_is_refused_and_the_read_stops(
     web = site(server.url("/"), allow_private_networks=True, max_src_file_size=limit)
     reply = web.get(server.url("/endless.jpg"))
     assert reply.status == 422
+    # Socket buffers on loopback hold a few MiB; the rest was never sent.
+    assert settled_body_bytes(server) < total // 4
+
+
+def settled_body_bytes(server: Upstream) -> int:
+    """The body bytes ``server`` sent, once it has stopped sending (bounded wait)."""
     give_up = time.monotonic() + WAIT
     before = -1
     while server.body_bytes != before and time.monotonic() < give_up:
         before = server.body_bytes
         time.sleep(0.2)
-    # Socket buffers on loopback hold a few MiB; the rest was never sent.
-    assert server.body_bytes < total // 4
+    return server.body_bytes
 
 
 class FakeResponse:
@@ -732,10 +777,35 @@ def test_the_body_read_asks_for_at_most_limit_plus_one_bytes(size: int) -> None:
     with http_source.TimeLimit(WAIT) as deadline:
         if size > limit:
             with pytest.raises(errors.SourceTooLarge):
-                store._body(response, url, limit, deadline)  # type: ignore[arg-type]
+                store._body(response, url, limit, deadline, http_source.ignore)  # type: ignore[arg-type]
         else:
-            assert len(store._body(response, url, limit, deadline)) == size  # type: ignore[arg-type]
+            body = store._body(response, url, limit, deadline, http_source.ignore)  # type: ignore[arg-type]
+            assert len(body) == size
     assert response.taken == min(size, limit + 1)
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"Content-Length": str(3 * MIB)}, [3 * MIB]),  # all of it, before the body
+        ({}, [0, MIB, MIB, MIB]),  # a mebibyte at a time, ahead of the bytes
+    ],
+    ids=["declared", "chunked"],
+)
+def test_the_body_is_reserved_before_it_is_read(
+    headers: dict[str, str], expected: list[int]
+) -> None:
+    from django_oximg.core import http_source
+
+    store = HttpSourceStore(HttpSourceConfig(prefixes=()))
+    reserved: list[int] = []
+    response = FakeResponse(b"x" * (3 * MIB), headers)
+    with http_source.TimeLimit(WAIT) as deadline:
+        body = store._body(
+            response, parse_url("http://a.test/x"), 50 * MIB, deadline, reserved.append
+        )  # type: ignore[arg-type]
+    assert len(body) == 3 * MIB
+    assert reserved == expected
 
 
 def test_short_body_is_a_502_and_nothing_is_cached(
@@ -1008,6 +1078,109 @@ def test_version_is_refused_like_a_read(canary: Upstream, network: Network) -> N
     store = HttpSourceStore(HttpSourceConfig(prefixes=(canary.url("/"),)))
     with pytest.raises(errors.SourceNotFound):
         store.version(canary.url("/a.jpg"))
+    assert network.attempts == []
+
+
+# -- header reads (the template tags) -------------------------------------------------------
+
+
+def ranged(body: bytes, seen: list[str]) -> Route:
+    """Serve ``body``, honouring ``Range: bytes=0-N`` as S3 and most servers do."""
+
+    def route(handler: Handler) -> None:
+        wanted = handler.headers.get("Range", "")
+        seen.append(wanted)
+        if not body:
+            send_bytes(handler, b"", status=416)
+            return
+        last = int(wanted.removeprefix("bytes=0-")) if wanted.startswith("bytes=0-") else None
+        if last is None:
+            send_bytes(handler, body)
+            return
+        part = body[: last + 1]
+        content_range = f"bytes 0-{len(part) - 1}/{len(body)}"
+        send_bytes(handler, part, status=206, headers={"Content-Range": content_range})
+
+    return route
+
+
+def test_a_header_read_is_one_ranged_get(servers: Callable[..., Upstream]) -> None:
+    seen: list[str] = []
+    server = servers({"/a.jpg": ranged(PHOTO, seen), "/empty.jpg": ranged(b"", seen)})
+    store = HttpSourceStore(
+        HttpSourceConfig(prefixes=(server.url("/"),), allow_private_networks=True)
+    )
+    assert store.read_header(server.url("/a.jpg"), 4096) == PHOTO[:4096]
+    assert seen == ["bytes=0-4095"]
+    assert server.requests == [("GET", "/a.jpg")]
+    give_up = time.monotonic() + WAIT
+    while server.body_bytes < 4096 and time.monotonic() < give_up:
+        time.sleep(0.01)  # the handler counts after its write returns
+    assert server.body_bytes == 4096
+    assert store.read_header(server.url("/empty.jpg"), 4096) == b""  # 416: nothing to range over
+    with pytest.raises(errors.SourceNotFound):
+        store.read_header(server.url("/missing.jpg"), 4096)
+
+
+def test_a_server_ignoring_the_range_is_read_no_further_than_the_limit(
+    no_fd_leak: None, servers: Callable[..., Upstream]
+) -> None:
+    total = 64 * MIB
+    piece = bytes(range(256)) * 256
+
+    def whole(handler: Handler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(total))
+        handler.end_headers()
+        try:
+            for _ in range(total // len(piece)):
+                handler.wfile.write(piece)
+                handler.server.count_body(len(piece))
+        except OSError:
+            pass  # the client hung up, as it should
+        handler.close_connection = True
+
+    server = servers({"/big.jpg": whole})
+    store = HttpSourceStore(
+        HttpSourceConfig(prefixes=(server.url("/"),), allow_private_networks=True)
+    )
+    assert store.read_header(server.url("/big.jpg"), 100_000) == (piece * 2)[:100_000]
+    # Socket buffers on loopback hold a few MiB; the rest was never sent.
+    assert settled_body_bytes(server) < total // 4
+
+
+@pytest.mark.parametrize("size", [10, 1000, 1001, 300_000])
+def test_a_header_read_takes_at_most_the_limit(size: int) -> None:
+    from django_oximg.core import http_source
+
+    response = FakeResponse(b"x" * size, {})
+    store = HttpSourceStore(HttpSourceConfig(prefixes=()))
+    url = parse_url("http://a.test/x")
+    with http_source.TimeLimit(WAIT) as deadline:
+        data = store._prefix(response, url, 1000, deadline)  # type: ignore[arg-type]
+    assert len(data) == min(size, 1000)
+    assert response.taken == min(size, 1000)
+
+
+def test_a_gzipped_header_read_gives_a_prefix_of_the_image(
+    servers: Callable[..., Upstream],
+) -> None:
+    packed = gzip.compress(PHOTO)
+    server = servers(
+        {"/a.jpg": lambda h: send_bytes(h, packed, headers={"Content-Encoding": "gzip"})}
+    )
+    store = HttpSourceStore(
+        HttpSourceConfig(prefixes=(server.url("/"),), allow_private_networks=True)
+    )
+    data = store.read_header(server.url("/a.jpg"), 8192)
+    assert data and len(data) <= 8192
+    assert PHOTO.startswith(data)
+
+
+def test_a_header_read_is_refused_like_a_read(canary: Upstream, network: Network) -> None:
+    store = HttpSourceStore(HttpSourceConfig(prefixes=(canary.url("/"),)))
+    with pytest.raises(errors.SourceNotFound):
+        store.read_header(canary.url("/a.jpg"), 4096)
     assert network.attempts == []
 
 

@@ -32,6 +32,7 @@ from django_oximg.core.stores import (
     CachedResult,
     FileSystemCacheStore,
     FileSystemSourceStore,
+    Reserve,
     directory_is_writable,
 )
 from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
@@ -109,9 +110,9 @@ class GatedSourceStore(FileSystemSourceStore):
         self.gate = threading.Event()
         self.gate.set()
 
-    def read(self, name: str, max_bytes: int) -> bytes:
+    def read(self, name: str, max_bytes: int, reserve: Reserve | None = None) -> bytes:
         assert self.gate.wait(JOIN_TIMEOUT)
-        return super().read(name, max_bytes)
+        return super().read(name, max_bytes, reserve)
 
 
 class UnwritableCache(FileSystemCacheStore):
@@ -156,7 +157,10 @@ def executors() -> Iterator[list[Executor]]:
 def make(
     source_dir: Path, cache_dir: Path, executors: list[Executor]
 ) -> Callable[..., Thumbnailer]:
-    """Build a thumbnailer on disk stores; keywords replace stores, executor or config."""
+    """Build a thumbnailer on disk stores; keywords replace stores, executor or config.
+
+    Metrics are on unless a test says otherwise (the setting's default is off).
+    """
 
     def build(
         cache: Any = None,
@@ -169,7 +173,7 @@ def make(
             executor = Executor(2, 16, 30.0, BUDGET)
         executors.append(executor)
         return Thumbnailer(
-            ThumbnailerConfig(**config),
+            ThumbnailerConfig(**{"metrics": True, **config}),
             SIGNER,
             {"": source or FileSystemSourceStore(source_dir)},
             cache if cache is not None else FileSystemCacheStore(cache_dir),
@@ -226,7 +230,7 @@ def test_an_unexpected_error_is_counted_as_a_500_and_raised(
     make: Callable[..., Thumbnailer], source_dir: Path
 ) -> None:
     class BrokenSource(FileSystemSourceStore):
-        def read(self, name: str, max_bytes: int) -> bytes:
+        def read(self, name: str, max_bytes: int, reserve: Reserve | None = None) -> bytes:
             raise ValueError("a bug, not a bad request")
 
     thumbnailer = make(source=BrokenSource(source_dir))
@@ -421,7 +425,7 @@ from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 signer = URLSigner(pairs_from_hex([{KEY!r}], [{SALT!r}]))
 executor = Executor(1, 4, 30.0, 1 << 26)
 thumbnailer = Thumbnailer(
-    ThumbnailerConfig(), signer, {{"": FileSystemSourceStore({str(tmp_path)!r})}},
+    ThumbnailerConfig(metrics=True), signer, {{"": FileSystemSourceStore({str(tmp_path)!r})}},
     FileSystemCacheStore({str(tmp_path / "cache")!r}), executor,
 )
 answers = {{path: thumbnailer.reply(path, "GET", {{}}) for path in ("/metrics", "/health")}}
@@ -506,6 +510,83 @@ def test_health_names_every_failure(
     )
 
 
+def test_health_is_503_when_every_worker_is_on_a_job_longer_than_any_job_may_take(
+    make: Callable[..., Thumbnailer],
+) -> None:
+    """The longest a job may run: its wait for memory, the deadline, a second's slack."""
+    now = [0.0]
+    executor = Executor(2, 4, 5.0, BUDGET, clock=lambda: now[0])
+    thumbnailer = make(executor=executor, render_timeout=10.0)
+    release = threading.Event()
+    started = threading.Semaphore(0)
+
+    def job() -> None:
+        started.release()
+        assert release.wait(JOIN_TIMEOUT)
+
+    callers = [threading.Thread(target=executor.run, args=(job,)) for _ in range(2)]
+    for caller in callers:
+        caller.start()
+    for _ in callers:
+        assert started.acquire(timeout=JOIN_TIMEOUT)
+    try:
+        now[0] = 16.0  # 5 + 10 + 1: not yet
+        assert get(thumbnailer, "/health").status == 200
+        now[0] = 16.5
+        reply = get(thumbnailer, "/health")
+        assert (reply.status, reply.body) == (
+            503,
+            b"unhealthy: all 2 render workers busy for more than 16 s\n",
+        )
+    finally:
+        release.set()
+        for caller in callers:
+            caller.join(JOIN_TIMEOUT)
+    assert get(thumbnailer, "/health").status == 200
+
+
+def test_health_is_503_while_every_read_slot_is_held_by_a_read_past_its_timeout(
+    make: Callable[..., Thumbnailer], source_dir: Path
+) -> None:
+    """A storage that hangs: the request gets 504, its read keeps the slot until it returns."""
+    source = GatedSourceStore(source_dir)
+    source.read_on_worker = False  # read like a remote store
+    source.gate.clear()
+    thumbnailer = make(source=source, source_reads=1, source_timeout=0.2)
+    assert get(thumbnailer, CONTROL).status == 504
+    reply = get(thumbnailer, "/health")
+    assert (reply.status, reply.body) == (
+        503,
+        b"unhealthy: all 1 source read slots held by reads past their 0.2 s timeout\n",
+    )
+    source.gate.set()
+    wait_until(lambda: thumbnailer.reads.in_use() == 0)
+    assert get(thumbnailer, "/health").status == 200
+    assert get(thumbnailer, CONTROL).status == 200
+
+
+def test_metrics_with_a_token_answer_only_its_bearer(make: Callable[..., Thumbnailer]) -> None:
+    thumbnailer = make(metrics_token="s3cret-token")
+    for headers in (
+        {},
+        {"HTTP_AUTHORIZATION": "Bearer wrong"},
+        {"HTTP_AUTHORIZATION": "s3cret-token"},
+    ):
+        reply = thumbnailer.reply("/metrics", "GET", headers)
+        assert (reply.status, reply.body) == (401, b"Unauthorized\n")
+        assert header(reply, "WWW-Authenticate") == 'Bearer realm="metrics"'
+        assert header(reply, "Cache-Control") == "no-store"
+    for given in ("Bearer s3cret-token", "bearer  s3cret-token "):
+        reply = thumbnailer.reply("/metrics", "GET", {"HTTP_AUTHORIZATION": given})
+        assert reply.status == 200
+        assert b"oximg_workers" in reply.body
+    assert get(thumbnailer, "/health").status == 200  # /health needs no token
+
+
+def test_metrics_are_off_by_default_in_the_core_too() -> None:
+    assert ThumbnailerConfig().metrics is False
+
+
 def test_executor_is_alive_until_shut_down() -> None:
     executor = Executor(1, 1, 5.0, BUDGET)
     assert executor.is_alive()
@@ -588,6 +669,12 @@ def signed_url(path: str) -> str:
     return "/img" + runtime.get_signer().signed_path(path)
 
 
+@pytest.fixture
+def metrics_on(settings: Any) -> None:
+    settings.OXIMG = {**settings.OXIMG, "METRICS": True}
+
+
+@pytest.mark.usefixtures("metrics_on")
 def test_the_view_answers_health_and_metrics(media: Path, client: Client) -> None:
     assert django_get(client, signed_url(CONTROL))[0] == 200
     status, headers, body = django_get(client, "/img/health")
@@ -601,6 +688,7 @@ def test_the_view_answers_health_and_metrics(media: Path, client: Client) -> Non
     assert value(series, "oximg_workers") == 2  # tests/settings.py
 
 
+@pytest.mark.usefixtures("metrics_on")
 def test_the_middleware_answers_health_and_metrics(django_app: Any) -> None:
     assert call(django_app, environ_for(signed_url(CONTROL))).status == 200
     health = call(django_app, environ_for("/img/health"))
@@ -612,10 +700,10 @@ def test_the_middleware_answers_health_and_metrics(django_app: Any) -> None:
     assert value(series, "oximg_cache_misses_total") == 1
 
 
-def test_the_metrics_setting_turns_the_endpoint_off(
+def test_metrics_are_off_unless_the_setting_turns_them_on(
     media: Path, settings: Any, client: Client, django_app: Any
 ) -> None:
-    settings.OXIMG = {**settings.OXIMG, "METRICS": False}
+    assert "METRICS" not in settings.OXIMG
     assert django_get(client, "/img/metrics")[0] == 404
     assert call(django_app, environ_for("/img/metrics")).status == 404
     assert django_get(client, "/img/health")[0] == 200

@@ -6,6 +6,7 @@ planner, so the template tag's prediction and the real output cannot drift.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 import subprocess
@@ -932,3 +933,65 @@ def test_grid_covers_every_resizing_type() -> None:
     assert {o.rotate for o in grid} == {0, 90, 180, 270}
     assert any(o.crop for o in grid) and any(o.extend for o in grid)
     assert len(list(itertools.islice(grid, 5))) == 5
+
+
+# --- encoders the deadline cannot stop -------------------------------------------
+
+
+def encoder_plan(fmt: str, width: int, height: int, **info: object) -> pipeline.Plan:
+    source = pipeline.SourceInfo(width, height, str(info.pop("source", "jpeg")), **info)  # type: ignore[arg-type]
+    return pipeline.plan_render(source, Options(width=width, height=height), fmt, SETTINGS)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "size", "effort", "isolated"),
+    [
+        ("avif", 256, 2, False),  # small: the better effort, in this process
+        ("avif", 1024, 0, False),  # the fastest effort keeps it short
+        ("avif", 4096, 0, True),  # even the fastest may run long: a child process
+        ("gif", 300, 1, False),  # GIF: always libvips' effort 1
+        ("gif", 1024, 1, True),
+        ("webp", 4096, 4, True),  # the part of libwebp the kill flag misses adds up
+        ("webp", 1024, 4, False),
+        ("jpeg", 8192, None, False),  # JPEG and PNG stop at the kill flag
+        ("png", 8192, None, False),
+    ],
+)
+def test_the_plan_picks_the_effort_and_where_to_encode_by_size(
+    fmt: str, size: int, effort: int | None, isolated: bool
+) -> None:
+    plan = encoder_plan(fmt, size, size)
+    assert (plan.effort, plan.isolated) == (effort, isolated)
+    assert (plan.encode_seconds > 0) is (effort is not None)
+
+
+def test_encode_time_grows_with_pixels_frames_and_alpha() -> None:
+    small, large = encoder_plan("avif", 1000, 1000), encoder_plan("avif", 3000, 3000)
+    assert large.encode_seconds > small.encode_seconds
+    alpha = encoder_plan("webp", 1000, 1000, source="png", has_alpha=True)
+    assert alpha.alpha and alpha.encode_seconds > encoder_plan("webp", 1000, 1000).encode_seconds
+    one = encoder_plan("gif", 300, 300, source="gif", frames=1)
+    many = encoder_plan("gif", 300, 300, source="gif", frames=10)
+    # Further frames cost less than the first (the palette is searched once).
+    assert many.animated and one.encode_seconds < many.encode_seconds < 10 * one.encode_seconds
+
+
+def test_a_frame_killable_between_frames_stays_in_this_process() -> None:
+    """libvips checks its kill flag between GIF frames: only one frame's time counts."""
+    plan = encoder_plan("gif", 320, 240, source="gif", frames=50)
+    assert plan.encode_seconds > pipeline.plan.IN_PROCESS_ENCODE_SECONDS
+    assert not plan.isolated
+
+
+@needs_saver("avif")
+def test_the_planned_effort_is_the_one_encoded_with() -> None:
+    """The plan's effort reaches the encoder: 0 and 2 give different bytes."""
+    data = jpeg(photo(1200, 900))
+    options = Options(width=1200)
+    plan = pipeline.plan_render(pipeline.probe(data), options, "avif", SETTINGS)
+    assert plan.effort == 0
+    fast = pipeline.render(data, options, "avif", SETTINGS, plan=plan)
+    slow = pipeline.render(
+        data, options, "avif", SETTINGS, plan=dataclasses.replace(plan, effort=2)
+    )
+    assert fast.data != slow.data

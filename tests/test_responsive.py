@@ -18,7 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.template import Context, Template
 from django.test import Client
 
-from django_oximg import conf, responsive
+from django_oximg import conf, responsive, runtime
 from django_oximg.core import pipeline
 from django_oximg.responsive import get_picture, get_srcset, picture_html, widths_of
 from django_oximg.thumbnails import ThumbnailError
@@ -179,28 +179,33 @@ def test_one_metadata_read_per_picture_and_no_processing(
     sources: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     reads: list[str] = []
+    header_reads: list[int] = []
     probes: list[int] = []
     metadata, probe = responsive.source_metadata, pipeline.probe
+    store = runtime.get_source_resolver().stores[""]
+    read_header = store.read_header
 
     def counting_metadata(source: str) -> Any:
         reads.append(source)
         return metadata(source)
 
-    def counting_probe(data: bytes) -> Any:
-        probes.append(len(data))
-        return probe(data)
+    def counting_read_header(name: str, limit: int) -> bytes:
+        header_reads.append(limit)
+        return read_header(name, limit)
 
     monkeypatch.setattr(responsive, "source_metadata", counting_metadata)
-    monkeypatch.setattr(pipeline, "probe", counting_probe)
+    monkeypatch.setattr(store, "read_header", counting_read_header)
+    monkeypatch.setattr(pipeline, "probe", lambda data: probes.append(len(data)) or probe(data))
     renders = pipeline.render
     monkeypatch.setattr(pipeline, "render", lambda *a, **k: pytest.fail("rendered"))
     text = '{% picture src "400x300" widths="100,200,300,400" placeholder=True %}'
     first = render(text, src=LANDSCAPE)
     assert reads == [LANDSCAPE]
-    assert len(probes) == 1
+    assert len(header_reads) == 1
     assert render(text, src=LANDSCAPE) == first
     assert len(reads) == 2
-    assert len(probes) == 1  # the header came from Django's cache
+    assert len(header_reads) == 1  # the header came from the metadata cache
+    assert probes == []  # read from the first kilobytes, without libvips
     monkeypatch.setattr(pipeline, "render", renders)
 
 

@@ -291,6 +291,28 @@ def test_the_tag_builds_a_url_for_a_named_s3_source(
     assert (decode(answer.body).width, decode(answer.body).height) == (50, 100)
 
 
+def test_the_tag_reads_a_large_photo_with_a_head_and_one_ranged_get(
+    settings: Any, media: Path, s3_server: S3Server, buckets: Buckets
+) -> None:
+    """The size comes from the first kilobytes: the 8 MB body is never downloaded."""
+    photo = images.jpeg(300, 600)
+    large = photo + bytes(8 * 1024 * 1024)  # whatever follows the image: never read
+    s3_server.client().put_object(Bucket=buckets.source, Key="big/x.jpg", Body=large)
+    s3_server.client().put_object(Bucket=buckets.source, Key="big/empty.jpg", Body=b"")
+    use_storages(settings, media, s3photos=s3_storage(s3_server, buckets.source))
+    settings.OXIMG = {**settings.OXIMG, "SOURCES": {"archive": "s3photos"}}
+    thumbnail = get_thumbnail("archive:big/x.jpg", "100x100")
+    assert (thumbnail.width, thumbnail.height) == (50, 100)
+    assert s3_server.count("HEAD", buckets.source) == 1
+    assert s3_server.count("GET", buckets.source) == 1
+    store = runtime.get_source_resolver().stores["archive"]
+    assert isinstance(store, storage.S3SourceStore)
+    assert store.read_header("big/x.jpg", 4096) == large[:4096]
+    assert store.read_header("big/empty.jpg", 4096) == b""
+    with pytest.raises(SourceNotFound):
+        store.read_header("big/missing.jpg", 4096)
+
+
 # -- source errors ---------------------------------------------------------------------------
 
 

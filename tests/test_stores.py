@@ -5,6 +5,7 @@ No Django: these are the plain-disk stores a WSGI-only user wires directly.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -40,6 +41,10 @@ from django_oximg.core.stores import (
         "a\\x.jpg",
         "x.jpg\x00.png",
         "a/" * 600 + "x.jpg",
+        # No file system holds these: not a storage failure, a name that names nothing.
+        "a" * 256 + ".jpg",
+        "photos/" + "é" * 128,  # 256 bytes in UTF-8
+        "/".join(["b" * 200] * 6),  # every part short enough, 1205 bytes in all
     ],
 )
 def test_jail_refuses_names_that_could_leave_the_root(name: str) -> None:
@@ -48,7 +53,16 @@ def test_jail_refuses_names_that_could_leave_the_root(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["x.jpg", "photos/2024/x.jpg", "%2e%2e/x.jpg", "...", "a..b/c.jpg", "é/ü.jpg"]
+    "name",
+    [
+        "x.jpg",
+        "photos/2024/x.jpg",
+        "%2e%2e/x.jpg",
+        "...",
+        "a..b/c.jpg",
+        "é/ü.jpg",
+        "a" * 251 + ".jpg",  # 255 bytes: the longest a component may be
+    ],
 )
 def test_jail_keeps_plain_relative_names_as_they_are(name: str) -> None:
     """Names are decoded once by the options parser: ``%2e%2e`` stays a literal name."""
@@ -114,6 +128,25 @@ def test_source_store_answers_not_found_for_missing_or_outside_names(root: Path,
         FileSystemSourceStore(root).read(name, 1000)
 
 
+def test_a_name_too_long_for_the_file_system_is_not_found(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ENAMETOOLONG (the root and the name together) is a missing source, not a 502."""
+
+    def too_long(*args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENAMETOOLONG, "File name too long")
+
+    monkeypatch.setattr("builtins.open", too_long)
+    with pytest.raises(SourceNotFound):
+        FileSystemSourceStore(root).read("photos/x.jpg", 1000)
+
+
+def test_source_store_reserves_the_size_before_reading(root: Path) -> None:
+    reserved: list[int] = []
+    assert FileSystemSourceStore(root).read("photos/x.jpg", 1000, reserved.append) == b"inside"
+    assert reserved == [len(b"inside")]
+
+
 def test_source_store_refuses_a_file_over_the_limit_and_allows_one_at_it(root: Path) -> None:
     store = FileSystemSourceStore(root)
     assert store.read("photos/x.jpg", len(b"inside")) == b"inside"
@@ -134,6 +167,37 @@ def test_source_version_changes_with_the_content(root: Path) -> None:
     assert store.version("photos/x.jpg") != before
     with pytest.raises(SourceNotFound):
         store.version("photos/missing.jpg")
+
+
+def test_a_header_read_gives_the_first_bytes_and_no_more(root: Path) -> None:
+    store = FileSystemSourceStore(root)
+    assert store.read_header("photos/x.jpg", 3) == b"ins"
+    assert store.read_header("photos/x.jpg", 1000) == b"inside"
+
+
+@pytest.mark.parametrize(
+    "name", ["photos/missing.jpg", "photos", "../media-secret/x.jpg", "photos/link.jpg"]
+)
+def test_a_header_read_is_contained_like_a_read(root: Path, name: str) -> None:
+    (root / "photos" / "link.jpg").symlink_to(root.parent / "media-secret" / "x.jpg")
+    with pytest.raises(SourceNotFound):
+        FileSystemSourceStore(root).read_header(name, 1000)
+
+
+def test_a_version_through_a_symlink_leading_out_reveals_no_bytes(root: Path) -> None:
+    """``version`` is one stat (the tags ask it per tag); reads stay contained.
+
+    A symlink to a file outside the root has a version (its stat), but
+    nothing that reads the file's bytes accepts it, so the tags refuse it
+    when they come to read its header.
+    """
+    (root / "photos" / "link.jpg").symlink_to(root.parent / "media-secret" / "x.jpg")
+    store = FileSystemSourceStore(root)
+    assert store.version("photos/link.jpg")
+    with pytest.raises(SourceNotFound):
+        store.read_header("photos/link.jpg", 1000)
+    with pytest.raises(SourceNotFound):
+        store.version("../media-secret/x.jpg")  # the name itself is still jailed
 
 
 # -- the result cache ------------------------------------------------------------------

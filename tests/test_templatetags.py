@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,8 +23,8 @@ from django.db.models.fields.files import FieldFile
 from django.template import Context, Template, TemplateSyntaxError
 from django.test import Client
 
-from django_oximg import runtime
-from django_oximg.core import pipeline
+from django_oximg import runtime, thumbnails
+from django_oximg.core import headers, pipeline
 from django_oximg.core.errors import SourceNotFound
 from django_oximg.templatetags import oximg as oximg_tags
 from django_oximg.thumbnails import ThumbnailError
@@ -475,15 +476,17 @@ def test_no_crop_spellings_fit(sources: Path, crop: str) -> None:
 
 
 def test_a_second_render_reads_no_source(sources: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first render reads each source's header once, never a whole file."""
     store = runtime.get_source_resolver().stores[""]
-    read = store.read
+    read_header = store.read_header
     reads: list[str] = []
 
-    def counting_read(name: str, max_bytes: int) -> bytes:
+    def counting_read_header(name: str, limit: int) -> bytes:
         reads.append(name)
-        return read(name, max_bytes)
+        return read_header(name, limit)
 
-    monkeypatch.setattr(store, "read", counting_read)
+    monkeypatch.setattr(store, "read_header", counting_read_header)
+    monkeypatch.setattr(store, "read", lambda *args: pytest.fail("read a whole source"))
     page = Template(
         "{% load oximg %}{% for s in names %}"
         '{% thumbnail s "100x100" crop="center" as t %}{{ t.url }} {% endthumbnail %}'
@@ -585,3 +588,104 @@ def test_the_data_uri_filter_inlines_the_image(sources: Path) -> None:
     image = pyvips.Image.new_from_buffer(base64.b64decode(uri.partition(",")[2]), "")
     assert (image.width, image.height) == (24, 24)
     assert empty == "]"
+
+
+# -- import weight -----------------------------------------------------------------
+
+#: What a page render must not load: libvips and what the pipeline brings.
+HEAVY_MODULES = ("pyvips", "numpy", "simplejpeg", "PIL")
+
+#: A page of every plain tag over every kind of source (``{% picture %}``
+#: alone asks libvips which formats it can encode).
+PAGE = (
+    "{% load oximg %}{% for s in names %}"
+    '{% thumbnail s "100x100" crop="center" as t %}{{ t.url }} {{ t.width }}x{{ t.height }}'
+    "{% endthumbnail %}\n"
+    '{% thumbnail_url s "50" %}\n{% thumbnail_srcset s "200x150" widths="100,200" %}\n'
+    "{% endfor %}"
+)
+
+#: Run in a new process: Django set up on a file-based cache, the tag library
+#: imported, the page rendered; what was loaded, and the page, as JSON.
+PAGE_SCRIPT = """
+import json, sys
+import django
+from django.conf import settings
+media, cache, phase, key, salt, page, names = sys.argv[1:8]
+settings.configure(
+    SECRET_KEY="tests-only-not-secret", USE_TZ=True, INSTALLED_APPS=["django_oximg"],
+    ROOT_URLCONF="tests.urls", MEDIA_ROOT=media,
+    CACHES={"default": {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+                        "LOCATION": cache}},
+    STORAGES={"default": {"BACKEND": "django.core.files.storage.FileSystemStorage"}},
+    TEMPLATES=[{"BACKEND": "django.template.backends.django.DjangoTemplates"}],
+    OXIMG={"KEY": key, "SALT": salt},
+)
+django.setup()
+heavy = ("pyvips", "numpy", "simplejpeg", "PIL")
+import django_oximg.templatetags.oximg
+after_import = [name for name in heavy if name in sys.modules]
+if phase == "warm":
+    from django_oximg.core.stores import FileSystemSourceStore
+    def refuse(*args):
+        raise AssertionError("read a source although its metadata was cached")
+    FileSystemSourceStore.read = FileSystemSourceStore.read_header = refuse
+from django.template import engines
+html = engines["django"].from_string(page).render({"names": names.split(",")})
+after_render = [name for name in heavy if name in sys.modules]
+print(json.dumps({"import": after_import, "render": after_render, "page": html}))
+"""
+
+
+def render_in_new_process(media: Path, cache_dir: Path, phase: str) -> dict[str, Any]:
+    import json
+    import subprocess
+    import sys
+
+    from django.conf import settings
+
+    key, salt = settings.OXIMG["KEY"], settings.OXIMG["SALT"]
+    names = ",".join([LANDSCAPE, ALPHA, ANIMATION, TURNED, "photos/photo.webp", "photos/p.avif"])
+    arguments = [str(media), str(cache_dir), phase, key, salt, PAGE, names]
+    environment = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    result = subprocess.run(
+        [sys.executable, "-c", PAGE_SCRIPT, *arguments],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=Path(__file__).resolve().parent.parent,
+        env=environment,
+    )
+    assert result.returncode == 0, result.stderr
+    found: dict[str, Any] = json.loads(result.stdout)
+    return found
+
+
+def test_a_page_render_loads_no_image_library(
+    sources: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Importing the tags and rendering a page never loads libvips, numpy or Pillow.
+
+    First with the metadata cache empty (each source's header is read in
+    pure Python), then in another process with it warm (no source is read).
+    The page is the one this process renders with libvips reading every
+    header.
+    """
+    (sources / "photos" / "photo.webp").write_bytes(images.photo(300, 200).webpsave_buffer())
+    turned = images.photo(300, 200).copy()
+    turned.set_type(pyvips.GValue.gint_type, "orientation", 6)
+    (sources / "photos" / "p.avif").write_bytes(turned.heifsave_buffer(compression="av1"))
+    cold = render_in_new_process(sources, tmp_path / "cache", "cold")
+    warm = render_in_new_process(sources, tmp_path / "cache", "warm")
+    for run in (cold, warm):
+        assert run["import"] == []
+        assert run["render"] == []
+    assert warm["page"] == cold["page"]
+
+    def probed(store: Any, name: str) -> headers.Header:
+        info = pipeline.probe(store.read(name, 10**8))
+        return headers.Header(info.format, info.width, info.height, info.orientation)
+
+    monkeypatch.setattr(thumbnails, "source_header", probed)
+    names = [LANDSCAPE, ALPHA, ANIMATION, TURNED, "photos/photo.webp", "photos/p.avif"]
+    assert cold["page"] == render(PAGE, names=names)

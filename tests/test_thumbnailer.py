@@ -7,11 +7,13 @@ Counting wrappers around the stores prove what was (not) read or written.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 import pyvips
@@ -26,6 +28,7 @@ from django_oximg.core.stores import (
     CachedResult,
     FileSystemCacheStore,
     FileSystemSourceStore,
+    Reserve,
 )
 from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig, negotiate
 from tests import images
@@ -56,10 +59,10 @@ class CountingSourceStore:
     def check_name(self, name: str) -> None:
         self.inner.check_name(name)
 
-    def read(self, name: str, max_bytes: int) -> bytes:
+    def read(self, name: str, max_bytes: int, reserve: Reserve | None = None) -> bytes:
         with self._lock:
             self.reads += 1
-        return self.inner.read(name, max_bytes)
+        return self.inner.read(name, max_bytes, reserve)
 
     def version(self, name: str) -> str:
         return self.inner.version(name)
@@ -762,8 +765,9 @@ def test_the_memory_estimate_plans_with_the_configured_result_limit(
     (source_dir / "wide.png").write_bytes(bytes(images.photo(2000, 1333).pngsave_buffer()))
     thumbnailer = make(render=pipeline.RenderSettings(max_result_dimension=16384))
     job = thumbnailer.job_for(SIGNER.signed_path("/w:16000/el:1/plain/wide.png@png"), "")
-    cost, _render = thumbnailer.prepare(job)
-    assert cost > 16000 * 10664 * budget.OUTPUT_BYTES_PER_PIXEL
+    with thumbnailer.executor.admit() as admission:
+        cost, _render = thumbnailer.prepare(job, admission)
+    assert cost > 16000 * 10664 * budget.OUTPUT_BYTES_PER_PIXEL["png"]
 
 
 # -- encoding variants (bad input 7) --------------------------------------------------
@@ -868,3 +872,46 @@ def test_collapsed_scheme_of_a_url_source_is_repaired(
     )
     assert collapsed.key == thumbnailer.job_for(f"/{signature}{url}", "").key
     assert sources.reads == 0
+
+
+# -- bounds: encode time, admission, log lines ------------------------------------------
+
+
+def test_a_result_whose_encoder_would_outlast_the_deadline_is_refused_up_front(
+    make: Callable[..., Thumbnailer], sources: CountingSourceStore, cache_dir: Path
+) -> None:
+    """A GIF of 8192x6144 would take the encoder alone longer than the deadline: 422."""
+    thumbnailer = make(render_timeout=10.0)
+    reply = get(thumbnailer, "/rs:fit:8192:8192/el:1/plain/photos/landscape.jpg@gif")
+    assert (reply.status, reply.body) == (422, b"Result image is too large\n")
+    assert header(reply, "Cache-Control") == "no-store"
+    assert thumbnailer.renders == 0 and cached_files(cache_dir) == []
+    assert thumbnailer.executor.stats().completed == 0  # refused before a worker
+    small = get(thumbnailer, "/rs:fit:200:200/plain/photos/landscape.jpg@gif")
+    assert small.status == 200
+
+
+def test_a_request_refused_by_a_full_executor_reads_nothing(
+    make: Callable[..., Thumbnailer], sources: CountingSourceStore
+) -> None:
+    """The place is taken before the source is read (these sources read like remote ones)."""
+    thumbnailer = make(workers=1, queue_size=0)
+    with thumbnailer.executor.admit():  # someone else holds the only place
+        reply = get(thumbnailer, CONTROL)
+    assert reply.status == 429
+    assert sources.reads == 0
+    assert get(thumbnailer, CONTROL).status == 200
+
+
+def test_log_lines_escape_what_the_request_carries(
+    thumbnailer: Thumbnailer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A signed source name with a line break cannot forge a line of the log."""
+    forged = "photos/x.jpg\r\nERROR django_oximg forged entry\x1b[2J"
+    with caplog.at_level(logging.INFO, logger="django_oximg"):
+        reply = get(thumbnailer, f"/rs:fit:50:50/plain/{quote(forged, safe='/')}@jpeg")
+    assert reply.status == 404
+    [record] = caplog.records
+    line = record.getMessage()
+    assert "\r" not in line and "\n" not in line and "\x1b" not in line
+    assert "forged entry" in line  # kept, on the one line, escaped

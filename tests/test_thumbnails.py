@@ -7,30 +7,38 @@ fetching the URL through Django's test client and decoding what it serves.
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pyvips
-from django.core.cache import cache
+from django.core.cache import cache, caches
 from django.core.files.storage import FileSystemStorage, default_storage
 from django.db.models import FileField
 from django.db.models.fields.files import FieldFile
 from django.test import Client
+from django.urls import set_script_prefix
 
-from django_oximg import conf, runtime
-from django_oximg.core import pipeline
+from django_oximg import conf, runtime, thumbnails
+from django_oximg.core import headers, pipeline
 from django_oximg.core.errors import InvalidOptions, OximgError, SourceNotFound
-from django_oximg.core.options import Gravity, Options, ParsedPath, parse_path
+from django_oximg.core.options import Gravity, Options, ParsedPath, build_path, parse_path
 from django_oximg.core.signing import split_signed_path
 from django_oximg.thumbnails import (
     Thumbnail,
     ThumbnailError,
+    arguments_key,
     data_uri,
+    forget_source_metadata,
     get_thumbnail,
     get_thumbnailer,
+    metadata_key,
+    source_metadata,
+    tag_options,
     url_at_resolution,
 )
 from tests import images
@@ -464,16 +472,17 @@ def test_the_version_token_is_a_cachebuster_over_the_source_version(
 
 @pytest.fixture
 def source_reads(media: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Names read from the default source store, in order."""
+    """Names whose header was read from the default source store, in order."""
     store = runtime.get_source_resolver().stores[""]
-    read = store.read
+    read_header = store.read_header
     names: list[str] = []
 
-    def counting_read(name: str, max_bytes: int) -> bytes:
+    def counting_read_header(name: str, limit: int) -> bytes:
         names.append(name)
-        return read(name, max_bytes)
+        return read_header(name, limit)
 
-    monkeypatch.setattr(store, "read", counting_read)
+    monkeypatch.setattr(store, "read_header", counting_read_header)
+    monkeypatch.setattr(store, "read", lambda *args: pytest.fail("read a whole source"))
     return names
 
 
@@ -483,7 +492,10 @@ def test_the_header_is_read_once_then_cached(source_reads: list[str]) -> None:
     for geometry in ("100", "200x50", "x30"):
         get_thumbnail(LANDSCAPE, geometry, crop="center")
     assert source_reads == [LANDSCAPE]
-    cache.clear()  # the metadata lives in Django's cache, nowhere else
+    cache.clear()  # a local file's metadata is held in the process too, checked by stat
+    assert get_thumbnail(LANDSCAPE, "100") == first
+    assert source_reads == [LANDSCAPE]
+    forget_source_metadata(LANDSCAPE)  # what a purge does
     assert get_thumbnail(LANDSCAPE, "100") == first
     assert source_reads == [LANDSCAPE, LANDSCAPE]
 
@@ -778,3 +790,86 @@ def test_data_uri_of_a_source_gone_missing(media: Path) -> None:
     os.remove(media / LANDSCAPE)
     with pytest.raises(ThumbnailError, match="could not be made: 404"):
         data_uri(thumbnail)
+
+
+# -- the metadata cache and the cost of a tag ----------------------------------------------
+
+
+def test_metadata_lives_in_the_metadata_cache_alias(media: Path, settings: Any) -> None:
+    settings.CACHES = {
+        **settings.CACHES,
+        "sizes": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "m"},
+    }
+    settings.OXIMG = {**settings.OXIMG, "METADATA_CACHE": "sizes"}
+    get_thumbnail(LANDSCAPE, "100")
+    assert caches["sizes"].get(metadata_key(LANDSCAPE)) is not None
+    assert cache.get(metadata_key(LANDSCAPE)) is None
+
+
+def test_a_header_the_reader_cannot_answer_is_read_by_libvips(media: Path) -> None:
+    """A frame header past the last prefix read: the whole file goes to libvips."""
+    photo = images.jpeg(64, 48)
+    segment = b"\xff\xed" + (60_002).to_bytes(2, "big") + bytes(60_000)
+    count = headers.MAX_READ // 60_000 + 1
+    (media / "photos" / "far.jpg").write_bytes(photo[:2] + segment * count + photo[2:])
+    thumbnail = get_thumbnail("photos/far.jpg", "32")
+    assert (thumbnail.width, thumbnail.height) == (32, 24)
+
+
+def test_the_url_is_made_as_its_parts_say(media: Path) -> None:
+    """The signed path and its version token, spelled out: a cached result is the same."""
+    meta = source_metadata(LANDSCAPE)
+    options = replace(tag_options("100x50", {"crop": "center"}), format="jpeg")
+    effective = parse_path(build_path(options, LANDSCAPE)).options
+    text = "\n".join(
+        (meta.version, runtime.get_output_fingerprint(), build_path(effective, LANDSCAPE))
+    )
+    version = hashlib.sha256(text.encode()).hexdigest()[:16]
+    path = build_path(replace(options, cachebuster=version), LANDSCAPE)
+    expected = "/img" + runtime.get_signer().signed_path(path)
+    for _ in range(2):  # computed, then kept
+        assert get_thumbnail(LANDSCAPE, "100x50", crop="center").url == expected
+
+
+class Colour(str):
+    """A template value that is text but cannot be a dict key."""
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def test_arguments_that_cannot_be_kept_are_computed_every_time(media: Path) -> None:
+    plain = get_thumbnail(LANDSCAPE, "100", background="ff0000")
+    assert get_thumbnail(LANDSCAPE, "100", background=Colour("ff0000")) == plain
+
+
+def test_equal_arguments_of_other_types_are_different_requests() -> None:
+    assert arguments_key("100", {"crop": True}) != arguments_key("100", {"crop": 1})
+    assert arguments_key("100", {"quality": 80}) == arguments_key("100", {"quality": 80})
+    assert arguments_key("100", {"b": 1, "a": 2}) == arguments_key("100", {"a": 2, "b": 1})
+
+
+def test_the_mount_point_follows_the_script_prefix(media: Path) -> None:
+    try:
+        set_script_prefix("/site/")
+        assert get_thumbnail(LANDSCAPE, "100").url.startswith("/site/img/")
+    finally:
+        set_script_prefix("/")
+    assert get_thumbnail(LANDSCAPE, "100").url.startswith("/img/")
+
+
+def test_a_page_rendered_again_costs_a_stat_per_tag(
+    media: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No header read, no cache read, no URL reversing: one stat of each local source."""
+    store = runtime.get_source_resolver().stores[""]
+    page = [(name, geometry) for name in (LANDSCAPE, ALPHA) for geometry in ("50", "80x80")]
+    first = [get_thumbnail(name, geometry, crop="center") for name, geometry in page]
+    calls: list[str] = []
+    version = store.version
+    monkeypatch.setattr(store, "version", lambda name: calls.append("stat") or version(name))
+    monkeypatch.setattr(store, "read_header", lambda *args: calls.append("header"))
+    monkeypatch.setattr(cache, "get", lambda *args: calls.append("cache"))
+    monkeypatch.setattr(thumbnails, "reverse", lambda *args, **kwargs: calls.append("reverse"))
+    again = [get_thumbnail(name, geometry, crop="center") for name, geometry in page]
+    assert again == first
+    assert calls == ["stat"] * len(page)

@@ -14,7 +14,10 @@ table and ratios in docs/BENCHMARKS.md, method in docs/operations.md):
 * the encoded source once more, because pyvips copies a buffer it passes to
   libvips;
 * the decode, by format, in bytes per *decoded* pixel (after shrink-on-load);
-* the output, in bytes per output pixel (per frame for animations).
+* the output, in bytes per output pixel by encoder (and per frame for
+  animations), measured by ``bench/encoders.py matrix`` from 256x256 to
+  8192x8192 (docs/security.md), plus, for a render in a child process
+  (:mod:`django_oximg.core.pipeline.isolated`), that process itself.
 
 The ``crop`` and ``trim`` options load the whole source at full size (no
 shrink-on-load) and keep the decoded pixels in memory, so a request with
@@ -24,7 +27,8 @@ a watermark adds its decoded image and a layer the size of each frame.
 Every constant is rounded up from the worst measured case, so the estimate is
 at or above the measured peak everywhere: 1.07-1.35x for most jobs above
 50 MiB, up to 2.5x for small jobs (the fixed base dominates) and about 2x
-for ``crop`` of very large sources (libvips then decodes to a temporary file).
+for ``crop`` of very large sources (libvips then decodes to a temporary file);
+over the encoder matrix, 1.11x at the least.
 """
 
 from __future__ import annotations
@@ -43,9 +47,28 @@ MIB = 1024 * 1024
 #: 2-14 MiB above one thread).
 BASE_BYTES = 12 * MIB
 
-#: Every still output pixel is held about once (encoder input, ``sm`` gravity
-#: and ``max_bytes`` keep the processed image in memory): 4 bands of uchar.
-OUTPUT_BYTES_PER_PIXEL = 4.0
+#: Bytes per output pixel (of one frame) of the output side: the pipeline's
+#: last buffers and what the encoder holds. libjpeg and libspng stream
+#: strips, but the resize before them holds its window (measured up to 5.8
+#: for an enlarged 8192x8192 JPEG, 4.3 PNG); libwebp and libheif hold the
+#: whole picture, again as YUV, plus their own state (measured 8.6 WebP,
+#: 17.7-20.5 AVIF); the GIF quantiser a whole RGBA frame, its indexes and
+#: histogram (measured 13.5). Rounded up; ``sm`` gravity and ``max_bytes``
+#: keep the processed image in memory as well, within these.
+OUTPUT_BYTES_PER_PIXEL = {"jpeg": 6.5, "png": 5.0, "webp": 10.0, "avif": 24.0, "gif": 16.0}
+
+#: The same for a result with an alpha channel, where it costs more: libwebp
+#: compresses the alpha plane apart (measured 29.9), libheif encodes it as
+#: a second image (measured 33.1).
+ALPHA_OUTPUT_BYTES_PER_PIXEL = {"webp": 36.0, "avif": 38.0}
+
+#: A render in a child process: the interpreter with the pipeline imported
+#: (measured 25-31 MiB over the render's own memory), besides which it holds
+#: its own copy of the source.
+CHILD_PROCESS_BYTES = 32 * MIB
+
+#: Output formats not measured: the costliest measured.
+DEFAULT_OUTPUT = max(ALPHA_OUTPUT_BYTES_PER_PIXEL.values())
 
 #: A progressive JPEG keeps all DCT coefficients (2 bytes each) of the whole
 #: image whatever the shrink: measured 1.03-1.13 x the coefficient bytes.
@@ -335,15 +358,25 @@ def linear_light_bytes(sizes: Sizes, info: SourceInfo) -> float:
     return LINEAR_LIGHT_BYTES_PER_PIXEL * resized
 
 
-def output_bytes(sizes: Sizes, frames: int) -> float:
-    """Peak bytes of the processed output: per frame for an animation."""
-    if frames <= 1:
-        return OUTPUT_BYTES_PER_PIXEL * sizes.output_pixels
-    per_frame = (
-        ANIMATION_BYTES_PER_SOURCE_PIXEL * sizes.source_pixels
-        + ANIMATION_BYTES_PER_OUTPUT_PIXEL * sizes.output_pixels
-    )
-    return per_frame * frames
+def output_bytes(plan: Plan, sizes: Sizes, frames: int, source: bytes) -> float:
+    """Peak bytes of the output side: the encoder, the frames of an animation, a child process.
+
+    Encoders hold one frame at a time; an animation adds its frames'
+    buffers (:data:`ANIMATION_BYTES_PER_OUTPUT_PIXEL` and the source
+    frame's share).
+    """
+    table = ALPHA_OUTPUT_BYTES_PER_PIXEL if plan.alpha else {}
+    per_pixel = table.get(plan.format, OUTPUT_BYTES_PER_PIXEL.get(plan.format, DEFAULT_OUTPUT))
+    held = per_pixel * sizes.output_pixels
+    if frames > 1:
+        per_frame = (
+            ANIMATION_BYTES_PER_SOURCE_PIXEL * sizes.source_pixels
+            + ANIMATION_BYTES_PER_OUTPUT_PIXEL * sizes.output_pixels
+        )
+        held += per_frame * frames
+    if plan.isolated:
+        held += CHILD_PROCESS_BYTES + len(source)
+    return held
 
 
 def estimate_peak_bytes(plan: Plan, frames: int, source: bytes) -> int:
@@ -360,7 +393,7 @@ def estimate_peak_bytes(plan: Plan, frames: int, source: bytes) -> int:
     sizes = sizes_of(plan)
     decode = decode_bytes(sizes, plan.source, frames, source)
     decode += linear_light_bytes(sizes, plan.source)
-    output = output_bytes(sizes, frames) + watermark_bytes(plan, sizes)
+    output = output_bytes(plan, sizes, frames, source) + watermark_bytes(plan, sizes)
     return BASE_BYTES + len(source) + math.ceil(decode + output)
 
 

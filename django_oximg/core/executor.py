@@ -4,17 +4,24 @@ Request threads (gunicorn gthread workers, Django view threads) call
 :meth:`Executor.run` and block until their job is done. The executor protects the
 process in three ways:
 
-* **Admission.** At most ``workers + queue_size`` jobs are in the executor at once
-  (running plus waiting). A call that finds it full is refused at once with
+* **Admission.** At most ``workers + queue_size`` requests are admitted at once
+  (:meth:`Executor.admit`; a plain :meth:`Executor.run` takes a place for
+  itself). One that finds every place taken is refused at once with
   :class:`~django_oximg.core.errors.Overloaded` (a 429), because making a client wait
-  for a place in the queue only moves the queue into the socket backlog.
+  for a place in the queue only moves the queue into the socket backlog. A
+  request takes its place *before* it reads its source, and holds it while
+  it downloads, waits for a worker and renders: so the requests a process
+  is busy with, and the threads they hold, are bounded, and a refused one
+  has read nothing.
 * **Queue deadline.** A job that has not *started* ``queue_timeout`` seconds after it
   arrived is taken out of the queue and its caller gets
   :class:`~django_oximg.core.errors.ProcessingTimeout` (a 503). Removal and start
   happen under one lock, so an abandoned job never runs later.
 * **Memory budget.** Each job declares its estimated peak memory as ``cost``; it
   starts only once that many bytes can be reserved from ``memory_budget``, so many
-  large images arriving together wait rather than exhaust the process.
+  large images arriving together wait rather than exhaust the process. An
+  admitted request reserves the bytes of a source as it downloads them
+  (:meth:`Admission.reserve`); its job's cost then covers them.
 * **Staged jobs** (:meth:`Executor.run_staged`) learn their cost only once they
   run: a worker first runs the job's ``prepare`` (read the source, read its
   header, estimate), then reserves the cost it returned, then runs the work.
@@ -30,8 +37,11 @@ never be starved by a stream of small ones, and its wait is bounded by the queue
 deadline like everyone else's.
 
 The running time of a job is not bounded here: the render deadline is enforced inside
-the pipeline (a watchdog thread kills libvips work), where the work can actually be
-stopped.
+the pipeline (a watchdog thread kills libvips work, or the child process of a render
+whose encoder libvips cannot stop), where the work can actually be stopped. What is
+kept here is when each running job started (:meth:`Executor.stuck_workers`), so the
+health check can tell when every worker has been busy for longer than any job may
+take.
 """
 
 from __future__ import annotations
@@ -49,6 +59,10 @@ from django_oximg.core.errors import Overloaded, ProcessingTimeout, SourceTooLar
 
 T = TypeVar("T")
 
+#: The share of the memory budget downloads may hold at once (see
+#: ``Executor._download_can_reserve``): the rest is always there for jobs.
+DOWNLOAD_SHARE = 0.5
+
 
 @dataclass(frozen=True)
 class ExecutorStats:
@@ -60,6 +74,8 @@ class ExecutorStats:
     """
 
     workers: int
+    #: Requests holding a place (running, queued, or reading their source).
+    admitted: int
     queued: int
     running: int
     reserved_bytes: int
@@ -73,6 +89,47 @@ class _State(enum.Enum):
     QUEUED = "queued"
     RUNNING = "running"
     DONE = "done"
+
+
+class Admission:
+    """A request's place among the ``workers + queue_size`` an executor admits.
+
+    Taken with :meth:`Executor.admit` before the request reads anything and
+    given back when it is done with (``with``, or :meth:`close`). Meanwhile
+    the request may reserve budget for bytes it is about to hold
+    (:meth:`reserve`: a source being downloaded), and hands the place to
+    its job (``admission=`` of :meth:`Executor.run`), whose cost then covers
+    those bytes. Waits before the job is queued (for memory, for a read
+    slot) end at :attr:`deadline`, the queue timeout after admission.
+    """
+
+    def __init__(self, executor: Executor, deadline: float) -> None:
+        self._executor = executor
+        self.deadline = deadline
+        #: Bytes reserved through :meth:`reserve`, held until :meth:`close`.
+        self.held = 0
+        self.closed = False
+
+    def reserve(self, nbytes: int) -> None:
+        """Reserve ``nbytes`` more of the budget, waiting in arrival order behind jobs.
+
+        Raises :class:`SourceTooLarge` when the bytes held would exceed the
+        share of the budget downloads may hold (:data:`DOWNLOAD_SHARE`),
+        :class:`ProcessingTimeout` when no room appears by :attr:`deadline`
+        or the admission was closed already (a read that went on after its
+        request gave up).
+        """
+        self._executor._reserve_held(self, nbytes)
+
+    def close(self) -> None:
+        """Give the place and every byte held back (once; later calls do nothing)."""
+        self._executor._release(self)
+
+    def __enter__(self) -> Admission:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
 
 class _Job(Generic[T]):
@@ -89,6 +146,7 @@ class _Job(Generic[T]):
         cost: int,
         prepare: Callable[[], tuple[int, Callable[[], T]]],
         staged: bool,
+        admission: Admission,
     ) -> None:
         #: Returns the job's cost and its work; for a plain job, ``cost`` and the
         #: function itself, known before the job starts.
@@ -96,8 +154,12 @@ class _Job(Generic[T]):
         #: Whether the cost is reserved only after ``prepare`` (:meth:`Executor.run_staged`).
         self.staged = staged
         self.cost = cost
-        #: When the job must have started (set at admission).
+        self.admission = admission
+        #: Bytes reserved for the job beyond what its admission holds already.
+        self.extra = 0
+        #: When the job must have started (set when queued), and when it did.
         self.deadline = math.inf
+        self.started = math.inf
         self.changed = threading.Condition(lock)
         self.state = _State.QUEUED
         self.result: T | None = None
@@ -142,29 +204,53 @@ class Executor:
         self._waiting: deque[_Job[Any]] = deque()
         #: Staged jobs, prepared on a worker, waiting in order for their budget.
         self._budget_waiters: deque[_Job[Any]] = deque()
+        #: Downloads (admitted requests reserving their source's bytes), waiting
+        #: in order for theirs, after every job.
+        self._download_waiters: deque[Admission] = deque()
+        #: Bytes downloads hold (:attr:`Admission.held`, summed).
+        self._held = 0
         self._threads: list[threading.Thread] = []
         self._shutting_down = False
         self._running = 0
+        self._running_jobs: set[_Job[Any]] = set()
+        self._admitted = 0
         self._reserved = 0
         self._peak_reserved = 0
         self._rejected_full = 0
         self._rejected_timeout = 0
         self._completed = 0
 
-    def run(self, fn: Callable[[], T], *, cost: int = 0) -> T:
+    def admit(self) -> Admission:
+        """A place for one request, or :class:`Overloaded` at once when none is free."""
+        with self._lock:
+            self._refuse_if_full()
+            self._admitted += 1
+            return Admission(self, self._clock() + self.queue_timeout)
+
+    def run(self, fn: Callable[[], T], *, cost: int = 0, admission: Admission | None = None) -> T:
         """Run ``fn`` on a worker thread and return its result or raise its exception.
 
         ``cost`` is the job's estimated peak memory in bytes, reserved from the budget
-        before the job starts and released when it ends, whatever the outcome.
+        before the job starts and released when it ends, whatever the outcome
+        (less what ``admission`` holds already). ``admission`` is the caller's
+        place (:meth:`admit`); without one the job takes a place of its own.
         Do not call ``run`` from inside a job: the inner call would wait for a
         worker that the outer one holds.
         """
         if cost < 0:
             raise ValueError("cost must not be negative")
         self._check_fits(cost)
-        return self._submit(_Job(self._lock, cost, lambda: (cost, fn), staged=False))
+        if admission is None:
+            with self.admit() as own:
+                return self.run(fn, cost=cost, admission=own)
+        return self._submit(_Job(self._lock, cost, lambda: (cost, fn), False, admission))
 
-    def run_staged(self, prepare: Callable[[], tuple[int, Callable[[], T]]]) -> T:
+    def run_staged(
+        self,
+        prepare: Callable[[], tuple[int, Callable[[], T]]],
+        *,
+        admission: Admission | None = None,
+    ) -> T:
         """Run ``prepare`` on a worker, reserve the cost it returns, then run its work.
 
         ``prepare()`` returns ``(cost, work)``. It runs once a worker takes the
@@ -174,9 +260,12 @@ class Executor:
         frees the budget. A cost above the whole budget raises
         :class:`SourceTooLarge` without running ``work``. For jobs that must
         read something big before their cost is known, so that waiting
-        requests hold nothing.
+        requests hold nothing. ``admission`` as for :meth:`run`.
         """
-        return self._submit(_Job(self._lock, 0, prepare, staged=True))
+        if admission is None:
+            with self.admit() as own:
+                return self.run_staged(prepare, admission=own)
+        return self._submit(_Job(self._lock, 0, prepare, True, admission))
 
     def _check_fits(self, cost: int) -> None:
         if cost > self.memory_budget:
@@ -204,20 +293,12 @@ class Executor:
             raise error
         return cast(T, job.result)
 
-    def check_capacity(self) -> None:
-        """Raise :class:`Overloaded` now if a job arriving now would be refused.
-
-        Lets a caller shed load before it spends time reading a source; the
-        authoritative check is still made in :meth:`run`.
-        """
-        with self._lock:
-            self._refuse_if_full()
-
     def stats(self) -> ExecutorStats:
         """Return the current counters as one consistent snapshot."""
         with self._lock:
             return ExecutorStats(
                 workers=self.workers,
+                admitted=self._admitted,
                 queued=len(self._waiting),
                 running=self._running,
                 reserved_bytes=self._reserved,
@@ -226,6 +307,12 @@ class Executor:
                 rejected_timeout=self._rejected_timeout,
                 completed=self._completed,
             )
+
+    def stuck_workers(self, longer_than: float) -> int:
+        """How many workers have been on their current job for more than ``longer_than`` s."""
+        with self._lock:
+            since = self._clock() - longer_than
+            return sum(1 for job in self._running_jobs if job.started < since)
 
     def is_alive(self) -> bool:
         """Whether jobs are still admitted: not shut down, and no started worker has died."""
@@ -250,20 +337,28 @@ class Executor:
         """Raise :class:`Overloaded` when no job may be admitted; the caller holds the lock."""
         if self._shutting_down:
             raise Overloaded("the executor is shut down")
-        if self._running + len(self._waiting) >= self.workers + self.queue_size:
+        if self._admitted >= self.workers + self.queue_size:
             self._rejected_full += 1
             raise Overloaded(
-                f"{self._running} jobs running and {len(self._waiting)} waiting "
-                f"(limit {self.workers} + {self.queue_size})"
+                f"{self._admitted} requests admitted: {self._running} jobs running and "
+                f"{len(self._waiting)} waiting (limit {self.workers} + {self.queue_size})"
             )
 
     def _admit(self, job: _Job[T]) -> None:
-        """Queue ``job`` or refuse it at once; the caller holds the lock."""
-        self._refuse_if_full()
+        """Queue ``job`` (its request is admitted already); the caller holds the lock."""
+        if self._shutting_down:
+            raise Overloaded("the executor is shut down")
+        if job.admission.closed:
+            raise ValueError("the job's admission is closed")
         self._start_workers()
         job.deadline = self._clock() + self.queue_timeout
         self._waiting.append(job)
-        self._work_ready.notify()
+        # Downloads waiting for budget sleep on the same condition: one
+        # notify() could wake one of them instead of an idle worker.
+        if self._download_waiters:
+            self._work_ready.notify_all()
+        else:
+            self._work_ready.notify()
 
     def _wait_for_start(self, job: _Job[T]) -> None:
         """Block until a worker takes ``job``, or abandon it at the queue deadline."""
@@ -298,13 +393,41 @@ class Executor:
     def _head_can_start(self) -> bool:
         """Whether the oldest waiting job fits the free budget (strict FIFO).
 
-        Nothing starts while a staged job waits for budget: it arrived first.
+        Nothing starts while a staged job waits for budget: it came first.
+        Downloads waiting for budget do not hold jobs back (below).
         """
         return (
             bool(self._waiting)
             and not self._budget_waiters
-            and self._waiting[0].cost <= self.memory_budget - self._reserved
+            and self._extra_for(self._waiting[0], self._waiting[0].cost)
+            <= self.memory_budget - self._reserved
         )
+
+    def _download_can_reserve(self, admission: Admission, nbytes: int) -> bool:
+        """Whether a download may take ``nbytes`` now; the caller holds the lock.
+
+        Jobs go first: none may be waiting for budget, at the head of the
+        queue or on a worker, because a job gives bytes back when it ends
+        and a download only takes more. And downloads together hold at most
+        :data:`DOWNLOAD_SHARE` of the budget: requests that have downloaded
+        their source wait for a worker holding it, and were they allowed to
+        fill the budget, the job at the head of the queue would find no room
+        while no job runs to make any, a deadlock the queue timeout would
+        break with 503s.
+        """
+        head_blocked = bool(self._waiting) and not self._head_can_start()
+        return (
+            self._download_waiters[0] is admission
+            and not self._budget_waiters
+            and not head_blocked
+            and self._held + nbytes <= self.memory_budget * DOWNLOAD_SHARE
+            and nbytes <= self.memory_budget - self._reserved
+        )
+
+    @staticmethod
+    def _extra_for(job: _Job[Any], cost: int) -> int:
+        """What ``job`` must reserve for ``cost`` beyond the bytes its admission holds."""
+        return max(0, cost - job.admission.held)
 
     def _work(self) -> None:
         """A worker's loop: take the head job when it fits, run it, release its budget."""
@@ -326,35 +449,94 @@ class Executor:
         (its cost is within the whole budget).
         """
         with self._lock:
+            extra = self._extra_for(job, cost)
             self._budget_waiters.append(job)
             try:
-                while not (
-                    self._budget_waiters[0] is job and cost <= self.memory_budget - self._reserved
-                ):
-                    remaining = job.deadline - self._clock()
-                    if remaining <= 0:
-                        self._rejected_timeout += 1
-                        raise ProcessingTimeout(
-                            f"no memory budget for {cost} bytes within {self.queue_timeout:g} s "
-                            f"({self._reserved} bytes reserved)"
-                        )
-                    self._work_ready.wait(remaining)
+                self._wait(
+                    lambda: (
+                        self._budget_waiters[0] is job
+                        and extra <= self.memory_budget - self._reserved
+                    ),
+                    job.deadline,
+                    f"no memory budget for {extra} bytes",
+                )
             finally:
                 self._budget_waiters.remove(job)
                 self._work_ready.notify_all()  # the next waiter, or the queue's head
-            job.cost = cost
-            self._reserved += cost
-            self._peak_reserved = max(self._peak_reserved, self._reserved)
+            job.cost, job.extra = cost, extra
+            self._take_budget(extra)
+
+    def _reserve_held(self, admission: Admission, nbytes: int) -> None:
+        """:meth:`Admission.reserve`: ``nbytes`` more for an admitted request."""
+        if nbytes < 0:
+            raise ValueError("nbytes must not be negative")
+        with self._lock:
+            if admission.closed:
+                raise ProcessingTimeout("the request gave up its place")
+            if admission.held + nbytes > self.memory_budget * DOWNLOAD_SHARE:
+                raise SourceTooLarge(
+                    f"{admission.held + nbytes} bytes of source would exceed the share of "
+                    f"the memory budget ({self.memory_budget} bytes) downloads may hold"
+                )
+            self._download_waiters.append(admission)
+            try:
+                self._wait(
+                    lambda: admission.closed or self._download_can_reserve(admission, nbytes),
+                    admission.deadline,
+                    f"no memory budget for {nbytes} bytes of a download",
+                )
+            finally:
+                self._download_waiters.remove(admission)
+                self._work_ready.notify_all()
+            if admission.closed:  # closed while it waited
+                raise ProcessingTimeout("the request gave up its place")
+            admission.held += nbytes
+            self._held += nbytes
+            self._take_budget(nbytes)
+
+    def _wait(self, ready: Callable[[], bool], deadline: float, refusal: str) -> None:
+        """Wait until ``ready()``; the caller holds the lock.
+
+        Gives up at ``deadline`` with :class:`ProcessingTimeout`, saying ``refusal``.
+        """
+        while not ready():
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                self._rejected_timeout += 1
+                raise ProcessingTimeout(
+                    f"{refusal} within {self.queue_timeout:g} s ({self._reserved} bytes reserved)"
+                )
+            self._work_ready.wait(remaining)
+
+    def _take_budget(self, nbytes: int) -> None:
+        self._reserved += nbytes
+        self._peak_reserved = max(self._peak_reserved, self._reserved)
+
+    def _release(self, admission: Admission) -> None:
+        """:meth:`Admission.close`: the place and the bytes it holds back to the pool."""
+        with self._lock:
+            if admission.closed:
+                return
+            admission.closed = True
+            self._admitted -= 1
+            self._reserved -= admission.held
+            self._held -= admission.held
+            admission.held = 0
+            self._work_ready.notify_all()  # freed budget may let someone start
 
     def _take_head(self) -> _Job[Any]:
         """Reserve the head job's cost and mark it running; the caller holds the lock."""
         job = self._waiting.popleft()
         job.state = _State.RUNNING
+        job.started = self._clock()
         self._running += 1
-        self._reserved += job.cost
-        self._peak_reserved = max(self._peak_reserved, self._reserved)
+        self._running_jobs.add(job)
+        job.extra = self._extra_for(job, job.cost)
+        self._take_budget(job.extra)
         job.changed.notify()
-        if self._head_can_start():
+        if self._download_waiters:
+            self._work_ready.notify_all()  # the head moved on: a download may go now
+        elif self._head_can_start():
             self._work_ready.notify()  # the next job fits too: wake another idle worker
         return job
 
@@ -372,7 +554,8 @@ class Executor:
             with self._lock:
                 job.state = _State.DONE
                 self._running -= 1
-                self._reserved -= job.cost
+                self._running_jobs.discard(job)
+                self._reserved -= job.extra
                 self._completed += 1
                 job.changed.notify()
                 # Released budget may let the head start, possibly on another worker.

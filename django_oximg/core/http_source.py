@@ -5,7 +5,8 @@ and again for every redirect:
 
 1. It parses strictly as ``http(s)://host[:port]/path[?query]``: no userinfo,
    no fragment, no backslash, no control character, no dot segment (also
-   once or twice percent-decoded). See :func:`parse_url`.
+   once or twice percent-decoded, and with ``;`` parameters: ``..;``). See
+   :func:`parse_url`.
 2. It lies under one of the configured prefixes, compared on the *parsed*
    URL: scheme, host (lowercase, IDNA), port (default per scheme) and the
    path at a segment boundary (:class:`Allowlist`). String prefixes would let
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import ipaddress
 import logging
 import re
@@ -64,18 +66,16 @@ from django_oximg.core.errors import (
     SourceTooLarge,
     SourceUnavailable,
 )
+from django_oximg.core.logs import printable
+
+# Defined with the resolver, which needs them without importing urllib3;
+# imported here too, where they have always been found.
+from django_oximg.core.sources import URL_ALIAS, URL_SOURCE, is_url  # noqa: F401
+from django_oximg.core.stores import Reserve
 
 logger = logging.getLogger("django_oximg")
 
 IPAddress: TypeAlias = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-#: The source alias under which the thumbnailer keeps the HTTP store. Not a
-#: valid ``SOURCES`` alias (those are ``[A-Za-z0-9_.-]+``), so it cannot clash.
-URL_ALIAS = "<url>"
-
-#: A source that starts like this is a URL, never a storage name (a storage
-#: name cannot contain an empty segment, so nothing valid is taken away).
-URL_SOURCE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
 SCHEMES = {"http": 80, "https": 443}
 
@@ -86,9 +86,19 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 #: non-200 answer is the source failing (502).
 MISSING_STATUSES = frozenset({404, 410})
 
+#: Answers to a ranged GET that are not failures: the range (206), or the
+#: range past the end of an empty body (416).
+RANGE_NOT_SATISFIABLE = 416
+RANGE_STATUSES = frozenset({200, 206, RANGE_NOT_SATISFIABLE})
+
 #: Bytes asked of the socket per read: big enough to be cheap per byte, small
 #: enough that a read past the size limit stops close to it.
 CHUNK = 64 * 1024
+
+#: A body of unknown length is reserved from the memory budget this much at a
+#: time, ahead of the bytes read (one reservation per chunk would be 800
+#: lock round trips for a 50 MiB body).
+RESERVE_STEP = 1024 * 1024
 
 #: ``Content-Encoding`` values decoded here. Images are compressed already, so
 #: we ask for ``identity``; a server that gzips anyway is decoded in full or
@@ -149,11 +159,6 @@ class HttpUrl:
         host = f"[{self.host}]" if ":" in self.host else self.host
         port = "" if SCHEMES[self.scheme] == self.port else f":{self.port}"
         return f"{self.scheme}://{host}{port}{self.request_target}"
-
-
-def is_url(source: str) -> bool:
-    """Whether ``source`` (from a request path) names a URL rather than a storage name."""
-    return URL_SOURCE.match(source) is not None
 
 
 def parse_url(text: str) -> HttpUrl:
@@ -224,11 +229,17 @@ def encode_part(text: str, safe: str) -> str:
 def has_dot_segment(path: str) -> bool:
     """Whether ``path``, as sent or percent-decoded up to :data:`DECODE_ROUNDS` times,
     has a ``.`` or ``..`` segment, a backslash or a NUL: forms a server may resolve
-    to somewhere outside the allowed prefix."""
+    to somewhere outside the allowed prefix.
+
+    A segment counts as a dot segment by its name before any ``;``
+    parameters as well: servers that strip path parameters (Tomcat, and
+    proxies in front of it) read ``/allowed/..;/secret`` as
+    ``/allowed/../secret``, i.e. ``/secret``.
+    """
     for _ in range(DECODE_ROUNDS):
         if "\\" in path or "\x00" in path:
             return True
-        if any(segment in (".", "..") for segment in path.split("/")):
+        if any(segment.partition(";")[0] in (".", "..") for segment in path.split("/")):
             return True
         decoded = unquote(path)
         if decoded == path:
@@ -373,9 +384,13 @@ def resolve(url: HttpUrl, allow_private: bool) -> tuple[Address, ...]:
 
 
 def refused(url: HttpUrl | str, reason: str) -> SourceNotFound:
-    """A 404 for a refused URL, logged with its reason (the client sees none)."""
-    logger.warning("refused HTTP source %s: %s", str(url)[:300], reason)
-    return SourceNotFound(f"refused {str(url)[:300]}: {reason}")
+    """A 404 for a refused URL, logged with its reason (the client sees none).
+
+    The URL comes from the request: it is escaped (:func:`printable`), so it
+    cannot write a line of its own into the log.
+    """
+    logger.warning("refused HTTP source %s: %s", printable(url), printable(reason))
+    return SourceNotFound(f"refused {printable(url)}: {reason}")
 
 
 # -- the time limit ------------------------------------------------------------
@@ -567,8 +582,12 @@ class HttpSourceStore:
         """``name`` must parse as a URL under an allowed prefix (no network)."""
         self.checked_url(name)
 
-    def read(self, name: str, max_bytes: int) -> bytes:
-        """The body of ``name`` (a URL): at most ``max_bytes``, gzip decoded."""
+    def read(self, name: str, max_bytes: int, reserve: Reserve | None = None) -> bytes:
+        """The body of ``name`` (a URL): at most ``max_bytes``, gzip decoded.
+
+        ``reserve`` gets the declared ``Content-Length`` before the body is
+        read, or, without one, :data:`RESERVE_STEP` bytes at a time ahead of it.
+        """
         with (
             TimeLimit(self.config.timeout) as time_limit,
             self._final(name, "GET", time_limit) as (
@@ -576,7 +595,24 @@ class HttpSourceStore:
                 url,
             ),
         ):
-            return self._body(response, url, max_bytes, time_limit)
+            return self._body(response, url, max_bytes, time_limit, reserve or ignore)
+
+    def read_header(self, name: str, limit: int) -> bytes:
+        """The first ``limit`` bytes of ``name``: a GET asking ``Range: bytes=0-<limit-1>``.
+
+        The same checks as :meth:`read` (allowlist and address guard on every
+        hop, the time limit). A server that ignores the range answers with
+        the whole body: at most ``limit`` bytes of it are read, then the
+        connection is closed.
+        """
+        ranged = {"Range": f"bytes=0-{limit - 1}"}
+        with (
+            TimeLimit(self.config.timeout) as time_limit,
+            self._final(name, "GET", time_limit, ranged) as (response, url),
+        ):
+            if response.status == RANGE_NOT_SATISFIABLE:
+                return b""  # an empty body has no first byte to range over
+            return self._prefix(response, url, limit, time_limit)
 
     def version(self, name: str) -> str:
         """A short token from the source's ETag, else its Last-Modified, else "".
@@ -609,20 +645,30 @@ class HttpSourceStore:
 
     @contextlib.contextmanager
     def _final(
-        self, name: str, method: str, time_limit: TimeLimit
+        self,
+        name: str,
+        method: str,
+        time_limit: TimeLimit,
+        extra_headers: dict[str, str] | None = None,
     ) -> Iterator[tuple[Response, HttpUrl]]:
-        """The response after redirects (each hop checked), closed on exit."""
+        """The response after redirects (each hop checked), closed on exit.
+
+        With ``extra_headers`` holding a ``Range``, a partial answer (206) or
+        an unsatisfiable range (416) is as good as a 200.
+        """
         text = name
         for _hop in range(self.config.max_redirects + 1):
             url = self.checked_url(text)
             pin = Pin(resolve(url, self.config.allow_private_networks), time_limit)
             with contextlib.closing(pool_for(url, pin, self.config.ca_certs)) as pool:
-                response = self._send(pool, url, method, time_limit)
+                response = self._send(pool, url, method, time_limit, extra_headers or {})
                 try:
                     if response.status in REDIRECT_STATUSES:
                         text = redirect_target(response, url)
                         continue
-                    check_status(response, url)
+                    ranged = extra_headers is not None and "Range" in extra_headers
+                    if not (ranged and response.status in RANGE_STATUSES):
+                        check_status(response, url)
                     with translated_errors(url, time_limit):
                         yield response, url
                     return
@@ -631,7 +677,12 @@ class HttpSourceStore:
         raise refused(name, f"more than {self.config.max_redirects} redirects")
 
     def _send(
-        self, pool: HTTPConnectionPool, url: HttpUrl, method: str, time_limit: TimeLimit
+        self,
+        pool: HTTPConnectionPool,
+        url: HttpUrl,
+        method: str,
+        time_limit: TimeLimit,
+        extra_headers: dict[str, str],
     ) -> Response:
         left = time_limit.remaining()
         with translated_errors(url, time_limit):
@@ -642,6 +693,7 @@ class HttpSourceStore:
                     "User-Agent": self.config.user_agent,
                     "Accept": "image/*,*/*;q=0.5",
                     "Accept-Encoding": "identity",
+                    **extra_headers,
                 },
                 redirect=False,
                 retries=False,
@@ -651,25 +703,61 @@ class HttpSourceStore:
             )
 
     def _body(
-        self, response: Response, url: HttpUrl, max_bytes: int, time_limit: TimeLimit
+        self,
+        response: Response,
+        url: HttpUrl,
+        max_bytes: int,
+        time_limit: TimeLimit,
+        reserve: Reserve,
     ) -> bytes:
         declared = declared_length(response)
         if declared is not None and declared > max_bytes:
             raise SourceTooLarge(f"{url} declares {declared} bytes, limit {max_bytes}")
-        data = bytearray()
+        reserved = declared if declared is not None else 0
+        reserve(reserved)
+        # A BytesIO, not a bytearray: its getvalue() hands over the buffer it
+        # grew, where bytes(bytearray) would hold the body twice for a moment.
+        data = io.BytesIO()
+        size = 0
         while True:
-            chunk = response.read(min(CHUNK, max_bytes + 1 - len(data)), decode_content=False)
+            chunk = response.read(min(CHUNK, max_bytes + 1 - size), decode_content=False)
+            if time_limit.expired:
+                raise SourceTimeout(f"{url}: download took longer than {time_limit.seconds} s")
+            if not chunk:
+                break
+            if size + len(chunk) > reserved:
+                step = max(RESERVE_STEP, size + len(chunk) - reserved)
+                reserve(step)
+                reserved += step
+            size += data.write(chunk)
+            if size > max_bytes:
+                raise SourceTooLarge(f"{url} sent more than {max_bytes} bytes")
+            time_limit.remaining()
+        if declared is not None and size != declared:
+            raise SourceUnavailable(f"{url} sent {size} of {declared} bytes")
+        body = decoded(
+            data.getvalue(), response.headers.get("Content-Encoding", ""), max_bytes, url
+        )
+        if len(body) > reserved:  # inflated from gzip
+            reserve(len(body) - reserved)
+        return body
+
+    def _prefix(self, response: Response, url: HttpUrl, limit: int, time_limit: TimeLimit) -> bytes:
+        """At most ``limit`` bytes of the body, whatever length the server sends."""
+        data = bytearray()
+        while len(data) < limit:
+            chunk = response.read(min(CHUNK, limit - len(data)), decode_content=False)
             if time_limit.expired:
                 raise SourceTimeout(f"{url}: download took longer than {time_limit.seconds} s")
             if not chunk:
                 break
             data += chunk
-            if len(data) > max_bytes:
-                raise SourceTooLarge(f"{url} sent more than {max_bytes} bytes")
             time_limit.remaining()
-        if declared is not None and len(data) != declared:
-            raise SourceUnavailable(f"{url} sent {len(data)} of {declared} bytes")
-        return decoded(bytes(data), response.headers.get("Content-Encoding", ""), max_bytes, url)
+        return decoded_prefix(bytes(data), response.headers.get("Content-Encoding", ""), limit, url)
+
+
+def ignore(_nbytes: int) -> None:
+    """The ``reserve`` of a read that counts its bytes against nothing."""
 
 
 def redirect_target(response: Response, url: HttpUrl) -> str:
@@ -714,6 +802,19 @@ def decoded(data: bytes, encoding: str, max_bytes: int, url: HttpUrl) -> bytes:
     if not inflater.eof or inflater.unused_data:
         raise InvalidImage(f"{url}: gzip body is truncated or has trailing data")
     return body
+
+
+def decoded_prefix(data: bytes, encoding: str, limit: int, url: HttpUrl) -> bytes:
+    """The first ``limit`` bytes of what ``data``, the start of a body, decodes to."""
+    encoding = encoding.strip().lower()
+    if encoding in ("", "identity"):
+        return data
+    if encoding not in GZIP_ENCODINGS:
+        raise InvalidImage(f"{url}: unsupported Content-Encoding {encoding!r}")
+    try:
+        return zlib.decompressobj(wbits=zlib.MAX_WBITS | 16).decompress(data, limit)
+    except zlib.error as exc:
+        raise InvalidImage(f"{url}: broken gzip body: {exc}") from exc
 
 
 @contextlib.contextmanager

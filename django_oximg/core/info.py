@@ -26,12 +26,14 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
 from django_oximg.core.errors import InvalidOptions
 from django_oximg.core.options import BOOLEANS, parse_path
-from django_oximg.core.pipeline import SourceInfo, Summary
+
+if TYPE_CHECKING:  # the template tags import this module, and must not load libvips
+    from django_oximg.core.pipeline import SourceInfo, Summary
 
 #: The first segment of an info path (after the mount prefix).
 INFO_PREFIX = "/info"

@@ -5,6 +5,12 @@ answered by :meth:`Thumbnailer.reply <django_oximg.core.thumbnailer.Thumbnailer.
 so the Django view and the WSGI middleware both serve them. Neither path can be
 a thumbnail request: those need at least a signature, options and a source.
 
+``/metrics`` tells anyone who can read it the site's traffic, error rates and
+memory, so it is off unless ``METRICS`` turns it on, and then answers only
+requests that carry its bearer token when ``METRICS_TOKEN`` is set
+(:func:`token_matches`; a 401 otherwise). A deployment that prefers to keep
+it off the public address altogether mounts it apart (docs/operations.md).
+
 Metrics come from the optional ``prometheus-client`` library (the
 ``django-oximg[metrics]`` extra), which is imported here and nowhere else. Each
 thumbnailer has its own :class:`~prometheus_client.CollectorRegistry`, never the
@@ -23,8 +29,9 @@ Two kinds of series:
 
 from __future__ import annotations
 
+import hmac
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -55,6 +62,10 @@ NOT_INSTALLED = "Metrics need prometheus-client (pip install django-oximg[metric
 
 #: The 404 body when ``OXIMG["METRICS"]`` is False: the same as any unknown path.
 DISABLED = "Not found"
+
+#: What a request for ``/metrics`` without the right bearer token gets.
+UNAUTHORIZED = "Unauthorized"
+CHALLENGE = ("WWW-Authenticate", 'Bearer realm="metrics"')
 
 #: Render time buckets in seconds: a thumbnail takes milliseconds, a large or
 #: AVIF source up to seconds, and the render timeout defaults to 10 s.
@@ -94,6 +105,10 @@ class Recorder(Protocol):
         """The answer to a GET or HEAD of ``/metrics``."""
         ...
 
+    def authorised(self, request_headers: Mapping[str, str]) -> bool:
+        """Whether a request with these (WSGI) headers may read ``/metrics``."""
+        ...
+
 
 class NoMetrics:
     """Metrics switched off or not installed: counting costs nothing, ``/metrics`` is 404."""
@@ -113,11 +128,16 @@ class NoMetrics:
     def reply(self, method: str, accept: str) -> Reply:
         return text_reply(404, self.reason, method)
 
+    def authorised(self, request_headers: Mapping[str, str]) -> bool:
+        return True  # it answers 404 whoever asks
+
 
 class PrometheusMetrics:
     """Live instruments plus scrape-time collectors in a registry of their own."""
 
-    def __init__(self, counts: Callable[[], Counts], executor: Executor) -> None:
+    def __init__(self, counts: Callable[[], Counts], executor: Executor, token: str = "") -> None:
+        #: The bearer token ``/metrics`` requires ("" for none).
+        self.token = token
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "oximg_requests",
@@ -152,6 +172,11 @@ class PrometheusMetrics:
 
     def observe_render(self, seconds: float) -> None:
         self.render_seconds.observe(seconds)
+
+    def authorised(self, request_headers: Mapping[str, str]) -> bool:
+        if not self.token:
+            return True
+        return token_matches(request_headers.get("HTTP_AUTHORIZATION", ""), self.token)
 
     def reply(self, method: str, accept: str) -> Reply:
         """The exposition in the format the scraper asked for (text by default)."""
@@ -224,13 +249,26 @@ class ThumbnailerCollector:
         )
 
 
-def recorder_for(enabled: bool, counts: Callable[[], Counts], executor: Executor) -> Recorder:
-    """Prometheus metrics when enabled and installed; otherwise a no-op that answers 404."""
+def recorder_for(
+    enabled: bool, counts: Callable[[], Counts], executor: Executor, token: str = ""
+) -> Recorder:
+    """Prometheus metrics when enabled and installed; otherwise a no-op that answers 404.
+
+    With a ``token``, ``/metrics`` answers only requests bearing it.
+    """
     if not enabled:
         return NoMetrics(DISABLED)
     if not PROMETHEUS_INSTALLED:
         return NoMetrics(NOT_INSTALLED)
-    return PrometheusMetrics(counts, executor)
+    return PrometheusMetrics(counts, executor, token)
+
+
+def token_matches(authorization: str, token: str) -> bool:
+    """Whether an ``Authorization`` header is ``Bearer <token>`` (compared in constant time)."""
+    scheme, _, given = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(given.strip().encode(), token.encode())
 
 
 # -- health -------------------------------------------------------------------------
@@ -276,14 +314,22 @@ def health_reply(problems: list[str], method: str) -> Reply:
 
 
 def endpoint_reply(
-    path: str, method: str, accept: str, recorder: Recorder, problems: Callable[[], list[str]]
+    path: str,
+    method: str,
+    request_headers: Mapping[str, str],
+    recorder: Recorder,
+    problems: Callable[[], list[str]],
 ) -> Reply:
     """Answer ``/health`` or ``/metrics`` (``path`` is one of :data:`ENDPOINTS`)."""
     if method not in METHODS:
         return method_not_allowed()
     if path == HEALTH_PATH:
         return health_reply(problems(), method)
-    return recorder.reply(method, accept)
+    if not recorder.authorised(request_headers):
+        reply = text_reply(401, UNAUTHORIZED, method)
+        reply.headers.append(CHALLENGE)
+        return reply
+    return recorder.reply(method, request_headers.get("HTTP_ACCEPT", ""))
 
 
 def text_reply(status: int, text: str, method: str) -> Reply:

@@ -30,7 +30,7 @@ import os
 import stat
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
@@ -40,6 +40,18 @@ from django_oximg.core.errors import SourceNotFound, SourceTooLarge, SourceUnava
 #: Temporary files of unfinished cache writes start with this, so a cleaner can
 #: tell them from results.
 TEMP_PREFIX = "tmp-oximg-"
+
+#: Called by a source read with a number of bytes before it holds that many
+#: more (the request's memory budget: :meth:`Admission.reserve
+#: <django_oximg.core.executor.Admission.reserve>`); it may wait, or raise.
+Reserve = Callable[[int], None]
+
+#: Longest path component, in bytes, that file systems take (NAME_MAX on
+#: Linux, and on most others); a longer one could never name a file.
+MAX_COMPONENT_BYTES = 255
+
+#: Longest source name, in bytes.
+MAX_NAME_BYTES = 1024
 
 
 @dataclass(frozen=True)
@@ -98,12 +110,25 @@ class SourceStore(Protocol):
         """
         ...
 
-    def read(self, name: str, max_bytes: int) -> bytes:
+    def read(self, name: str, max_bytes: int, reserve: Reserve | None = None) -> bytes:
         """Return the source's bytes.
 
         Raise SourceNotFound when it does not exist or is not allowed,
         SourceTooLarge when it is bigger than ``max_bytes`` (checked before
         reading where the store knows the size), SourceUnavailable on failure.
+        ``reserve``, when given, is called with each number of bytes before
+        they are read (the whole size at once where the store knows it), so
+        that they count against the memory budget while they download.
+        """
+        ...
+
+    def read_header(self, name: str, limit: int) -> bytes:
+        """Return the source's first ``limit`` bytes (all of it when shorter).
+
+        For the template tags, which need a source's size and orientation,
+        not its pixels (:mod:`django_oximg.core.headers`): a ranged read on
+        remote stores, never more than ``limit`` bytes transferred. Raises
+        as :meth:`read` does (no size limit applies).
         """
         ...
 
@@ -154,14 +179,21 @@ def jail_name(name: str) -> str:
 
     The name has already been percent-decoded exactly once by the options
     parser; it is not decoded again here, so ``%2e%2e`` stays a literal name.
+    A name no file system could hold (a component over
+    :data:`MAX_COMPONENT_BYTES`, the whole over :data:`MAX_NAME_BYTES`) is
+    refused here too: it names nothing, so it is a 404 like any other
+    missing source, not a storage failure.
     """
     if not name or "\x00" in name or "\\" in name or name.startswith("/"):
-        raise SourceNotFound(f"rejected source name {name!r}")
+        raise SourceNotFound(f"rejected source name {name[:300]!r}")
     parts = name.split("/")
     if any(part in ("", ".", "..") for part in parts):
-        raise SourceNotFound(f"rejected source name {name!r}")
-    if len(name) > 1024:
-        raise SourceNotFound("source name too long")
+        raise SourceNotFound(f"rejected source name {name[:300]!r}")
+    encoded = name.encode("utf-8", "surrogatepass")
+    if len(encoded) > MAX_NAME_BYTES or any(
+        len(part.encode("utf-8", "surrogatepass")) > MAX_COMPONENT_BYTES for part in parts
+    ):
+        raise SourceNotFound(f"source name too long: {name[:100]!r}...")
     return name
 
 
@@ -188,40 +220,61 @@ class FileSystemSourceStore:
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
         self.root = Path(root)
+        self._root_text = os.fspath(root)
 
     def check_name(self, name: str) -> None:
         jail_name(name)
 
-    def read(self, name: str, max_bytes: int) -> bytes:
+    def read(self, name: str, max_bytes: int, reserve: Reserve | None = None) -> bytes:
         path = path_inside(self.root, name)
-        try:
-            with open(path, "rb") as handle:
-                size = os.fstat(handle.fileno()).st_size
-                if size > max_bytes:
-                    raise SourceTooLarge(f"{name!r} has {size} bytes, limit {max_bytes}")
-                # Read the size fstat gave, not the limit: a read of the limit
-                # allocates that much first (50 MiB by default, 8x slower for
-                # a 1 MB file). A file that grew since is read on to the limit.
-                data = handle.read(size + 1)
-                if len(data) > size:
-                    data += handle.read(max_bytes + 1 - len(data))
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as exc:
-            raise SourceNotFound(str(exc)) from exc
-        except PermissionError as exc:
-            raise SourceNotFound(str(exc)) from exc
-        except OSError as exc:
-            raise SourceUnavailable(str(exc)) from exc
+        with file_errors(), open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > max_bytes:
+                raise SourceTooLarge(f"{name!r} has {size} bytes, limit {max_bytes}")
+            if reserve is not None:
+                reserve(size)
+            # Read the size fstat gave, not the limit: a read of the limit
+            # allocates that much first (50 MiB by default, 8x slower for
+            # a 1 MB file). A file that grew since is read on to the limit.
+            data = handle.read(size + 1)
+            if len(data) > size:
+                data += handle.read(max_bytes + 1 - len(data))
         if len(data) > max_bytes:
             raise SourceTooLarge(f"{name!r} grew past the limit of {max_bytes} bytes")
         return data
 
-    def version(self, name: str) -> str:
+    def read_header(self, name: str, limit: int) -> bytes:
         path = path_inside(self.root, name)
+        with file_errors(), open(path, "rb") as handle:
+            return handle.read(limit)
+
+    def version(self, name: str) -> str:
+        """The file's modification time and size, from one ``stat``.
+
+        The template tags ask this of every source on every render, so it
+        skips :func:`path_inside`'s ``realpath`` (a dozen ``lstat`` calls):
+        the name is jailed, and a symlink leading out of the root yields
+        only a token that can match nothing read, because every read of a
+        source's bytes (:meth:`read`, :meth:`read_header`) is contained.
+        """
         try:
-            stat = path.stat()
+            stat = os.stat(os.path.join(self._root_text, jail_name(name)))
         except OSError as exc:
             raise SourceNotFound(str(exc)) from exc
         return f"{stat.st_mtime_ns:x}{stat.st_size:x}"
+
+
+@contextlib.contextmanager
+def file_errors() -> Iterator[None]:
+    """OS errors of a source read as the core's: missing or unreadable is a 404."""
+    try:
+        yield
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
+        raise SourceNotFound(str(exc)) from exc
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:  # the root and the name together: still no file
+            raise SourceNotFound(str(exc)) from exc
+        raise SourceUnavailable(str(exc)) from exc
 
 
 class FileSystemCacheStore:

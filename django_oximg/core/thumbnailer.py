@@ -21,7 +21,8 @@ from django_oximg.core import info as info_endpoint
 from django_oximg.core.budget import estimate_peak_bytes
 from django_oximg.core.client_hints import NO_HINTS, ClientHints, read_hints, with_hints
 from django_oximg.core.coordination import Coordinator, LocalCoordinator
-from django_oximg.core.executor import Executor
+from django_oximg.core.executor import Admission, Executor
+from django_oximg.core.logs import printable
 from django_oximg.core.options import (
     ANY_URL,
     Options,
@@ -30,6 +31,7 @@ from django_oximg.core.options import (
     lowered_limit,
     parse_path,
 )
+from django_oximg.core.reads import SourceReads
 from django_oximg.core.signing import URLSigner, verified_rest
 from django_oximg.core.singleflight import SingleFlight
 from django_oximg.core.sources import Resolved, SourceResolver
@@ -55,6 +57,10 @@ PEER_POLL_MAX = 0.25
 #: blocks its peers for a bounded time only.
 LEASE_MARGIN = 5.0
 
+#: A worker on one job for longer than the queue timeout plus the render
+#: deadline plus this is stuck (the health check reports it).
+STUCK_MARGIN = 1.0
+
 #: Seconds between two log lines about failing cache writes.
 CACHE_ERROR_LOG_INTERVAL = 60.0
 
@@ -77,11 +83,17 @@ class ThumbnailerConfig:
     max_src_resolution: int = defaults.MAX_SRC_RESOLUTION
     max_src_file_size: int = defaults.MAX_SRC_FILE_SIZE
     render_timeout: float = defaults.RENDER_TIMEOUT
+    #: Remote source reads (HTTP, S3, other storages) at once, and the
+    #: longest one may take (:class:`~django_oximg.core.reads.SourceReads`).
+    source_reads: int = 4
+    source_timeout: float = defaults.SOURCE_TIMEOUT
     #: How long a request waits for a peer process's render of the same key.
     peer_wait: float = defaults.QUEUE_TIMEOUT + defaults.RENDER_TIMEOUT
     cache_control: str = defaults.CACHE_CONTROL
     #: Whether ``/metrics`` answers (it also needs prometheus-client installed).
     metrics: bool = defaults.METRICS
+    #: A bearer token ``/metrics`` requires ("" for none).
+    metrics_token: str = ""
     #: :func:`~django_oximg.core.keys.output_fingerprint` of the settings
     #: that change output bytes: part of every cache key.
     fingerprint: str = ""
@@ -176,6 +188,7 @@ class Thumbnailer:
         #: read and probe (remote sources: every request in flight; local ones:
         #: the jobs running together, as they are read on the workers).
         self.source_reads = SingleFlight()
+        self.reads = SourceReads(config.source_reads, config.source_timeout)
         self.coordinator: Coordinator = coordinator or LocalCoordinator()
         self.clock = clock
         self.renders = 0
@@ -188,7 +201,9 @@ class Thumbnailer:
         # -inf, not 0: time.monotonic() may be below the interval just after boot.
         self._last_cache_error = float("-inf")
         self._lock = threading.Lock()
-        self.metrics = metrics.recorder_for(config.metrics, self.counts, executor)
+        self.metrics = metrics.recorder_for(
+            config.metrics, self.counts, executor, config.metrics_token
+        )
 
     # -- the public entry point --------------------------------------------------
 
@@ -203,11 +218,7 @@ class Thumbnailer:
         """
         if path in metrics.ENDPOINTS:
             return metrics.endpoint_reply(
-                path,
-                method,
-                request_headers.get("HTTP_ACCEPT", ""),
-                self.metrics,
-                lambda: metrics.health_problems(self.executor, self.cache),
+                path, method, request_headers, self.metrics, self.health_problems
             )
         try:
             answer = self.answer(path, method, request_headers)
@@ -216,6 +227,29 @@ class Thumbnailer:
             raise
         self.metrics.count_request(answer.status)
         return answer
+
+    def health_problems(self) -> list[str]:
+        """What keeps this process from serving thumbnails (``/health``); empty when healthy.
+
+        Besides libvips, the executor and the cache: every render worker on
+        a job longer than any job may take (the queue timeout for its
+        memory, the render deadline and a second for an encoder that cannot
+        be stopped), or every remote read slot held by a read that outlived
+        its timeout. Either means something hangs where no deadline
+        reaches, and misses can no longer be served.
+        """
+        problems = metrics.health_problems(self.executor, self.cache)
+        longest_job = self.executor.queue_timeout + self.config.render_timeout + STUCK_MARGIN
+        if self.executor.stuck_workers(longest_job) == self.executor.workers:
+            problems.append(
+                f"all {self.executor.workers} render workers busy for more than {longest_job:g} s"
+            )
+        if self.reads.stuck() == self.reads.slots:
+            problems.append(
+                f"all {self.reads.slots} source read slots held by reads "
+                f"past their {self.reads.timeout:g} s timeout"
+            )
+        return problems
 
     def counts(self) -> metrics.Counts:
         """This thumbnailer's counters as one snapshot (read when metrics are scraped)."""
@@ -244,7 +278,15 @@ class Thumbnailer:
             )
         except errors.OximgError as error:
             level = logging.WARNING if responders.status_for(error) >= 500 else logging.INFO
-            logger.log(level, "%s %s: %s", type(error).__name__, path[:200], error.detail)
+            # Both come from the request: escaped, so that no URL can write
+            # a line break (a forged log line) or a terminal escape.
+            logger.log(
+                level,
+                "%s %s: %s",
+                type(error).__name__,
+                printable(path, 200),
+                printable(error.detail, 500),
+            )
             return responders.error_reply(error, method)
 
     def job_for(self, path: str, accept: str, hints: ClientHints = NO_HINTS) -> Job:
@@ -311,17 +353,24 @@ class Thumbnailer:
         """The cached answer, or a fresh one made once for concurrent identical requests.
 
         The flight shares only the content: each request builds its own
-        result from it (:meth:`Job.result`).
+        result from it (:meth:`Job.result`). The request that makes it is
+        admitted first (a place among ``WORKERS + QUEUE_SIZE``, or a 429 at
+        once), before it reads anything; requests that wait for an
+        identical one take no place of their own.
         """
         made_before = self.made
         cached = self.cache.get(job.key)
         self.metrics.count_cache_lookup(hit=cached is not None)
         if cached is not None:
             return job.result(cached)
-        content, _shared = self.flights.do(job.key, lambda: self._cached_or_made(job, made_before))
+        content, _shared = self.flights.do(job.key, lambda: self._admitted(job, made_before))
         return job.result(content)
 
-    def _cached_or_made(self, job: Job, made_before: int) -> CachedResult:
+    def _admitted(self, job: Job, made_before: int) -> CachedResult:
+        with self.executor.admit() as admission:
+            return self._cached_or_made(job, made_before, admission)
+
+    def _cached_or_made(self, job: Job, made_before: int, admission: Admission) -> CachedResult:
         """Run once per key in flight: make the answer, unless it appeared meanwhile.
 
         The cache is looked at again, once the lease is held, only when it
@@ -340,14 +389,14 @@ class Thumbnailer:
             if self.coordinator.acquire(job.key, lease_ttl):
                 try:
                     cached = self.cache.get(job.key) if look else None
-                    return cached.in_memory() if cached is not None else self.make(job)
+                    return cached.in_memory() if cached is not None else self.make(job, admission)
                 finally:
                     self.coordinator.release(job.key)
             # Another process holds the lease: its result will be in the cache.
             if time.monotonic() >= give_up:
                 # The holder is stuck or was killed: make it here rather than fail.
                 logger.warning("no result from the lease holder of %s; making it here", job.key)
-                return self.make(job)
+                return self.make(job, admission)
             time.sleep(pause)
             pause = min(pause * 2, PEER_POLL_MAX)
             cached = self.cache.get(job.key)
@@ -357,25 +406,27 @@ class Thumbnailer:
                 return cached.in_memory()
             look = True  # the peer may finish between this look and our lease
 
-    def make(self, job: Job) -> CachedResult:
+    def make(self, job: Job, admission: Admission) -> CachedResult:
         """Read, check, make within budget and deadline, then cache the answer.
 
-        A source whose store reads on the worker (local disk) is read there,
-        once the job's turn has come (a staged job), so requests waiting in
-        the queue hold no source bytes and the memory budget really bounds
-        the process. Other sources (S3, HTTP) are read here, on the request
-        thread, so a network wait never holds a render slot; the queue is
-        checked first, so a refused request reads nothing.
+        ``admission`` is the request's place in the executor. A source whose
+        store reads on the worker (local disk) is read there, once the job's
+        turn has come (a staged job), so requests waiting in the queue hold
+        no source bytes and the memory budget really bounds the process.
+        Other sources (S3, HTTP) are read here, on the request thread, so a
+        network wait never holds a render slot, in one of a bounded number
+        of read slots and within the source timeout, the bytes reserved
+        from the memory budget as they arrive (:meth:`load_source`).
         """
         if not job.needs_worker:
-            self.executor.check_capacity()  # shed load before reading the source
-            data = self.prepare(job)[1]()
+            data = self.prepare(job, admission)[1]()
         elif job.source.store.read_on_worker:
-            data = self.executor.run_staged(lambda: self.prepare(job))
+            data = self.executor.run_staged(
+                lambda: self.prepare(job, admission), admission=admission
+            )
         else:
-            self.executor.check_capacity()
-            cost, produce = self.prepare(job)
-            data = self.executor.run(produce, cost=cost)
+            cost, produce = self.prepare(job, admission)
+            data = self.executor.run(produce, cost=cost, admission=admission)
         self.store_result(job.key, data)
         with self._lock:
             self.made += 1
@@ -383,9 +434,11 @@ class Thumbnailer:
                 self.renders += 1
         return CachedResult(size=len(data), data=data)
 
-    def prepare(self, job: Job) -> tuple[int, Callable[[], bytes]]:
+    def prepare(self, job: Job, admission: Admission) -> tuple[int, Callable[[], bytes]]:
         """Read and check the source; return the work's memory estimate and the work."""
-        data, info = self.source_reads.do(job.source.source, lambda: self.load_source(job))[0]
+        data, info = self.source_reads.do(
+            job.source.source, lambda: self.load_source(job, admission)
+        )[0]
         if isinstance(job.work, InfoWork):
             return self._prepare_info(job.work.request, data, info)
         return self._prepare_render(job.work, data, info)
@@ -403,6 +456,7 @@ class Thumbnailer:
         self.check_resolution(info, frames, options)
         # Planned once: the estimate and the render share the plan.
         plan = pipeline.plan_render(info, options, work.format, self.config.render)
+        self.check_encode_time(plan)
         cost = estimate_peak_bytes(plan, frames, data)
 
         def render() -> bytes:
@@ -443,9 +497,20 @@ class Thumbnailer:
 
         return cost, summarise
 
-    def load_source(self, job: Job) -> tuple[bytes, pipeline.SourceInfo]:
-        """Read the source and its header (shared by concurrent jobs on one source)."""
-        data = job.source.store.read(job.source.name, self.config.max_src_file_size)
+    def load_source(self, job: Job, admission: Admission) -> tuple[bytes, pipeline.SourceInfo]:
+        """Read the source and its header (shared by concurrent jobs on one source).
+
+        Local disk is read as it is; any other store in a read slot, within
+        the source timeout, its bytes reserved on ``admission``
+        (:class:`~django_oximg.core.reads.SourceReads`). Jobs that share the
+        read share its bytes; the reading request's reservation counts them
+        once.
+        """
+        store, limit = job.source.store, self.config.max_src_file_size
+        if store.read_on_worker:
+            data = store.read(job.source.name, limit)
+        else:
+            data = self.reads.read(store, job.source.name, limit, admission)
         info = pipeline.probe(data)
         with self._lock:
             self.source_loads += 1
@@ -512,6 +577,23 @@ class Thumbnailer:
         limit = lowered_limit(self.config.max_src_file_size, options.max_src_file_size)
         if len(data) > limit:
             raise errors.SourceTooLarge(f"{len(data)} bytes exceeds {limit}")
+
+    def check_encode_time(self, plan: pipeline.Plan) -> None:
+        """Refuse a result whose encoder alone would outlast the render deadline.
+
+        Only the encoders the deadline cannot stop in this process are
+        predicted (AVIF, GIF, WebP's alpha: :attr:`pipeline.Plan.encode_seconds`):
+        such a render would run in a child process until the deadline killed
+        it, every time it was asked for. Refused up front instead: 422, as
+        for a result too large.
+        """
+        if plan.encode_seconds > self.config.render_timeout:
+            geometry = plan.geometry
+            raise errors.ResultTooLarge(
+                f"a {geometry.width}x{geometry.height} {plan.format} result would take about "
+                f"{plan.encode_seconds:.1f} s to encode, more than the render deadline "
+                f"of {self.config.render_timeout:g} s"
+            )
 
     def store_result(self, key: str, data: bytes) -> None:
         """Write to the cache; a failure is logged (rate-limited) and the result still served."""

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pyvips
 
-from django_oximg.core.pipeline import RenderSettings
 from django_oximg.core.pipeline.encode import save
 from django_oximg.core.pipeline.libvips import ensure_configured
+from django_oximg.core.pipeline.plan import plan_encoder
 from django_oximg.core.pipeline.steps.canvas import WHITE
 
 
@@ -27,7 +27,8 @@ def bare_thumbnail(data: bytes, width: int, height: int, fmt: str, quality: int)
     image = pyvips.Image.thumbnail_buffer(data, width, height=height)
     if fmt == "jpeg" and image.hasalpha():
         image = image.flatten(background=list(WHITE))
-    return save(image, fmt, quality, 0, RenderSettings().avif_effort)
+    effort, _seconds, _isolated = plan_encoder(fmt, image.width * image.height, 1)
+    return save(image, fmt, quality, 0, effort)
 
 
 def sample_jpeg(width: int, height: int, quality: int = 90) -> bytes:

@@ -28,7 +28,7 @@ from django_oximg.core.pipeline.libvips import (
     Image,
     watched,
 )
-from django_oximg.core.pipeline.plan import Plan, RenderSettings
+from django_oximg.core.pipeline.plan import UNSTOPPABLE_ENCODERS, Plan, RenderSettings
 
 #: The image formats the pipeline writes, with their content types.
 CONTENT_TYPES = {fmt: keys.CONTENT_TYPES[fmt] for fmt in OUTPUT_FORMATS}
@@ -72,11 +72,7 @@ def encode(
             # The max_bytes loop may encode again: decode and process only once.
             image = watched(image, deadline).copy_memory()
         encode_at = partial(
-            save,
-            watched(image, deadline),
-            plan.format,
-            keep=keep,
-            avif_effort=settings.avif_effort,
+            save, watched(image, deadline), plan.format, keep=keep, effort=plan.effort
         )
     return encode_within_limit(encode_at, plan)
 
@@ -111,8 +107,12 @@ def strip_metadata(image: Image, options: Options) -> tuple[Image, int, bytes | 
     return image, int(keep | keep_flags.EXIF), block
 
 
-def save(image: Image, fmt: str, quality: int, keep: int, avif_effort: int) -> bytes:
-    """Encode one image with libvips' saver; only the lossy formats use ``quality``."""
+def save(image: Image, fmt: str, quality: int, keep: int, effort: int | None = None) -> bytes:
+    """Encode one image with libvips' saver; only the lossy formats use ``quality``.
+
+    ``effort`` is the AVIF or GIF encoder's (:attr:`Plan.effort`; None: the
+    plan's default for a small result).
+    """
     if fmt == "jpeg":
         data = image.jpegsave_buffer(Q=quality, optimize_coding=True, keep=keep)
     elif fmt == "png":
@@ -123,12 +123,13 @@ def save(image: Image, fmt: str, quality: int, keep: int, avif_effort: int) -> b
         data = image.heifsave_buffer(
             Q=quality,
             compression="av1",
-            effort=avif_effort,
+            effort=UNSTOPPABLE_ENCODERS["avif"].slow.effort if effort is None else effort,
             bitdepth=8,
             keep=keep,
         )
     elif fmt == "gif":
-        data = image.gifsave_buffer(keep=keep)
+        gif_effort = UNSTOPPABLE_ENCODERS["gif"].slow.effort if effort is None else effort
+        data = image.gifsave_buffer(effort=gif_effort, keep=keep)
     else:
         raise UnsupportedFormat(f"unknown output format {fmt!r}")
     return bytes(data)

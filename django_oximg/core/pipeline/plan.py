@@ -4,7 +4,11 @@ Before any pixel is decoded, :func:`plan_render` settles everything the
 request's options and the site's settings decide: the geometry (every size
 from the crop to the padded canvas, :mod:`django_oximg.core.geometry`),
 whether an animation stays animated, whether the smart crop may run, the
-output format and the quality to start encoding at. The thumbnailer makes
+output format, the quality to start encoding at and, for the encoders the
+render deadline cannot stop once they have started (AVIF, GIF, WebP's
+alpha), the effort they run at, their predicted time and whether the render
+runs in a child process the deadline can kill (:func:`plan_encoder`). The
+thumbnailer makes
 the plan once per job and hands it to both the memory estimate
 (:mod:`django_oximg.core.budget`) and :func:`~django_oximg.core.pipeline.render`,
 so the two cannot plan different sizes. The steps read only the plan,
@@ -112,6 +116,18 @@ class Plan:
         work on the source's own pixels, before any scaling)."""
         return self.options.crop is not None or self.trims
 
+    #: Whether the result keeps an alpha channel (the source has one, and
+    #: neither JPEG nor a ``background`` flattens it).
+    alpha: bool = False
+    #: The effort of an encoder in :data:`UNSTOPPABLE_ENCODERS`; None for the others.
+    effort: int | None = None
+    #: CPU seconds the encoder of an :data:`UNSTOPPABLE_ENCODERS` format is
+    #: predicted to take for the whole result (0 for the others).
+    encode_seconds: float = 0.0
+    #: Whether the render runs in a child process, because its encoder alone
+    #: may outlast :data:`IN_PROCESS_ENCODE_SECONDS` with no way to stop it.
+    isolated: bool = False
+
     @property
     def smart_crop(self) -> bool:
         """Whether ``sm`` gravity may ask for the attention crop.
@@ -138,8 +154,11 @@ def plan_render(info: SourceInfo, options: Options, fmt: str, settings: RenderSe
         orientation=info.orientation,
         max_result_dimension=settings.max_result_dimension,
     )
-    animated = keeps_animation(info, fmt, settings, options)
     watermark = settings.watermark if options.watermark.opacity else None
+    animated = keeps_animation(info, fmt, settings, options)
+    frames = info.frames if animated else 1
+    alpha = info.has_alpha and fmt != "jpeg" and options.background is None
+    effort, seconds, isolated = plan_encoder(fmt, geometry.width * geometry.height, frames, alpha)
     return Plan(
         source=info,
         options=options,
@@ -149,8 +168,105 @@ def plan_render(info: SourceInfo, options: Options, fmt: str, settings: RenderSe
         quality=quality_for(fmt, options, settings),
         watermark=watermark,
         watermark_opacity=options.watermark.opacity * settings.watermark_opacity,
+        alpha=alpha,
+        effort=effort,
+        encode_seconds=seconds,
+        isolated=isolated,
         linear_light=resizes_in_linear_light(options, animated, settings),
     )
+
+
+@dataclass(frozen=True)
+class EncodeRate:
+    """How long an encoder the deadline cannot stop takes at one effort, in CPU seconds."""
+
+    effort: int
+    #: Seconds for a result, whatever its size (set-up, palette search).
+    fixed: float
+    #: Seconds per pixel of a still result, or of an animation's first frame.
+    per_pixel: float
+    #: Seconds per pixel of each further frame (None: as the first). libvips'
+    #: GIF saver reuses the first frame's palette work for the others.
+    per_pixel_next: float | None = None
+
+    def seconds(self, frame_pixels: int, frames: int = 1) -> float:
+        following = self.per_pixel if self.per_pixel_next is None else self.per_pixel_next
+        return (
+            self.fixed
+            + self.per_pixel * frame_pixels
+            + following * frame_pixels * max(frames - 1, 0)
+        )
+
+
+@dataclass(frozen=True)
+class UnstoppableEncoder:
+    """An encoder the deadline cannot stop: its two efforts, and the cost of alpha."""
+
+    #: For results small enough to afford it.
+    slow: EncodeRate
+    #: The fastest effort, for every larger result.
+    fast: EncodeRate
+    #: How much longer a result with an alpha channel takes.
+    alpha_factor: float = 1.0
+
+
+#: Encoders (or parts of them) that libvips' kill flag, the render deadline,
+#: cannot stop once they have their pixels: libheif's AV1 encoder (aom) for
+#: AVIF; libvips' GIF quantiser and ditherer (for an animation, each
+#: frame's); libwebp's compression of an alpha channel, and a little of the
+#: rest of a WebP. The rates are CPU time, the worst measured on the
+#: reference machine (on noise, or for GIF a photo encoded after an AVIF in
+#: the same process, which made it 4x slower; photos alone take a half to a
+#: quarter) by ``bench/encoders.py rates``; docs/security.md has the table.
+#: AVIF at effort 0 is about 0.1 dB worse than at 2 for a quarter of the
+#: time (docs/pipeline.md). GIF is always encoded at effort 1: libvips'
+#: default, 7, took 13-23 us a pixel, a second for a 256x256 thumbnail, for
+#: a file about 15 % smaller.
+UNSTOPPABLE_ENCODERS = {
+    "avif": UnstoppableEncoder(
+        EncodeRate(2, 0.01, 0.6e-6), EncodeRate(0, 0.01, 0.125e-6), alpha_factor=1.7
+    ),
+    "gif": UnstoppableEncoder(
+        EncodeRate(1, 0.03, 1.8e-6, per_pixel_next=0.4e-6),
+        EncodeRate(1, 0.03, 1.8e-6, per_pixel_next=0.4e-6),
+    ),
+    "webp": UnstoppableEncoder(  # one effort: 4, as core/encoder.py's
+        EncodeRate(4, 0.0, 0.05e-6), EncodeRate(4, 0.0, 0.05e-6), alpha_factor=3.0
+    ),
+}
+
+#: The longest an unstoppable encoder may run in the server process, in
+#: predicted CPU seconds. The slower effort is used while the whole result is
+#: predicted to take no longer than this, and a render whose encoder may take
+#: longer for one frame runs in a child process, which the deadline can kill
+#: (:mod:`~django_oximg.core.pipeline.isolated`). So a render overruns its
+#: deadline by at most this much CPU time (a busy machine stretches it: the
+#: promise is less than a second).
+IN_PROCESS_ENCODE_SECONDS = 0.25
+
+
+def plan_encoder(
+    fmt: str, frame_pixels: int, frames: int = 1, alpha: bool = False
+) -> tuple[int | None, float, bool]:
+    """The effort, the predicted CPU seconds and whether to isolate, for ``fmt``.
+
+    ``frame_pixels`` is one output frame's, ``frames`` the frames encoded,
+    ``alpha`` whether the result keeps an alpha channel. Formats whose
+    savers the deadline stops (JPEG, PNG) have no effort here, take no
+    time that cannot be stopped and are never isolated.
+    """
+    encoder = UNSTOPPABLE_ENCODERS.get(fmt)
+    if encoder is None:
+        return None, 0.0, False
+    factor = encoder.alpha_factor if alpha else 1.0
+
+    def seconds(rate: EncodeRate, count: int) -> float:
+        return rate.seconds(frame_pixels, count) * factor
+
+    slow = seconds(encoder.slow, frames) <= IN_PROCESS_ENCODE_SECONDS
+    rate = encoder.slow if slow else encoder.fast
+    isolated = seconds(rate, 1) > IN_PROCESS_ENCODE_SECONDS
+    return rate.effort, seconds(rate, frames), isolated
 
 
 def keeps_animation(info: SourceInfo, fmt: str, settings: RenderSettings, options: Options) -> bool:

@@ -11,6 +11,7 @@ from django_oximg.core.geometry import plan_geometry
 from django_oximg.core.options import Options
 from django_oximg.core.pipeline import animation, steps
 from django_oximg.core.pipeline.encode import CONTENT_TYPES, check_format, encode
+from django_oximg.core.pipeline.isolated import render_isolated
 from django_oximg.core.pipeline.libvips import Image, ensure_configured, failure, watched
 from django_oximg.core.pipeline.load import Loaded, load
 from django_oximg.core.pipeline.plan import Plan, RenderSettings, plan_render
@@ -52,7 +53,9 @@ def render(
     :func:`~django_oximg.core.pipeline.plan.plan_render`'s answer for the
     same source, options, format and settings when the caller has it
     already (the thumbnailer plans before admitting a job, for the memory
-    estimate): the header is then not read again.
+    estimate): the header is then not read again. A plan that says
+    :attr:`~Plan.isolated` is rendered in a child process, which is killed
+    at the deadline (:mod:`~django_oximg.core.pipeline.isolated`).
     """
     ensure_configured()
     check_format(fmt)
@@ -63,6 +66,15 @@ def render(
         plan = plan_render(info, options, fmt, settings)
     elif (plan.options, plan.format) != (options, fmt):
         raise ValueError("the plan was made for other options or another format")
+    if plan.isolated:
+        return render_isolated(data, plan, settings, deadline)
+    return render_here(data, plan, settings, deadline)
+
+
+def render_here(
+    data: bytes, plan: Plan, settings: RenderSettings, deadline: float | None
+) -> Rendered:
+    """:func:`render` in this process: libvips stops at ``deadline``, its encoders may not."""
     with Deadline(deadline) as watch:
         try:
             loaded = load(data, plan, settings)
@@ -75,7 +87,7 @@ def render(
             encoded = encode(image, plan, settings, watch, loaded.in_memory)
         except pyvips.Error as error:
             raise failure(error, watch) from error
-    return Rendered(encoded, fmt, int(image.width), int(frame_height), frames)
+    return Rendered(encoded, plan.format, int(image.width), int(frame_height), frames)
 
 
 def trim_and_replan(

@@ -7,6 +7,11 @@ beside ``core.pipeline.render`` alone and libvips' bare ``thumbnail`` + saver
 (the ceiling) on the same bytes with the same number of threads. Every
 request is a cache miss (a width of 485-500 and a cachebuster of its own).
 
+With ``--pages`` it measures page renders instead: a page of
+``{% thumbnail %}`` tags over up to ten of the site's images (``--source``,
+else the first found in the source storage), or the site's own template
+(``--template``); see :mod:`django_oximg.management.pages`.
+
 With ``--gunicorn`` the site's WSGI application is also started under
 gunicorn on 127.0.0.1 and driven over HTTP; ``--compare`` adds
 sorl-thumbnail and easy-thumbnails when they are installed and in
@@ -50,8 +55,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from django_oximg import conf, runtime
 from django_oximg.core import pipeline
-from django_oximg.core.keys import source_directory
-from django_oximg.core.options import Options, build_path
+from django_oximg.core.keys import RESULT_KEY, source_directory
+from django_oximg.core.options import FORMAT_NAMES, Options, build_path
+from django_oximg.management import pages
 from django_oximg.management.bare_libvips import bare_thumbnail, sample_jpeg
 from django_oximg.management.progress import Progress
 
@@ -191,8 +197,20 @@ class Command(BaseCommand):
         parser.add_argument("--json", type=Path, help="write the results as JSON here")
         parser.add_argument("--plot", type=Path, help="write a PNG chart (needs matplotlib)")
         parser.add_argument("--no-progress", action="store_true")
+        parser.add_argument(
+            "--pages", action="store_true", help="measure page renders of {% thumbnail %} tags"
+        )
+        parser.add_argument(
+            "--template", help="--pages: a template of the site (gets 'sources' in its context)"
+        )
+        parser.add_argument(
+            "--renders", type=int, default=200, help="--pages: warm renders timed (200)"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["pages"]:
+            self.handle_pages(options)
+            return
         quick = options["quick"]
         options["rounds"] = options["rounds"] or (1 if quick else 3)
         options["seconds"] = options["seconds"] or (1.0 if quick else 3.0)
@@ -214,6 +232,76 @@ class Command(BaseCommand):
             self.stdout.write(f"JSON written to {options['json']}")
         if options["plot"]:
             self.plot(report, options["plot"])
+
+    # -- page renders --------------------------------------------------------------
+
+    def handle_pages(self, options: dict[str, Any]) -> None:
+        from django_oximg.thumbnails import forget_source_metadata
+
+        storage = storages[conf.get_settings().SOURCE_STORAGE]
+        names, made = page_sources(storage, options["source"])
+        found, notes = pages.contenders(options["compare"])
+        results = []
+        try:
+            for contender in found:
+                own = contender == "django-oximg"
+                template = pages.template_for(contender, options["template"] if own else None)
+
+                def forget() -> None:
+                    for name in names:
+                        forget_source_metadata(name)
+
+                sources = pages.field_files(storage, names)
+                results.append(
+                    pages.measure(
+                        contender, template, sources, options["renders"], forget if own else noop
+                    )
+                )
+        finally:
+            for name in made:
+                storage.delete(name)
+        import_ms = pages.import_time_ms()
+        self.print_pages(results, names, options, import_ms, notes)
+        if options["json"]:
+            report = {
+                "sources": names,
+                "import_ms": import_ms,
+                "results": [vars(result) for result in results],
+                "notes": notes,
+            }
+            options["json"].write_text(json.dumps(report, indent=1))
+            self.stdout.write(f"JSON written to {options['json']}")
+
+    def print_pages(
+        self,
+        results: list[pages.PageTimes],
+        names: list[str],
+        options: dict[str, Any],
+        import_ms: float,
+        notes: list[str],
+    ) -> None:
+        write = self.stdout.write
+        page = f"template {options['template']}" if options["template"] else "synthetic page"
+        write(f"{page}, {len(names)} source(s), {options['renders']} warm renders")
+        header = (
+            f"{'contender':<16} {'tags':>5} {'first ms':>9} {'second ms':>10} "
+            f"{'warm ms':>8} {'min-max':>13} {'us/tag':>7}"
+        )
+        write(header)
+        write("-" * len(header))
+        for row in results:
+            write(
+                f"{row.contender:<16} {row.tags:>5} {row.first_ms:>9.2f} {row.second_ms:>10.2f} "
+                f"{row.warm_median_ms:>8.2f} {min(row.warm_ms):>6.2f}-{max(row.warm_ms):<6.2f} "
+                f"{row.per_tag_us:>7.1f}"
+            )
+        write(
+            "first: django-oximg with the sources' metadata dropped (headers read); "
+            "the peers make their thumbnails"
+        )
+        write(f"django-oximg's tag library imported by a new process in {import_ms:.1f} ms")
+        for note in notes:
+            write(f"note: {note}")
 
     # -- sources -----------------------------------------------------------------
 
@@ -411,6 +499,59 @@ class Command(BaseCommand):
 
 
 # --- helpers ------------------------------------------------------------------
+
+#: Sources a page of ``--pages`` shows at most (each at five sizes).
+PAGE_SOURCES = 10
+
+#: Directories listed at most while looking for a page's sources.
+PAGE_SEARCH_DIRECTORIES = 200
+
+
+def noop() -> None:
+    """Nothing to do before a peer's first render (its own caches are its business)."""
+
+
+def page_sources(storage: Any, names: list[str]) -> tuple[list[str], list[str]]:
+    """The page's source names, and those this run saved (to delete after).
+
+    ``--source`` names, else the first images found in the source storage
+    (results of a result cache sharing it are skipped), else sample photos
+    saved under ``oximg-bench/``.
+    """
+    if names:
+        return names, []
+    found = find_images(storage)
+    if found:
+        return found, []
+    token = secrets.token_hex(4)
+    data = sample_jpeg(*SAMPLE_SIZES["medium"])
+    made = [
+        storage.save(f"oximg-bench/page-{token}-{index}.jpg", ContentFile(data))
+        for index in range(PAGE_SOURCES)
+    ]
+    return made, made
+
+
+def find_images(storage: Any) -> list[str]:
+    """Up to :data:`PAGE_SOURCES` image names in ``storage``, breadth first."""
+    found: list[str] = []
+    directories = [""]
+    for _ in range(PAGE_SEARCH_DIRECTORIES):
+        if not directories or len(found) >= PAGE_SOURCES:
+            break
+        directory = directories.pop(0)
+        try:
+            subdirectories, files = storage.listdir(directory)
+        except (OSError, NotImplementedError):
+            continue
+        for filename in sorted(files):
+            name = f"{directory}/{filename}" if directory else filename
+            extension = filename.rpartition(".")[2].lower()
+            if extension in FORMAT_NAMES and not RESULT_KEY.search(name):
+                found.append(name)
+        directories += [f"{directory}/{d}" if directory else d for d in sorted(subdirectories)]
+    return found[:PAGE_SOURCES]
+
 
 PEER_NAMES = ("sorl-thumbnail", "easy-thumbnails")
 

@@ -1,0 +1,1 @@
+"""A model with an ImageField for bench/page_renders.py: the page's photos, as a site has them."""
