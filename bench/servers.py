@@ -209,7 +209,7 @@ def whitenoise(root: Path, first_path: str, *, log_dir: Path) -> Iterator[Runnin
     """whitenoise alone (same gunicorn settings) serving the files under ``root``."""
     port = free_port()
     env = dict(os.environ, OXIMG_BENCH_STATIC_ROOT=str(root), PYTHONPATH=str(ROOT))
-    command = gunicorn_command("bench.wsgi_apps:static", port, 64)
+    command = gunicorn_command("bench.wsgi_apps:static", port, GTHREAD_THREADS)
     with spawn("whitenoise", command, env, port, first_path, log_dir / "whitenoise.log") as run:
         yield run
 

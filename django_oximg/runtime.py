@@ -122,6 +122,7 @@ def thumbnailer_config(settings: conf.OximgSettings) -> ThumbnailerConfig:
         cache_control=settings.CACHE_CONTROL,
         metrics=settings.METRICS,
         fingerprint=conf.output_fingerprint(settings),
+        hit_cache_bytes=settings.HIT_CACHE_BYTES,
     )
 
 
@@ -161,6 +162,18 @@ def build_thumbnailer() -> Thumbnailer:
         executor(settings),
         coordinator=coordinator(settings),
     )
+
+
+def forget_results(directory: str) -> None:
+    """Drop what this process's thumbnailer remembers of results under ``directory``.
+
+    A purge calls it so its memory goes at once (other processes notice the
+    removed files on their next hit, :mod:`django_oximg.core.hits`). The
+    thumbnailer is not built for it.
+    """
+    found = _thumbnailer
+    if found is not None:
+        found.hits.forget_under(directory)
 
 
 def reset() -> None:

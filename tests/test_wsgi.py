@@ -18,6 +18,7 @@ from wsgiref.util import setup_testing_defaults
 import pytest
 import pyvips
 
+from django_oximg.core import defaults
 from django_oximg.core.executor import Executor
 from django_oximg.core.signing import URLSigner, pairs_from_hex
 from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
@@ -181,14 +182,16 @@ class Downstream:
 
 
 @pytest.fixture
-def thumbnailer(tmp_path: Path) -> Iterator[Thumbnailer]:
+def thumbnailer(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Thumbnailer]:
+    """A thumbnailer over a temporary directory; ``HIT_CACHE_BYTES`` by indirect parameter."""
+    config = ThumbnailerConfig(hit_cache_bytes=getattr(request, "param", defaults.HIT_CACHE_BYTES))
     sources = tmp_path / "sources"
     (sources / "photos").mkdir(parents=True)
     (sources / "photos" / "landscape.jpg").write_bytes(images.jpeg(640, 480))
     (sources / "photos" / "café.jpg").write_bytes(images.jpeg(320, 240))
     executor = Executor(2, 16, 5.0, 256 * 1024 * 1024)
     yield Thumbnailer(
-        ThumbnailerConfig(),
+        config,
         SIGNER,
         {"": FileSystemSourceStore(sources)},
         FileSystemCacheStore(tmp_path / "cache"),
@@ -239,7 +242,20 @@ def test_paths_outside_the_prefix_go_to_the_wrapped_app_untouched(stack: Stack, 
     assert stack.builds == []  # the thumbnailer is not even built
 
 
-def test_a_miss_is_answered_from_memory_and_a_hit_through_the_file_wrapper(
+def test_a_miss_and_a_small_hit_are_answered_from_memory(stack: Stack, no_fd_leak: None) -> None:
+    wrapper = SentinelFileWrapper()
+    miss = call(stack.app, environ_for(signed_url(CONTROL), file_wrapper=wrapper))
+    hit = call(stack.app, environ_for(signed_url(CONTROL), file_wrapper=wrapper))
+    assert miss.status == hit.status == 200
+    assert hit.body == miss.body
+    assert wrapper.calls == []
+    assert "last-modified" in hit.headers and "last-modified" not in miss.headers
+    assert hit.headers["etag"] == miss.headers["etag"]
+    assert hit.headers["content-length"] == str(len(miss.body))
+
+
+@pytest.mark.parametrize("thumbnailer", [0], indirect=True)
+def test_with_the_hit_cache_off_a_hit_goes_through_the_file_wrapper(
     stack: Stack, no_fd_leak: None
 ) -> None:
     wrapper = SentinelFileWrapper()
@@ -260,6 +276,7 @@ def test_a_miss_is_answered_from_memory_and_a_hit_through_the_file_wrapper(
     assert stack.downstream.calls == []
 
 
+@pytest.mark.parametrize("thumbnailer", [0], indirect=True)
 def test_without_a_server_file_wrapper_the_hit_is_still_streamed(
     stack: Stack, no_fd_leak: None
 ) -> None:
@@ -392,8 +409,9 @@ def test_oximg_middleware_passes_other_paths_to_django(django_app: WSGIApp) -> N
 
 
 def test_oximg_middleware_serves_a_hit_through_the_file_wrapper(
-    django_app: WSGIApp, media: Path, no_fd_leak: None
+    django_app: WSGIApp, media: Path, no_fd_leak: None, settings: Any
 ) -> None:
+    settings.OXIMG = {**settings.OXIMG, "HIT_CACHE_BYTES": 0}
     url = django_signed_url(CONTROL)
     wrapper = SentinelFileWrapper()
     first = call(django_app, environ_for(url, file_wrapper=wrapper))

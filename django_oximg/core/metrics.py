@@ -143,9 +143,15 @@ class PrometheusMetrics:
         )
         ProcessCollector(registry=self.registry)
         self.registry.register(ThumbnailerCollector(counts, executor))
+        #: ``requests``' child per status, looked up once: a cache hit costs
+        #: a few microseconds, and ``labels()`` was one of them.
+        self._requests_by_status: dict[int, Counter] = {}
 
     def count_request(self, status: int) -> None:
-        self.requests.labels(status=str(status)).inc()
+        child = self._requests_by_status.get(status)
+        if child is None:
+            child = self._requests_by_status[status] = self.requests.labels(status=str(status))
+        child.inc()
 
     def count_cache_lookup(self, hit: bool) -> None:
         (self.cache_hits if hit else self.cache_misses).inc()

@@ -7,6 +7,7 @@ goes out through ``wsgi.file_wrapper`` (sendfile where the server has it).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -56,11 +57,20 @@ def path_after_prefix(raw_path: str, decoded_prefix: str) -> str | None:
     exactly as sent. None when the raw path spells the prefix otherwise than
     its one canonical form (``/im%67/`` for ``/img/``): one image, one URL.
     """
+    canonical = canonical_prefix(decoded_prefix)
+    if raw_path.startswith(canonical):  # the usual case, without splitting
+        return raw_path[len(canonical) - 1 :]
     parts = raw_path.split("/")
     segments = decoded_prefix.rstrip("/").count("/") + 1
-    if "/".join(parts[:segments]) != quote(decoded_prefix.rstrip("/"), safe=PATH_SAFE):
+    if "/".join(parts[:segments]) != canonical[:-1]:
         return None
     return "/" + "/".join(parts[segments:])
+
+
+@functools.lru_cache(maxsize=64)
+def canonical_prefix(decoded_prefix: str) -> str:
+    """The one raw spelling of ``decoded_prefix``, ending with "/" (a site has one or two)."""
+    return quote(decoded_prefix.rstrip("/"), safe=PATH_SAFE) + "/"
 
 
 def send(reply: Reply, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
