@@ -246,7 +246,13 @@ def thumbor(
     port = free_port()
     conf = Path(tempfile.mkdtemp(prefix="thumbor-conf-")) / "thumbor.conf"
     conf.write_text(thumbor_config(media))
-    command = [
+    command = thumbor_command(conf, port, processes)
+    with spawn("thumbor", command, thumbor_env(), port, first_path, log_dir / "thumbor.log") as run:
+        yield run
+
+
+def thumbor_command(conf: Path, port: int, processes: int) -> list[str]:
+    return [
         str(THUMBOR_VENV / "bin" / "thumbor"),
         "--ip",
         "127.0.0.1",
@@ -259,6 +265,8 @@ def thumbor(
         "--log-level",
         "error",
     ]
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    with spawn("thumbor", command, env, port, first_path, log_dir / "thumbor.log") as running:
-        yield running
+
+
+def thumbor_env() -> dict[str, str]:
+    """This environment without what points Python at django-oximg's venv."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}

@@ -2,6 +2,8 @@
 
     bench.wsgi_apps:view        Django with django_oximg.urls at /img/ (the view)
     bench.wsgi_apps:middleware  OximgMiddleware in front of Django (the fast path)
+    bench.wsgi_apps:deferred    django_oximg.wsgi.get_wsgi_application(): the same, with
+                                Django's own application built after the first answer
     bench.wsgi_apps:static      whitenoise alone over $OXIMG_BENCH_STATIC_ROOT at /static/
 
 Built on first access (module ``__getattr__``), so the static server never
@@ -36,6 +38,10 @@ def build(name: str) -> WSGIApp:
         return WhiteNoise(  # type: ignore[no-any-return]
             not_found, root=os.environ["OXIMG_BENCH_STATIC_ROOT"], prefix="static/", max_age=3600
         )
+    if name == "deferred":
+        from django_oximg.wsgi import get_wsgi_application as deferred
+
+        return deferred()
     from django.core.wsgi import get_wsgi_application
 
     django_app = get_wsgi_application()
@@ -47,7 +53,7 @@ def build(name: str) -> WSGIApp:
 
 
 def __getattr__(name: str) -> WSGIApp:
-    if name not in ("view", "middleware", "static"):
+    if name not in ("view", "middleware", "deferred", "static"):
         raise AttributeError(name)
     app = build(name)
     globals()[name] = app

@@ -29,7 +29,6 @@ from django.utils.crypto import salted_hmac
 
 from django_oximg.core import defaults
 from django_oximg.core.errors import InvalidOptions
-from django_oximg.core.http_source import parse_prefix
 from django_oximg.core.keys import output_fingerprint as output_fingerprint_of
 from django_oximg.core.options import OUTPUT_FORMATS, parse_path
 from django_oximg.core.signing import pairs_from_hex
@@ -196,10 +195,10 @@ class OximgSettings:
 
     JPEG_DECODER: defaults.JpegDecoder = defaults.JPEG_DECODER
     """Who decodes the pixels of JPEG sources: ``"libjpeg-turbo"`` (through
-    the simplejpeg package, faster than the mozjpeg inside pyvips-binary) or
-    ``"libvips"``. Both give the same pixels. libvips still reads the header,
-    and decodes whatever libjpeg-turbo declines: CMYK, any file it warns
-    about, and requests that keep all metadata (``strip_metadata`` off).
+    Pillow, faster than the mozjpeg inside pyvips-binary) or ``"libvips"``.
+    Both give the same pixels. libvips still reads the header, and decodes
+    whatever Pillow declines: CMYK, a truncated file, and requests that keep
+    all metadata (``strip_metadata`` off).
     Set ``"libvips"`` only to rule the decoder out when chasing a problem.
     Measured in docs/BENCHMARKS.md."""
 
@@ -436,6 +435,11 @@ def _validate_sources(sources: Mapping[str, str]) -> None:
 
 def _validate_http_sources(prefixes: tuple[str, ...]) -> None:
     """Parse every prefix now, as the HTTP store will, so a bad one fails at start-up."""
+    if not prefixes:
+        return
+    # Here, not at the top: the HTTP store (urllib3) is imported only by sites that use it.
+    from django_oximg.core.http_source import parse_prefix
+
     for prefix in prefixes:
         try:
             parse_prefix(prefix)

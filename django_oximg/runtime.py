@@ -10,22 +10,23 @@ from __future__ import annotations
 import functools
 import os
 import threading
+from typing import TYPE_CHECKING
 
 from django.conf import settings as django_settings
-from django.core.cache import caches
 from django.core.files.storage import FileSystemStorage, Storage, storages
 
 from django_oximg import conf, storage
-from django_oximg.coordination import CacheCoordinator
 from django_oximg.core import pipeline
 from django_oximg.core.cgroups import default_memory_budget, usable_cpus
 from django_oximg.core.coordination import Coordinator
 from django_oximg.core.executor import Executor
-from django_oximg.core.http_source import URL_ALIAS, HttpSourceConfig, HttpSourceStore
 from django_oximg.core.signing import URLSigner, pairs_from_hex
-from django_oximg.core.sources import SourceResolver
+from django_oximg.core.sources import URL_ALIAS, SourceResolver
 from django_oximg.core.stores import CacheStore, SourceStore
 from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+
+if TYPE_CHECKING:
+    from django_oximg.core.http_source import HttpSourceConfig
 
 _lock = threading.Lock()
 _libvips_ready = False
@@ -89,11 +90,15 @@ def source_stores(settings: conf.OximgSettings) -> dict[str, SourceStore]:
     """Source stores by alias, plus the HTTP store when ``HTTP_SOURCES`` lists prefixes."""
     stores = {alias: storage.source_store(s) for alias, s in source_storages(settings).items()}
     if settings.HTTP_SOURCES:
+        from django_oximg.core.http_source import HttpSourceStore  # only where it is used
+
         stores[URL_ALIAS] = HttpSourceStore(http_source_config(settings))
     return stores
 
 
 def http_source_config(settings: conf.OximgSettings) -> HttpSourceConfig:
+    from django_oximg.core.http_source import HttpSourceConfig
+
     return HttpSourceConfig(
         prefixes=settings.HTTP_SOURCES,
         timeout=settings.HTTP_TIMEOUT,
@@ -192,6 +197,11 @@ def coordinator(settings: conf.OximgSettings) -> Coordinator | None:
     """Cross-process leases on the configured Django cache, if any."""
     if not settings.COORDINATION_CACHE:
         return None
+    # Here, not at the top: only sites that coordinate need Django's caches.
+    from django.core.cache import caches
+
+    from django_oximg.coordination import CacheCoordinator
+
     return CacheCoordinator(caches[settings.COORDINATION_CACHE])
 
 

@@ -78,7 +78,7 @@ def test_the_wheel_holds_the_package_and_the_licence(dist: Path) -> None:
         "django_oximg/py.typed",
         "django_oximg/templatetags/oximg.py",
         "django_oximg/management/commands/oximg_migration_scan.py",
-        "django_oximg/core/pipeline.py",
+        "django_oximg/core/pipeline/__init__.py",
     } <= names
     assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names)
     assert not [name for name in names if name.split("/")[0] in ("tests", "bench", "docs")]

@@ -65,17 +65,13 @@ from django_oximg.core.errors import (
     SourceUnavailable,
 )
 
+# Defined with the resolver, re-exported here where the HTTP store's users look.
+from django_oximg.core.sources import URL_ALIAS as URL_ALIAS
+from django_oximg.core.sources import is_url as is_url
+
 logger = logging.getLogger("django_oximg")
 
 IPAddress: TypeAlias = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-#: The source alias under which the thumbnailer keeps the HTTP store. Not a
-#: valid ``SOURCES`` alias (those are ``[A-Za-z0-9_.-]+``), so it cannot clash.
-URL_ALIAS = "<url>"
-
-#: A source that starts like this is a URL, never a storage name (a storage
-#: name cannot contain an empty segment, so nothing valid is taken away).
-URL_SOURCE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
 SCHEMES = {"http": 80, "https": 443}
 
@@ -149,11 +145,6 @@ class HttpUrl:
         host = f"[{self.host}]" if ":" in self.host else self.host
         port = "" if SCHEMES[self.scheme] == self.port else f":{self.port}"
         return f"{self.scheme}://{host}{port}{self.request_target}"
-
-
-def is_url(source: str) -> bool:
-    """Whether ``source`` (from a request path) names a URL rather than a storage name."""
-    return URL_SOURCE.match(source) is not None
 
 
 def parse_url(text: str) -> HttpUrl:

@@ -10,12 +10,29 @@ HTTP allowlist) is refused before anything is looked up or read.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from django_oximg.core import errors
-from django_oximg.core.http_source import URL_ALIAS, is_url
 from django_oximg.core.stores import SourceStore
+
+#: The source alias under which the thumbnailer keeps the HTTP store. Not a
+#: valid ``SOURCES`` alias (those are ``[A-Za-z0-9_.-]+``), so it cannot clash.
+URL_ALIAS = "<url>"
+
+#: A source that starts like this is a URL, never a storage name (a storage
+#: name cannot contain an empty segment, so nothing valid is taken away).
+URL_SOURCE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_url(source: str) -> bool:
+    """Whether ``source`` (from a request path) names a URL rather than a storage name.
+
+    Here rather than in :mod:`django_oximg.core.http_source`, so that
+    resolving a source does not import the HTTP client (urllib3).
+    """
+    return URL_SOURCE.match(source) is not None
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ goes out through ``wsgi.file_wrapper`` (sendfile where the server has it).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 from wsgiref.util import FileWrapper
@@ -82,11 +82,33 @@ def send(reply: Reply, environ: dict[str, Any], start_response: StartResponse) -
     return [reply.body]
 
 
+class AfterClose:
+    """A response body that calls ``then`` once the server has sent and closed it."""
+
+    def __init__(self, body: Iterable[bytes], then: Callable[[], None]) -> None:
+        self.body = body
+        self.then = then
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.body)
+
+    def close(self) -> None:
+        try:
+            close = getattr(self.body, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self.then()
+
+
 class ThumbnailMiddleware:
     """Serve ``prefix`` with a thumbnailer, everything else with ``app``.
 
     ``get_thumbnailer`` and ``get_prefix`` are called per request, so the
     composition root can build (and rebuild) them lazily.
+    ``after_first_answer`` is called once, when the first thumbnail answer
+    has been sent: work that can wait (building the wrapped application)
+    then stays out of a new process's first answer.
     """
 
     def __init__(
@@ -94,10 +116,12 @@ class ThumbnailMiddleware:
         app: WSGIApp,
         get_thumbnailer: Callable[[], Thumbnailer],
         get_prefix: Callable[[], str],
+        after_first_answer: Callable[[], None] | None = None,
     ) -> None:
         self.app = app
         self.get_thumbnailer = get_thumbnailer
         self.get_prefix = get_prefix
+        self.after_first_answer = after_first_answer
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         prefix = self.get_prefix()
@@ -111,4 +135,6 @@ class ThumbnailMiddleware:
             reply = responders.not_found()
         else:
             reply = self.get_thumbnailer().reply(rest, method, environ)
-        return send(reply, environ, start_response)
+        body = send(reply, environ, start_response)
+        then, self.after_first_answer = self.after_first_answer, None
+        return body if then is None else AfterClose(body, then)
