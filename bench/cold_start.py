@@ -1,7 +1,8 @@
 """Cold start: from spawning a server to the first 200 of a cache miss, against thumbor.
 
-    .venv/bin/python bench/cold_start.py [--samples 7] [--apps middleware,view]
-    .venv/bin/python bench/cold_start.py --imports [--app middleware]
+    .venv/bin/python bench/cold_start.py [--samples 7] [--apps deferred,middleware]
+        [--before COMMIT]
+    .venv/bin/python bench/cold_start.py --imports [--app deferred] [--before COMMIT]
 
 Each sample starts a fresh server on 127.0.0.1 and asks for one thumbnail
 that is in no cache (the medium photo fitted into 500x500, q80, a
@@ -12,11 +13,16 @@ before the process is spawned and stops when the whole answer has been
 read; the port is tried every millisecond, and the request is sent on the
 first connection accepted (gunicorn's master listens before its worker has
 imported the application: the request then waits in the listen queue).
+``gunicorn-hello`` is the same gunicorn serving a WSGI application that
+imports nothing and answers 10 KB: the server's own start, which every
+gunicorn application pays before its own. ``--before COMMIT`` adds
+``oximg-before``: the middleware application of the package at COMMIT.
 Samples of all contenders are interleaved; medians with min-max.
 
-``--imports`` lists where the worker's import time goes instead
-(``python -X importtime`` of the WSGI application module, then the first
-request in the same process), grouped by the packages that cost the most.
+``--imports`` lists where the worker's time goes instead: in a fresh
+interpreter that has imported gunicorn's worker modules (as a forked worker
+has), ``python -X importtime`` of the WSGI application module, then the
+first request in the same process.
 """
 
 from __future__ import annotations
@@ -80,11 +86,13 @@ def oximg_command(app: str, port: int) -> list[str]:
 
 
 @contextlib.contextmanager
-def spawned(command: list[str], env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+def spawned(
+    command: list[str], env: dict[str, str], cwd: Path = ROOT
+) -> Iterator[subprocess.Popen[bytes]]:
     process = subprocess.Popen(
         command,
         env=env,
-        cwd=ROOT,
+        cwd=cwd,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -95,22 +103,33 @@ def spawned(command: list[str], env: dict[str, str]) -> Iterator[subprocess.Pope
         servers.stop(process)
 
 
-def oximg_env(media: Path) -> dict[str, str]:
+def oximg_env(media: Path, package_root: Path | None = None) -> dict[str, str]:
+    """The servers' environment; ``package_root`` holds another django_oximg, put first."""
+    path = [str(package_root)] if package_root else []
     return dict(
         os.environ,
         DJANGO_SETTINGS_MODULE="bench.bench_settings",
         OXIMG_BENCH_MEDIA_ROOT=str(media),
         OXIMG_BENCH_OVERRIDES="{}",
-        PYTHONPATH=str(ROOT),
+        PYTHONPATH=os.pathsep.join([*path, str(ROOT)]),
     )
 
 
-def sample_oximg(app: str, media: Path, tag: str) -> float:
+def sample_oximg(app: str, media: Path, tag: str, package_root: Path | None = None) -> float:
     port = servers.free_port()
     path = oximg_url(CASES["medium-jpeg"], 500, tag)
+    env = oximg_env(media, package_root)
     started = time.perf_counter()
-    with spawned(oximg_command(app, port), oximg_env(media)) as process:
+    # ``python -m gunicorn`` puts its working directory first on sys.path.
+    with spawned(oximg_command(app, port), env, package_root or ROOT) as process:
         return first_answer(port, path, started, process)
+
+
+def sample_hello(media: Path) -> float:
+    port = servers.free_port()
+    started = time.perf_counter()
+    with spawned(oximg_command("hello", port), oximg_env(media)) as process:
+        return first_answer(port, "/", started, process)
 
 
 def sample_thumbor(conf: Path, tag: str) -> float:
@@ -121,15 +140,20 @@ def sample_thumbor(conf: Path, tag: str) -> float:
         return first_answer(port, path, started, process)
 
 
-def measure(samples: int, apps: list[str]) -> dict[str, list[float]]:
+def measure(samples: int, apps: list[str], before: str | None) -> dict[str, list[float]]:
     from bench.images import write_set
+    from bench.load import checkout
 
     work = Path(tempfile.mkdtemp(prefix="oximg-cold-"))
     media = work / "media"
     write_set(media)
     conf = work / "thumbor.conf"
     conf.write_text(servers.thumbor_config(media))
+    package_root = checkout(before, work) if before else None
     contenders = [f"oximg-{app}" for app in apps]
+    if package_root:
+        contenders.append("oximg-before")
+    contenders.append("gunicorn-hello")
     if servers.thumbor_available():
         contenders.append("thumbor")
     else:
@@ -140,6 +164,10 @@ def measure(samples: int, apps: list[str]) -> dict[str, list[float]]:
             tag = f"cold{time.time_ns()}"
             if name == "thumbor":
                 seconds = sample_thumbor(conf, tag)
+            elif name == "gunicorn-hello":
+                seconds = sample_hello(media)
+            elif name == "oximg-before":
+                seconds = sample_oximg("middleware", media, tag, package_root)
             else:
                 seconds = sample_oximg(name.removeprefix("oximg-"), media, tag)
             found[name].append(seconds)
@@ -151,6 +179,7 @@ def measure(samples: int, apps: list[str]) -> dict[str, list[float]]:
 #: Run in a fresh interpreter: import the WSGI application, answer one miss.
 FIRST_REQUEST = """
 import io, sys, time
+import gunicorn.app.wsgiapp, gunicorn.http.wsgi, gunicorn.workers.gthread  # as in a worker
 started = time.perf_counter()
 import bench.wsgi_apps as apps
 app = getattr(apps, sys.argv[1])
@@ -170,17 +199,15 @@ print("TIMES", imported - started, answered - imported, file=sys.stderr)
 IMPORT_LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
 
 
-def import_costs(app: str) -> tuple[list[tuple[str, float]], float, float, list[str]]:
+def import_costs(
+    app: str, media: Path, package_root: Path | None = None
+) -> tuple[list[tuple[str, float]], float, float, list[str]]:
     """(the costliest imports as (name, ms cumulative), import ms, first request ms, modules)."""
-    from bench.images import write_set
-
-    media = Path(tempfile.mkdtemp(prefix="oximg-imports-"))
-    write_set(media)
     path = oximg_url(CASES["medium-jpeg"], 500, f"imports{time.time_ns()}")
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", FIRST_REQUEST, app, path],
-        env=oximg_env(media),
-        cwd=ROOT,
+        env=oximg_env(media, package_root),
+        cwd=package_root or ROOT,
         capture_output=True,
         text=True,
         check=True,
@@ -225,9 +252,26 @@ def costliest(rows: list[tuple[str, float, int]]) -> list[tuple[str, float]]:
     return [(name, first[name]) for name in MODULES if name in first]
 
 
-def print_imports(app: str, runs: int) -> None:
-    results = [import_costs(app) for _ in range(runs)]
-    print(f"bench.wsgi_apps:{app}, {runs} fresh interpreters, medians (ms)")
+def print_imports(app: str, runs: int, before: str | None) -> None:
+    from bench.images import write_set
+    from bench.load import checkout
+
+    work = Path(tempfile.mkdtemp(prefix="oximg-imports-"))
+    write_set(work / "media")
+    print_import_costs(
+        f"bench.wsgi_apps:{app}", [import_costs(app, work / "media") for _ in range(runs)]
+    )
+    if before:
+        root = checkout(before, work)
+        costs = [import_costs("middleware", work / "media", root) for _ in range(runs)]
+        print_import_costs(f"bench.wsgi_apps:middleware of {before}", costs)
+
+
+def print_import_costs(
+    title: str, results: list[tuple[list[tuple[str, float]], float, float, list[str]]]
+) -> None:
+    """Medians of :func:`import_costs` over fresh interpreters."""
+    print(f"{title}, {len(results)} fresh interpreters, medians (ms; -X importtime inflates them)")
     imported = statistics.median(r[1] for r in results)
     answered = statistics.median(r[2] for r in results)
     print(f"- importing the application: {imported:.0f} ms; the first miss: {answered:.0f} ms")
@@ -245,16 +289,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=7)
     parser.add_argument(
-        "--apps", default="middleware", help="bench.wsgi_apps names, comma-separated"
+        "--apps", default="deferred,middleware", help="bench.wsgi_apps names, comma-separated"
     )
     parser.add_argument("--imports", action="store_true", help="list the import costs instead")
-    parser.add_argument("--app", default="middleware", help="the application --imports looks at")
+    parser.add_argument("--app", default="deferred", help="the application --imports looks at")
+    parser.add_argument("--before", metavar="COMMIT", help="add the package at COMMIT")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     if args.imports:
-        print_imports(args.app, max(3, args.samples // 2))
+        print_imports(args.app, max(3, args.samples // 2), args.before)
         return
-    found = measure(args.samples, [app for app in args.apps.split(",") if app])
+    found = measure(args.samples, [app for app in args.apps.split(",") if app], args.before)
     print(f"spawn to the first 200 of a miss (s), {args.samples} samples each, interleaved")
     for name, values in found.items():
         print(

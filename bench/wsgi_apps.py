@@ -5,6 +5,8 @@
     bench.wsgi_apps:deferred    django_oximg.wsgi.get_wsgi_application(): the same, with
                                 Django's own application built after the first answer
     bench.wsgi_apps:static      whitenoise alone over $OXIMG_BENCH_STATIC_ROOT at /static/
+    bench.wsgi_apps:hello       10 KB of bytes for every request, importing nothing: the
+                                server's own cost (bench/cold_start.py)
 
 Built on first access (module ``__getattr__``), so the static server never
 imports Django and each server builds only its own application.
@@ -22,6 +24,14 @@ WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 def not_found(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
     start_response("404 Not Found", [("Content-Type", "text/plain"), ("Content-Length", "9")])
     return [b"not found"]
+
+
+HELLO = b"x" * 10_000
+
+
+def hello(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    start_response("200 OK", [("Content-Type", "image/jpeg"), ("Content-Length", "10000")])
+    return [HELLO]
 
 
 def build(name: str) -> WSGIApp:

@@ -45,11 +45,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-
-from whitenoise.responders import StaticFile
+from typing import TYPE_CHECKING
 
 from django_oximg.core import responders
 from django_oximg.core.responders import Reply
+
+if TYPE_CHECKING:
+    from whitenoise.responders import StaticFile
 
 #: Bytes each entry is charged besides its body: the path, the key, the
 #: header tuples and whitenoise's ``StaticFile`` (about 1.5 KiB measured
@@ -101,6 +103,8 @@ class CachedFile:
             return None
         if body is not None and len(body) != stat.st_size:
             body = None  # changed under us, which atomic writes never do: read from disk
+        from whitenoise.responders import StaticFile  # the first hit's, not the first miss's
+
         static_file = StaticFile(path, headers, stat_cache={path: stat})
         ok = responders.file_reply(static_file, "HEAD", {})
         return cls(

@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import BinaryIO
-
-from whitenoise.responders import StaticFile
+from typing import TYPE_CHECKING, BinaryIO
 
 from django_oximg.core import errors
+
+if TYPE_CHECKING:
+    from whitenoise.responders import StaticFile
 
 #: Error class -> HTTP status. Looked up along the class's MRO, so a subclass
 #: (SourceTooLarge is an InvalidImage) gets its parent's status unless listed.
@@ -238,6 +239,9 @@ def _discard(stream: BinaryIO | None) -> None:
 def _file_reply(
     path: str, headers: list[tuple[str, str]], method: str, request_headers: Mapping[str, str]
 ) -> Reply:
+    # Here, not at the top: a new process's first answers (misses) need no file.
+    from whitenoise.responders import StaticFile
+
     return file_reply(StaticFile(path, headers), method, request_headers)
 
 
