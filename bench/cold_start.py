@@ -217,7 +217,8 @@ def import_costs(
         match = IMPORT_LINE.match(line)
         if match:
             rows.append((match[4], int(match[2]) / 1000, len(match[3]) // 2))
-    imported, answered = (float(t) * 1000 for t in done.stderr.split("TIMES ")[1].split())
+    [times] = [line for line in done.stderr.splitlines() if line.startswith("TIMES ")]
+    imported, answered = (float(t) * 1000 for t in times.split()[1:])
     return costliest(rows), imported, answered, [name for name, _, _ in rows]
 
 
