@@ -293,6 +293,40 @@ def test_oximg_bench_reads_a_named_source(media: Path, tmp_path: Path) -> None:
     assert any("sorl-thumbnail" in note for note in report["notes"])
 
 
+@pytest.mark.django_db
+def test_oximg_bench_hits_compares_each_way_in_with_whitenoise(
+    media: Path, tmp_path: Path, capsys: Any
+) -> None:
+    out = tmp_path / "hits.json"
+    call_command("oximg_bench", "--hits", "--rounds", "2", "--seconds", "0.2", "--json", str(out))
+    report = json.loads(out.read_text())
+    rows = {row["contender"]: row for row in report["hits"]}
+    assert set(rows) == {"middleware", "view", "whitenoise"}
+    for row in rows.values():
+        assert row["kind"] == "hit" and len(row["runs"]) == 2
+        assert row["rps"]["low"] > 0
+        # The same bytes each time: one thumbnail, answered whole.
+        assert row["bytes_per_image"]["low"] == row["bytes_per_image"]["high"] > 0
+    assert len({row["bytes_per_image"]["median"] for row in rows.values()}) == 1
+    printed = capsys.readouterr().out
+    assert "medium middleware / whitenoise:" in printed
+    assert "medium view / whitenoise:" in printed
+    assert not list((media / "oximg-bench").glob("*"))
+    assert not [p for p in (media / "oximg").rglob("*") if p.is_file()]
+
+
+@pytest.mark.django_db
+def test_oximg_bench_hits_without_the_view_in_the_urlconf_says_so(
+    media: Path, tmp_path: Path, settings: Any
+) -> None:
+    settings.ROOT_URLCONF = "tests.urls_empty"
+    out = tmp_path / "hits.json"
+    call_command("oximg_bench", "--hits", "--rounds", "1", "--seconds", "0.1", "--json", str(out))
+    report = json.loads(out.read_text())
+    assert {row["contender"] for row in report["hits"]} == {"middleware", "whitenoise"}
+    assert any("view is not in the URLconf" in note for note in report["notes"])
+
+
 # --- the JPEG decode scale (JPEG_SHRINK_MARGIN) ------------------------------------------
 
 
