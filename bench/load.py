@@ -23,7 +23,8 @@ of a shared machine hits all contenders alike; the medians with min-max over
 runs are reported. "diverse" URLs (width 485-500 + a cachebuster, a distinct
 URL per request) always miss; "same" URLs hit the cache after the first.
 wrk drives HTTP when installed (one thread per connection, each with its own
-URL list), else bench/driver.py's asyncio client.
+URL list; for one URL asked again and again, as many threads as CPUs), else
+bench/driver.py's asyncio client.
 """
 
 from __future__ import annotations
@@ -479,7 +480,10 @@ def measure_cache_hits(
 
     One run: at each concurrency, each contender in turn (interleaved), so
     the ratios compare measurements taken within seconds of each other.
-    whitenoise runs under the same gunicorn settings as django-oximg.
+    whitenoise runs under the same gunicorn settings as django-oximg, and so
+    does ``canned``: the middleware's answer (the same bytes and headers)
+    sent by an application that does nothing else, the ceiling for a hit
+    under this server.
     """
     import urllib.request
 
@@ -488,14 +492,26 @@ def measure_cache_hits(
     ours = [(HIT_CONTENDERS[name], running[name]) for name in HIT_CONTENDERS if name in running]
     if not ours:
         return
-    with urllib.request.urlopen(f"http://127.0.0.1:{ours[0][1].port}{url}") as answer:
-        body = answer.read()
+    for _ in range(2):  # the miss, then a hit: its headers are the ones every hit sends
+        with urllib.request.urlopen(f"http://127.0.0.1:{ours[0][1].port}{url}") as answer:
+            body = answer.read()
+            headers = [
+                (name, value)
+                for name, value in answer.headers.items()
+                if name.lower() not in ("date", "server", "connection")
+            ]
     static = work / "static"
     static.mkdir(exist_ok=True)
     (static / "thumb.jpg").write_bytes(body)
-    with servers.whitenoise(static, "/static/thumb.jpg", log_dir=work) as whitenoise:
+    (static / "headers.json").write_text(json.dumps(headers))
+    with contextlib.ExitStack() as stack:
+        whitenoise = stack.enter_context(
+            servers.whitenoise(static, "/static/thumb.jpg", log_dir=work)
+        )
+        canned = stack.enter_context(servers.whitenoise(static, "/", log_dir=work, app="canned"))
         contenders = [(name, server, url) for name, server in ours]
         contenders.append(("whitenoise", whitenoise, "/static/thumb.jpg"))
+        contenders.append(("canned", canned, "/"))
         for _name, server, path in contenders:  # every server has answered it before
             measure_http(server, [path] * 8, 2, 1.0, False, use_wrk)
         for concurrency in args.concurrency:
@@ -517,10 +533,12 @@ def hit_ratios(report: dict[str, Any], write: Callable[[str], None] = print) -> 
         whitenoise = by.get(("whitenoise", concurrency), math.nan)
         wsgi = by.get(("oximg-wsgi-hit", concurrency), math.nan)
         view = by.get(("oximg-view-hit", concurrency), math.nan)
+        canned = by.get(("canned", concurrency), math.nan)
         write(
             f"- hits c={concurrency}: middleware {wsgi:.0f}, view {view:.0f}, whitenoise "
-            f"{whitenoise:.0f} req/s (medians): middleware / whitenoise {wsgi / whitenoise:.2f}, "
-            f"view / whitenoise {view / whitenoise:.2f}, view / middleware {view / wsgi:.2f}"
+            f"{whitenoise:.0f}, canned {canned:.0f} req/s (medians): middleware / whitenoise "
+            f"{wsgi / whitenoise:.2f}, view / whitenoise {view / whitenoise:.2f}, view / "
+            f"middleware {view / wsgi:.2f}, canned / whitenoise {canned / whitenoise:.2f}"
         )
         runs = {
             name: [r["rps"] for r in point["runs"]]

@@ -205,12 +205,19 @@ def oximg(
 
 
 @contextmanager
-def whitenoise(root: Path, first_path: str, *, log_dir: Path) -> Iterator[Running]:
-    """whitenoise alone (same gunicorn settings) serving the files under ``root``."""
+def whitenoise(
+    root: Path, first_path: str, *, log_dir: Path, app: str = "static"
+) -> Iterator[Running]:
+    """whitenoise alone (same gunicorn settings) serving the files under ``root``.
+
+    ``app="canned"``: instead, one answer made once from files in ``root``
+    (bench.wsgi_apps:canned).
+    """
     port = free_port()
     env = dict(os.environ, OXIMG_BENCH_STATIC_ROOT=str(root), PYTHONPATH=str(ROOT))
-    command = gunicorn_command("bench.wsgi_apps:static", port, GTHREAD_THREADS)
-    with spawn("whitenoise", command, env, port, first_path, log_dir / "whitenoise.log") as run:
+    command = gunicorn_command(f"bench.wsgi_apps:{app}", port, GTHREAD_THREADS)
+    name = "whitenoise" if app == "static" else app
+    with spawn(name, command, env, port, first_path, log_dir / f"{name}.log") as run:
         yield run
 
 

@@ -7,6 +7,9 @@
     bench.wsgi_apps:static      whitenoise alone over $OXIMG_BENCH_STATIC_ROOT at /static/
     bench.wsgi_apps:hello       10 KB of bytes for every request, importing nothing: the
                                 server's own cost (bench/cold_start.py)
+    bench.wsgi_apps:canned      $OXIMG_BENCH_STATIC_ROOT/thumb.jpg with the headers in
+                                headers.json beside it, for every request: a cache hit's
+                                answer with no work at all (bench/load.py --cache-hits)
 
 Built on first access (module ``__getattr__``), so the static server never
 imports Django and each server builds only its own application.
@@ -34,14 +37,33 @@ def hello(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterab
     return [HELLO]
 
 
+def canned_app() -> WSGIApp:
+    """The same answer for every request, made once from files (see the module's docstring)."""
+    import json
+
+    root = os.environ["OXIMG_BENCH_STATIC_ROOT"]
+    with open(os.path.join(root, "thumb.jpg"), "rb") as handle:
+        body = handle.read()
+    with open(os.path.join(root, "headers.json")) as handle:
+        headers = [(str(name), str(value)) for name, value in json.load(handle)]
+
+    def answer(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        start_response("200 OK", list(headers))
+        return [body]
+
+    return answer
+
+
 def build(name: str) -> WSGIApp:
     """The application ``name``; logs which django_oximg it runs (before/after runs)."""
     import sys
 
-    if name != "static":
+    if name not in ("static", "canned"):
         import django_oximg
 
         print(f"bench.wsgi_apps:{name} serves {django_oximg.__file__}", file=sys.stderr)
+    if name == "canned":
+        return canned_app()
     if name == "static":
         from whitenoise import WhiteNoise
 
@@ -63,7 +85,7 @@ def build(name: str) -> WSGIApp:
 
 
 def __getattr__(name: str) -> WSGIApp:
-    if name not in ("view", "middleware", "deferred", "static"):
+    if name not in ("view", "middleware", "deferred", "static", "canned"):
         raise AttributeError(name)
     app = build(name)
     globals()[name] = app

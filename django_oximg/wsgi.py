@@ -7,9 +7,9 @@ a thumbnail, whichever comes first::
     # wsgi.py
     import os
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mysite.settings")
-
     from django_oximg.wsgi import get_wsgi_application
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mysite.settings")
 
     application = get_wsgi_application()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -226,6 +227,16 @@ def test_cpu_seconds_of_this_process_is_read_from_proc() -> None:
     assert driver.cpu_seconds(os.getpid()) > 0
     assert driver.cpu_seconds(2**22 + 12345) == 0.0
     assert os.getpid() in driver.process_tree(os.getpid())
+
+
+def test_wrk_gets_a_thread_per_connection_unless_every_list_is_the_same() -> None:
+    from bench.driver import wrk_threads
+
+    distinct = [[f"/a{index}"] for index in range(64)]
+    same = [["/a", "/a"] for _ in range(64)]
+    assert wrk_threads(distinct) == 64
+    assert wrk_threads(same) == min(64, os.cpu_count() or 1)
+    assert wrk_threads(same[:1]) == 1
 
 
 # --- the management command --------------------------------------------------------------
