@@ -545,9 +545,10 @@ def negotiate(accept: str, fallback: str) -> str:
 
 @functools.lru_cache(maxsize=ACCEPT_CLASSES_KEPT)
 def accept_class(accept: str) -> str:
-    """ "avif", "webp" or "" (neither) for an ``Accept`` header (see :func:`negotiate`).
+    """The format class an ``Accept`` header selects: "avif", "webp" or "" for neither.
 
-    Kept per distinct header: browsers send a handful, every request one.
+    Kept per distinct header (:func:`negotiate` says what counts): browsers
+    send a handful, and every request with a negotiated format asks.
     """
     accepted = accepted_types(accept)
     if "image/avif" in accepted:

@@ -2,7 +2,8 @@
 
 It sits in front of any WSGI application (Django's included) and answers
 before that application builds a request object; a cache hit on local disk
-goes out through ``wsgi.file_wrapper`` (sendfile where the server has it).
+goes out from memory (a repeated one, :mod:`django_oximg.core.hits`) or
+through ``wsgi.file_wrapper`` (sendfile where the server has it).
 """
 
 from __future__ import annotations
