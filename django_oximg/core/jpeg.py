@@ -2,13 +2,13 @@
 
 Why not libvips' own loader: pyvips-binary builds libvips against mozjpeg,
 whose decoder is slower than libjpeg-turbo 3 on the same bytes (a 2000x1333
-photo decoded at 1/4: 11.4 against 9.7 ms of CPU; a 7360x4912 one at 1/8:
-114 against 108 ms; docs/benchmarks/hits-and-cold-start.md), and decoding
+photo decoded at 1/4: 9.8 against 8.8 ms of CPU; a 7360x4912 one at 1/8:
+108 against 102 ms; docs/benchmarks/hits-and-cold-start.md), and decoding
 is most of a JPEG thumbnail's cost. Pillow's wheels carry libjpeg-turbo, the
 encoder (:mod:`django_oximg.core.encoder`) needs Pillow anyway, and it
 releases the GIL while it decodes, so the executor's render threads still
-use every core. (simplejpeg, used before, decoded 0.3-0.4 ms faster on the
-medium photo but brought numpy, about 100 ms of every new process's start.)
+use every core. (simplejpeg, used before, decoded 3 % faster on the medium
+photo but brought numpy, about 100 ms of every new process's start.)
 
 Only the pixels come from here: :mod:`django_oximg.core.pipeline` still reads
 the header (size, orientation, ICC profile) with libvips and does everything
