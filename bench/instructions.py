@@ -72,9 +72,12 @@ def count(root: Path, case: str, images: Path, renders: int) -> int:
 
 def loop(case_name: str, images: Path, renders: int) -> None:
     """The measured process: ``renders`` renders on this thread, as bench/inprocess.py's."""
+    # First: bench.inprocess puts this checkout first on sys.path, and
+    # whatever django_oximg is imported then (``--root``'s) must stay.
+    from django_oximg.core import pipeline  # isort: skip
+
     from bench.cases import CASES
     from bench.inprocess import pipeline_render
-    from django_oximg.core import pipeline
 
     pipeline.configure(concurrency=1)
     case = CASES[case_name]

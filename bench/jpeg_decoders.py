@@ -1,4 +1,5 @@
-"""JPEG decode alone: libvips (mozjpeg), libjpeg-turbo (simplejpeg, ours) and Pillow (thumbor's).
+"""JPEG decode alone: libvips (mozjpeg), ours (Pillow's libjpeg-turbo, with the copy handed to
+libvips), Pillow as thumbor decodes, and simplejpeg (libjpeg-turbo, numpy) when installed.
 
     .venv/bin/python bench/jpeg_decoders.py [--rounds 60]
 
@@ -18,6 +19,7 @@ how far ahead of thumbor a JPEG thumbnail can get (docs/BENCHMARKS.md).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import io
 import statistics
 import sys
@@ -68,12 +70,31 @@ def pillow_pixels(data: bytes, shrink: int) -> pyvips.Image:
     return pyvips.Image.new_from_memory(image.tobytes(), image.width, image.height, 3, "uchar")
 
 
+def simplejpeg_decode(data: bytes, shrink: int) -> pyvips.Image:
+    """simplejpeg, which core/jpeg.py used before Pillow (it brings numpy)."""
+    import simplejpeg
+
+    height, width, _colourspace, _ = simplejpeg.decode_jpeg_header(data)
+    pixels = simplejpeg.decode_jpeg(
+        data,
+        colorspace="RGB",
+        min_factor=shrink,
+        min_width=-(-width // shrink),
+        min_height=-(-height // shrink),
+        strict=True,
+    )
+    rows, columns, bands = pixels.shape
+    return pyvips.Image.new_from_memory(memoryview(pixels).cast("B"), columns, rows, bands, "uchar")
+
+
 #: Column name: the decode that is timed, and its pixels as a libvips image.
 DECODERS: dict[str, tuple[Callable[[bytes, int], object], Callable[[bytes, int], pyvips.Image]]] = {
     "libvips (mozjpeg)": (libvips_decode, libvips_decode),
-    "libjpeg-turbo (simplejpeg)": (turbo_decode, turbo_decode),
+    "ours (Pillow's libjpeg-turbo)": (turbo_decode, turbo_decode),
     "Pillow (thumbor's)": (pillow_decode, pillow_pixels),
 }
+if importlib.util.find_spec("simplejpeg"):
+    DECODERS["simplejpeg (libjpeg-turbo)"] = (simplejpeg_decode, simplejpeg_decode)
 
 
 def largest_difference(image: pyvips.Image, reference: pyvips.Image) -> float:

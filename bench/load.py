@@ -23,7 +23,8 @@ of a shared machine hits all contenders alike; the medians with min-max over
 runs are reported. "diverse" URLs (width 485-500 + a cachebuster, a distinct
 URL per request) always miss; "same" URLs hit the cache after the first.
 wrk drives HTTP when installed (one thread per connection, each with its own
-URL list), else bench/driver.py's asyncio client.
+URL list; for one URL asked again and again, as many threads as CPUs), else
+bench/driver.py's asyncio client.
 """
 
 from __future__ import annotations
@@ -394,12 +395,12 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
                                 use_wrk,
                             )
                             record(contender, case, kind, concurrency, result)
-            if args.cache_hits and "oximg-wsgi" in running:
-                for result in measure_cache_hits(running["oximg-wsgi"], media, work, args, use_wrk):
+            if args.cache_hits:
+                for result in measure_cache_hits(running, work, args, use_wrk):
                     record(
                         result.pop("contender"),
                         CASES["medium-jpeg"],
-                        "same",
+                        "hit",
                         result.pop("concurrency"),
                         result,
                     )
@@ -464,27 +465,96 @@ def checkout(commit: str, work: Path) -> Path:
     return root
 
 
+#: The contenders of a cache-hit run: the servers that answer one URL of a
+#: cached thumbnail, and whitenoise answering the same file.
+HIT_CONTENDERS = {"oximg-wsgi": "oximg-wsgi-hit", "oximg-view": "oximg-view-hit"}
+
+
 def measure_cache_hits(
-    oximg_server: servers.Running, media: Path, work: Path, args: argparse.Namespace, use_wrk: bool
+    running: dict[str, servers.Running],
+    work: Path,
+    args: argparse.Namespace,
+    use_wrk: bool,
 ) -> Iterator[dict[str, Any]]:
-    """Same-URL hits through OximgMiddleware against whitenoise serving the same bytes."""
+    """Same-URL hits through OximgMiddleware and the view against whitenoise on the same bytes.
+
+    One run: at each concurrency, each contender in turn (interleaved), so
+    the ratios compare measurements taken within seconds of each other.
+    whitenoise runs under the same gunicorn settings as django-oximg, and so
+    does ``canned``: the middleware's answer (the same bytes and headers)
+    sent by an application that does nothing else, the ceiling for a hit
+    under this server.
+    """
     import urllib.request
 
     case = CASES["medium-jpeg"]
     url = oximg_url(case, case.width, "")
-    with urllib.request.urlopen(f"http://127.0.0.1:{oximg_server.port}{url}") as answer:
-        body = answer.read()
+    ours = [(HIT_CONTENDERS[name], running[name]) for name in HIT_CONTENDERS if name in running]
+    if not ours:
+        return
+    for _ in range(2):  # the miss, then a hit: its headers are the ones every hit sends
+        with urllib.request.urlopen(f"http://127.0.0.1:{ours[0][1].port}{url}") as answer:
+            body = answer.read()
+            headers = [
+                (name, value)
+                for name, value in answer.headers.items()
+                if name.lower() not in ("date", "server", "connection")
+            ]
     static = work / "static"
     static.mkdir(exist_ok=True)
     (static / "thumb.jpg").write_bytes(body)
-    concurrency = max(args.concurrency)
-    with servers.whitenoise(static, "/static/thumb.jpg", log_dir=work) as whitenoise:
-        for name, server, path in (
-            ("oximg-wsgi-hit", oximg_server, url),
-            ("whitenoise", whitenoise, "/static/thumb.jpg"),
-        ):
-            result = measure_http(server, [path] * 64, concurrency, args.seconds, False, use_wrk)
-            yield {"contender": name, "concurrency": concurrency, **result}
+    (static / "headers.json").write_text(json.dumps(headers))
+    with contextlib.ExitStack() as stack:
+        whitenoise = stack.enter_context(
+            servers.whitenoise(static, "/static/thumb.jpg", log_dir=work)
+        )
+        canned = stack.enter_context(servers.whitenoise(static, "/", log_dir=work, app="canned"))
+        contenders = [(name, server, url) for name, server in ours]
+        contenders.append(("whitenoise", whitenoise, "/static/thumb.jpg"))
+        contenders.append(("canned", canned, "/"))
+        for _name, server, path in contenders:  # every server has answered it before
+            measure_http(server, [path] * 8, 2, 1.0, False, use_wrk)
+        for concurrency in args.concurrency:
+            for name, server, path in contenders:
+                result = measure_http(
+                    server, [path] * 64, concurrency, args.seconds, False, use_wrk
+                )
+                yield {"contender": name, "concurrency": concurrency, **result}
+
+
+def hit_ratios(report: dict[str, Any], write: Callable[[str], None] = print) -> None:
+    """Cache hits: each way in against whitenoise, and the view against the middleware."""
+    by = {
+        (p["contender"], p["concurrency"]): p["rps"]["median"]
+        for p in report["points"]
+        if p["kind"] == "hit"
+    }
+    for concurrency in sorted({c for _, c in by}):
+        whitenoise = by.get(("whitenoise", concurrency), math.nan)
+        wsgi = by.get(("oximg-wsgi-hit", concurrency), math.nan)
+        view = by.get(("oximg-view-hit", concurrency), math.nan)
+        canned = by.get(("canned", concurrency), math.nan)
+        write(
+            f"- hits c={concurrency}: middleware {wsgi:.0f}, view {view:.0f}, whitenoise "
+            f"{whitenoise:.0f}, canned {canned:.0f} req/s (medians): middleware / whitenoise "
+            f"{wsgi / whitenoise:.2f}, view / whitenoise {view / whitenoise:.2f}, view / "
+            f"middleware {view / wsgi:.2f}, canned / whitenoise {canned / whitenoise:.2f}"
+        )
+        runs = {
+            name: [r["rps"] for r in point["runs"]]
+            for point in report["points"]
+            if point["kind"] == "hit" and point["concurrency"] == concurrency
+            for name in [point["contender"]]
+        }
+        if "whitenoise" in runs and "oximg-wsgi-hit" in runs:
+            per_run = [
+                ours / theirs
+                for ours, theirs in zip(runs["oximg-wsgi-hit"], runs["whitenoise"], strict=False)
+            ]
+            write(
+                "  middleware / whitenoise run by run: "
+                + ", ".join(f"{ratio:.2f}" for ratio in per_run)
+            )
 
 
 def metadata(use_wrk: bool, args: argparse.Namespace) -> dict[str, Any]:
@@ -619,7 +689,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--contenders",
         default=",".join(HTTP_CONTENDERS + INPROCESS_CONTENDERS + PEER_CONTENDERS),
     )
-    parser.add_argument("--cache-hits", action="store_true", help="also same-URL vs whitenoise")
+    parser.add_argument(
+        "--cache-hits",
+        action="store_true",
+        help="also same-URL hits through oximg-wsgi and oximg-view against whitenoise "
+        "(with --kinds '' only those)",
+    )
     parser.add_argument("--python-driver", action="store_true", help="never use wrk")
     parser.add_argument("--json", type=Path)
     parser.add_argument(
@@ -658,7 +733,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.concurrency, args.runs, args.seconds = "1,4,16", 1, 3.0
     args.cases = [c for c in args.cases.split(",") if c]
     args.concurrency = [int(c) for c in str(args.concurrency).split(",")]
-    args.kinds = args.kinds.split(",")
+    args.kinds = [kind for kind in args.kinds.split(",") if kind]
     args.contenders = args.contenders.split(",")
     unknown = set(args.cases) - set(CASES)
     if unknown:
@@ -679,6 +754,7 @@ def main(argv: list[str] | None = None) -> None:
     table(report)
     print()
     ratios(report)
+    hit_ratios(report)
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
 

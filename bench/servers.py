@@ -205,12 +205,19 @@ def oximg(
 
 
 @contextmanager
-def whitenoise(root: Path, first_path: str, *, log_dir: Path) -> Iterator[Running]:
-    """whitenoise alone (same gunicorn settings) serving the files under ``root``."""
+def whitenoise(
+    root: Path, first_path: str, *, log_dir: Path, app: str = "static"
+) -> Iterator[Running]:
+    """whitenoise alone (same gunicorn settings) serving the files under ``root``.
+
+    ``app="canned"``: instead, one answer made once from files in ``root``
+    (bench.wsgi_apps:canned).
+    """
     port = free_port()
     env = dict(os.environ, OXIMG_BENCH_STATIC_ROOT=str(root), PYTHONPATH=str(ROOT))
-    command = gunicorn_command("bench.wsgi_apps:static", port, 64)
-    with spawn("whitenoise", command, env, port, first_path, log_dir / "whitenoise.log") as run:
+    command = gunicorn_command(f"bench.wsgi_apps:{app}", port, GTHREAD_THREADS)
+    name = "whitenoise" if app == "static" else app
+    with spawn(name, command, env, port, first_path, log_dir / f"{name}.log") as run:
         yield run
 
 
@@ -246,7 +253,13 @@ def thumbor(
     port = free_port()
     conf = Path(tempfile.mkdtemp(prefix="thumbor-conf-")) / "thumbor.conf"
     conf.write_text(thumbor_config(media))
-    command = [
+    command = thumbor_command(conf, port, processes)
+    with spawn("thumbor", command, thumbor_env(), port, first_path, log_dir / "thumbor.log") as run:
+        yield run
+
+
+def thumbor_command(conf: Path, port: int, processes: int) -> list[str]:
+    return [
         str(THUMBOR_VENV / "bin" / "thumbor"),
         "--ip",
         "127.0.0.1",
@@ -259,6 +272,8 @@ def thumbor(
         "--log-level",
         "error",
     ]
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    with spawn("thumbor", command, env, port, first_path, log_dir / "thumbor.log") as running:
-        yield running
+
+
+def thumbor_env() -> dict[str, str]:
+    """This environment without what points Python at django-oximg's venv."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}

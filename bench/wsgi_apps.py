@@ -2,7 +2,14 @@
 
     bench.wsgi_apps:view        Django with django_oximg.urls at /img/ (the view)
     bench.wsgi_apps:middleware  OximgMiddleware in front of Django (the fast path)
+    bench.wsgi_apps:deferred    django_oximg.wsgi.get_wsgi_application(): the same, with
+                                Django's own application built after the first answer
     bench.wsgi_apps:static      whitenoise alone over $OXIMG_BENCH_STATIC_ROOT at /static/
+    bench.wsgi_apps:hello       10 KB of bytes for every request, importing nothing: the
+                                server's own cost (bench/cold_start.py)
+    bench.wsgi_apps:canned      $OXIMG_BENCH_STATIC_ROOT/thumb.jpg with the headers in
+                                headers.json beside it, for every request: a cache hit's
+                                answer with no work at all (bench/load.py --cache-hits)
 
 Built on first access (module ``__getattr__``), so the static server never
 imports Django and each server builds only its own application.
@@ -22,20 +29,51 @@ def not_found(environ: dict[str, Any], start_response: Callable[..., Any]) -> It
     return [b"not found"]
 
 
+HELLO = b"x" * 10_000
+
+
+def hello(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    start_response("200 OK", [("Content-Type", "image/jpeg"), ("Content-Length", "10000")])
+    return [HELLO]
+
+
+def canned_app() -> WSGIApp:
+    """The same answer for every request, made once from files (see the module's docstring)."""
+    import json
+
+    root = os.environ["OXIMG_BENCH_STATIC_ROOT"]
+    with open(os.path.join(root, "thumb.jpg"), "rb") as handle:
+        body = handle.read()
+    with open(os.path.join(root, "headers.json")) as handle:
+        headers = [(str(name), str(value)) for name, value in json.load(handle)]
+
+    def answer(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        start_response("200 OK", list(headers))
+        return [body]
+
+    return answer
+
+
 def build(name: str) -> WSGIApp:
     """The application ``name``; logs which django_oximg it runs (before/after runs)."""
     import sys
 
-    if name != "static":
+    if name not in ("static", "canned"):
         import django_oximg
 
         print(f"bench.wsgi_apps:{name} serves {django_oximg.__file__}", file=sys.stderr)
+    if name == "canned":
+        return canned_app()
     if name == "static":
         from whitenoise import WhiteNoise
 
         return WhiteNoise(  # type: ignore[no-any-return]
             not_found, root=os.environ["OXIMG_BENCH_STATIC_ROOT"], prefix="static/", max_age=3600
         )
+    if name == "deferred":
+        from django_oximg.wsgi import get_wsgi_application as deferred
+
+        return deferred()
     from django.core.wsgi import get_wsgi_application
 
     django_app = get_wsgi_application()
@@ -47,7 +85,7 @@ def build(name: str) -> WSGIApp:
 
 
 def __getattr__(name: str) -> WSGIApp:
-    if name not in ("view", "middleware", "static"):
+    if name not in ("view", "middleware", "deferred", "static", "canned"):
         raise AttributeError(name)
     app = build(name)
     globals()[name] = app

@@ -131,6 +131,14 @@ class OximgSettings:
     streamed from S3 to the client. Local-disk caches are always served
     directly (sendfile). See docs/storages.md."""
 
+    HIT_CACHE_BYTES: int = defaults.HIT_CACHE_BYTES
+    """Bytes of memory per process for answering repeated hits on a
+    local-disk result cache without looking them up again: the URLs hit
+    most recently, their headers and (for results up to 1/32 of this) their
+    bytes, so a hit costs a dictionary lookup and a ``stat``. Every answer is
+    the one the cache lookup would give; a file purged, cleaned or rendered
+    again is looked up afresh. 0 turns it off. See docs/operations.md."""
+
     WORKERS: int = 0
     """Render threads per process. 0: the CPUs this process may use
     (affinity and cgroup quota)."""
@@ -213,10 +221,10 @@ class OximgSettings:
 
     JPEG_DECODER: defaults.JpegDecoder = defaults.JPEG_DECODER
     """Who decodes the pixels of JPEG sources: ``"libjpeg-turbo"`` (through
-    the simplejpeg package, faster than the mozjpeg inside pyvips-binary) or
-    ``"libvips"``. Both give the same pixels. libvips still reads the header,
-    and decodes whatever libjpeg-turbo declines: CMYK, any file it warns
-    about, and requests that keep all metadata (``strip_metadata`` off).
+    Pillow, faster than the mozjpeg inside pyvips-binary) or ``"libvips"``.
+    Both give the same pixels. libvips still reads the header, and decodes
+    whatever Pillow declines: CMYK, a truncated file, and requests that keep
+    all metadata (``strip_metadata`` off).
     Set ``"libvips"`` only to rule the decoder out when chasing a problem.
     Measured in docs/BENCHMARKS.md."""
 
@@ -378,6 +386,7 @@ COUNTS = (
     "METADATA_CACHE_TIMEOUT",
     "HTTP_MAX_REDIRECTS",
     "SOURCE_READS",
+    "HIT_CACHE_BYTES",
 )
 
 #: A URL path of RFC 3986 segment characters, starting and ending with "/":

@@ -45,7 +45,9 @@ def purge_source(source: str, store: CacheStore | None = None) -> Purged:
     source in ``OXIMG['SOURCES']``, or an http(s) URL.
     """
     store = result_cache() if store is None else store
-    results = store.delete_prefix(source_directory(source))
+    directory = source_directory(source)
+    results = store.delete_prefix(directory)
+    runtime.forget_results(directory)
     return Purged(source, results, forget_source_metadata(source))
 
 

@@ -38,6 +38,9 @@ if TYPE_CHECKING:
     from django_oximg.core.pipeline import WatermarkImage
     from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 
+if TYPE_CHECKING:
+    from django_oximg.core.http_source import HttpSourceConfig
+
 _lock = threading.Lock()
 _libvips_ready = False
 
@@ -198,6 +201,7 @@ def thumbnailer_config(
         fingerprint=conf.output_fingerprint(settings, watermark_version(watermark)),
         rules=url_rules(settings),
         client_hints=settings.CLIENT_HINTS,
+        hit_cache_bytes=settings.HIT_CACHE_BYTES,
     )
 
 
@@ -251,6 +255,18 @@ def build_thumbnailer() -> Thumbnailer:
     )
 
 
+def forget_results(directory: str) -> None:
+    """Drop what this process's thumbnailer remembers of results under ``directory``.
+
+    A purge calls it so its memory goes at once (other processes notice the
+    removed files on their next hit, :mod:`django_oximg.core.hits`). The
+    thumbnailer is not built for it.
+    """
+    found = _thumbnailer
+    if found is not None:
+        found.hits.forget_under(directory)
+
+
 def reset() -> None:
     """Drop the thumbnailer (its pool is shut down) so the next use rebuilds it."""
     global _thumbnailer
@@ -269,6 +285,8 @@ def coordinator(settings: conf.OximgSettings) -> Coordinator | None:
     """Cross-process leases on the configured Django cache, if any."""
     if not settings.COORDINATION_CACHE:
         return None
+    # Here, not at the top: only sites that coordinate need Django's caches.
+
     return CacheCoordinator(caches[settings.COORDINATION_CACHE])
 
 

@@ -37,11 +37,14 @@ def django_response(reply: Reply) -> HttpResponseBase:
         for name in ("Content-Disposition", "Content-Length", "Content-Type"):
             if name in response.headers:
                 del response.headers[name]
-    else:
-        response = HttpResponse(reply.body, status=reply.status)
+        for name, value in reply.headers:
+            response.headers[name] = value
+        return response
+    # The headers in the constructor: Django adds its default Content-Type
+    # only when they have none (a 304), and that one is removed.
+    response = HttpResponse(reply.body, status=reply.status, headers=dict(reply.headers))
+    if not any(name.lower() == "content-type" for name, _ in reply.headers):
         del response.headers["Content-Type"]
-    for name, value in reply.headers:
-        response.headers[name] = value
     return response
 
 

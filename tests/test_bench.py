@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -229,6 +230,16 @@ def test_cpu_seconds_of_this_process_is_read_from_proc() -> None:
     assert os.getpid() in driver.process_tree(os.getpid())
 
 
+def test_wrk_gets_a_thread_per_connection_unless_every_list_is_the_same() -> None:
+    from bench.driver import wrk_threads
+
+    distinct = [[f"/a{index}"] for index in range(64)]
+    same = [["/a", "/a"] for _ in range(64)]
+    assert wrk_threads(distinct) == 64
+    assert wrk_threads(same) == min(64, os.cpu_count() or 1)
+    assert wrk_threads(same[:1]) == 1
+
+
 # --- the management command --------------------------------------------------------------
 
 
@@ -350,6 +361,40 @@ def test_oximg_bench_pages_draws_samples_when_the_storage_has_no_images(
     assert len(report["sources"]) == 10
     assert report["results"][0]["tags"] == 50
     assert not list((media / "oximg-bench").glob("*"))
+
+
+@pytest.mark.django_db
+def test_oximg_bench_hits_compares_each_way_in_with_whitenoise(
+    media: Path, tmp_path: Path, capsys: Any
+) -> None:
+    out = tmp_path / "hits.json"
+    call_command("oximg_bench", "--hits", "--rounds", "2", "--seconds", "0.2", "--json", str(out))
+    report = json.loads(out.read_text())
+    rows = {row["contender"]: row for row in report["hits"]}
+    assert set(rows) == {"middleware", "view", "whitenoise"}
+    for row in rows.values():
+        assert row["kind"] == "hit" and len(row["runs"]) == 2
+        assert row["rps"]["low"] > 0
+        # The same bytes each time: one thumbnail, answered whole.
+        assert row["bytes_per_image"]["low"] == row["bytes_per_image"]["high"] > 0
+    assert len({row["bytes_per_image"]["median"] for row in rows.values()}) == 1
+    printed = capsys.readouterr().out
+    assert "medium middleware / whitenoise:" in printed
+    assert "medium view / whitenoise:" in printed
+    assert not list((media / "oximg-bench").glob("*"))
+    assert not [p for p in (media / "oximg").rglob("*") if p.is_file()]
+
+
+@pytest.mark.django_db
+def test_oximg_bench_hits_without_the_view_in_the_urlconf_says_so(
+    media: Path, tmp_path: Path, settings: Any
+) -> None:
+    settings.ROOT_URLCONF = "tests.urls_empty"
+    out = tmp_path / "hits.json"
+    call_command("oximg_bench", "--hits", "--rounds", "1", "--seconds", "0.1", "--json", str(out))
+    report = json.loads(out.read_text())
+    assert {row["contender"] for row in report["hits"]} == {"middleware", "whitenoise"}
+    assert any("view is not in the URLconf" in note for note in report["notes"])
 
 
 # --- the JPEG decode scale (JPEG_SHRINK_MARGIN) ------------------------------------------

@@ -383,6 +383,7 @@ SAME_BYTES = {
     "CACHE_STORAGE": "where answers are kept",
     "CACHE_FSYNC": "how answers are written",
     "CACHE_REDIRECT": "how hits are sent",
+    "HIT_CACHE_BYTES": "how hits are found; each answer is the cache lookup's",
     "WORKERS": "how many renders run at once",
     "QUEUE_SIZE": "load shedding only",
     "QUEUE_TIMEOUT": "load shedding only",

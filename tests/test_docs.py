@@ -83,7 +83,7 @@ def test_readme_links_to_existing_docs_pages() -> None:
 
 
 #: The pages that show the middleware's wsgi.py.
-WSGI_PAGES = ("README.md", "docs/django.md", "docs/index.md")
+WSGI_PAGES = ("README.md", "docs/django.md", "docs/index.md", "docs/deployment.md")
 
 
 def test_the_wsgi_snippet_is_a_whole_working_file(tmp_path: Path) -> None:

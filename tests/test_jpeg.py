@@ -231,6 +231,50 @@ def test_truncated_jpeg_still_fails_as_libvips_says() -> None:
         pipeline.render(data[: len(data) // 2], Options(width=50), "jpeg", TURBO)
 
 
+def with_extraneous_bytes(data: bytes) -> bytes:
+    """Garbage before the scan's marker: libjpeg warns, skips it and decodes the rest."""
+    scan = data.index(b"\xff\xda")
+    return data[:scan] + b"\x00\x13\x37" + data[scan:]
+
+
+def with_a_corrupt_scan(data: bytes) -> bytes:
+    """A run of the entropy-coded data overwritten: libjpeg warns and fills in what it lost."""
+    middle = data.index(b"\xff\xda") + (len(data) - data.index(b"\xff\xda")) // 2
+    return data[:middle] + bytes(range(0x20, 0x60)) + data[middle + 0x40 :]
+
+
+@pytest.mark.parametrize(
+    "damage", [with_extraneous_bytes, with_a_corrupt_scan], ids=["extraneous", "corrupt"]
+)
+def test_recoverable_damage_is_decoded_as_libvips_decodes_it(damage) -> None:  # type: ignore[no-untyped-def]
+    """Pillow decodes what libjpeg recovers from; libvips (fail_on=truncated) does the same."""
+    data = damage(jpeg_bytes(photo(640, 480)))
+    options = Options(width=200, height=200)
+    if damage is with_extraneous_bytes:
+        assert jpeg.decode_scaled(data, 2) is not None  # the fast path really decodes it
+
+    def rendered(settings: pipeline.RenderSettings) -> bytes | type[Exception]:
+        try:
+            return pipeline.render(data, options, "png", settings).data
+        except InvalidImage as error:
+            return type(error)
+
+    assert rendered(TURBO) == rendered(LIBVIPS)
+
+
+def test_a_site_loading_truncated_images_leaves_every_jpeg_to_libvips(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Pillow's global switch would make it pad a truncated file; libvips keeps refusing it."""
+    from PIL import ImageFile
+
+    data = jpeg_bytes(flat(300, 200))
+    monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", True)
+    assert jpeg.decode_scaled(data, 2) is None
+    with pytest.raises(InvalidImage):
+        pipeline.render(data[: len(data) // 2], Options(width=50), "jpeg", TURBO)
+
+
 # --- the setting ----------------------------------------------------------------
 
 

@@ -183,7 +183,7 @@ def decode(data: bytes) -> pyvips.Image:
 # -- the control request -------------------------------------------------------------
 
 
-def test_valid_request_renders_caches_once_and_then_serves_the_file(
+def test_valid_request_renders_caches_once_and_then_serves_the_cached_bytes(
     thumbnailer: Thumbnailer, cache_dir: Path
 ) -> None:
     first = get(thumbnailer, CONTROL)
@@ -200,10 +200,23 @@ def test_valid_request_renders_caches_once_and_then_serves_the_file(
 
     second = get_raw(thumbnailer, CONTROL)
     assert second.status == 200
-    assert second.file is not None  # a hit is a file the server may sendfile
-    assert body_of(second) == first.body
+    assert second.file is None  # a small hit is held in memory (core/hits.py)
+    assert second.body == first.body
+    assert header(second, "Last-Modified") is not None  # the file's: a hit
     assert thumbnailer.renders == 1
     assert cached_files(cache_dir) == [stored]
+
+
+def test_with_the_hit_cache_off_a_hit_is_a_file_the_server_may_sendfile(
+    make: Callable[..., Thumbnailer], cache_dir: Path
+) -> None:
+    thumbnailer = make(hit_cache_bytes=0)
+    first = get(thumbnailer, CONTROL)
+    second = get_raw(thumbnailer, CONTROL)
+    assert second.status == 200
+    assert second.file is not None
+    assert body_of(second) == first.body
+    assert len(thumbnailer.hits) == 0
 
 
 def test_etag_is_strong_and_the_same_for_miss_and_hit(thumbnailer: Thumbnailer) -> None:

@@ -7,7 +7,10 @@ wrapper ``OximgMiddleware`` over ``get_wsgi_application()`` and the test setting
 
 from __future__ import annotations
 
+import os
 import shutil
+import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +21,7 @@ from wsgiref.util import setup_testing_defaults
 import pytest
 import pyvips
 
+from django_oximg.core import defaults
 from django_oximg.core.executor import Executor
 from django_oximg.core.signing import URLSigner, pairs_from_hex
 from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
@@ -34,6 +38,10 @@ KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
 SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
 SIGNER = URLSigner(pairs_from_hex([KEY], [SALT]))
 CONTROL = "/rs:fit:200:200/plain/photos/landscape.jpg@jpeg"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+#: Generous bound for a background thread to finish; never reached when the code works.
+JOIN_TIMEOUT = 60.0
 
 
 # -- a tiny WSGI client ----------------------------------------------------------------
@@ -181,14 +189,16 @@ class Downstream:
 
 
 @pytest.fixture
-def thumbnailer(tmp_path: Path) -> Iterator[Thumbnailer]:
+def thumbnailer(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Thumbnailer]:
+    """A thumbnailer over a temporary directory; ``HIT_CACHE_BYTES`` by indirect parameter."""
+    config = ThumbnailerConfig(hit_cache_bytes=getattr(request, "param", defaults.HIT_CACHE_BYTES))
     sources = tmp_path / "sources"
     (sources / "photos").mkdir(parents=True)
     (sources / "photos" / "landscape.jpg").write_bytes(images.jpeg(640, 480))
     (sources / "photos" / "café.jpg").write_bytes(images.jpeg(320, 240))
     executor = Executor(2, 16, 5.0, 256 * 1024 * 1024)
     yield Thumbnailer(
-        ThumbnailerConfig(),
+        config,
         SIGNER,
         {"": FileSystemSourceStore(sources)},
         FileSystemCacheStore(tmp_path / "cache"),
@@ -239,7 +249,20 @@ def test_paths_outside_the_prefix_go_to_the_wrapped_app_untouched(stack: Stack, 
     assert stack.builds == []  # the thumbnailer is not even built
 
 
-def test_a_miss_is_answered_from_memory_and_a_hit_through_the_file_wrapper(
+def test_a_miss_and_a_small_hit_are_answered_from_memory(stack: Stack, no_fd_leak: None) -> None:
+    wrapper = SentinelFileWrapper()
+    miss = call(stack.app, environ_for(signed_url(CONTROL), file_wrapper=wrapper))
+    hit = call(stack.app, environ_for(signed_url(CONTROL), file_wrapper=wrapper))
+    assert miss.status == hit.status == 200
+    assert hit.body == miss.body
+    assert wrapper.calls == []
+    assert "last-modified" in hit.headers and "last-modified" not in miss.headers
+    assert hit.headers["etag"] == miss.headers["etag"]
+    assert hit.headers["content-length"] == str(len(miss.body))
+
+
+@pytest.mark.parametrize("thumbnailer", [0], indirect=True)
+def test_with_the_hit_cache_off_a_hit_goes_through_the_file_wrapper(
     stack: Stack, no_fd_leak: None
 ) -> None:
     wrapper = SentinelFileWrapper()
@@ -260,6 +283,7 @@ def test_a_miss_is_answered_from_memory_and_a_hit_through_the_file_wrapper(
     assert stack.downstream.calls == []
 
 
+@pytest.mark.parametrize("thumbnailer", [0], indirect=True)
 def test_without_a_server_file_wrapper_the_hit_is_still_streamed(
     stack: Stack, no_fd_leak: None
 ) -> None:
@@ -392,8 +416,9 @@ def test_oximg_middleware_passes_other_paths_to_django(django_app: WSGIApp) -> N
 
 
 def test_oximg_middleware_serves_a_hit_through_the_file_wrapper(
-    django_app: WSGIApp, media: Path, no_fd_leak: None
+    django_app: WSGIApp, media: Path, no_fd_leak: None, settings: Any
 ) -> None:
+    settings.OXIMG = {**settings.OXIMG, "HIT_CACHE_BYTES": 0}
     url = django_signed_url(CONTROL)
     wrapper = SentinelFileWrapper()
     first = call(django_app, environ_for(url, file_wrapper=wrapper))
@@ -414,6 +439,155 @@ def test_oximg_middleware_follows_the_url_prefix_setting(media: Path, settings: 
     app = OximgMiddleware(get_wsgi_application())
     url = "/thumbs" + runtime.get_signer().signed_path(CONTROL)
     assert call(app, environ_for(url)).status == 200
+
+
+# -- Django's application built after the first answer ---------------------------------
+
+
+class CountingBuild:
+    """Stands in for Django's application: counts builds, answers 200 "page"."""
+
+    def __init__(self) -> None:
+        self.builds = 0
+        self.built = threading.Event()
+
+    def __call__(self) -> WSGIApp:
+        self.builds += 1
+        self.built.set()
+        return Downstream()
+
+
+def deferred_stack(thumbnailer: Thumbnailer) -> tuple[ThumbnailMiddleware, CountingBuild]:
+    from django_oximg.wsgi import DeferredApplication
+
+    build = CountingBuild()
+    deferred = DeferredApplication(build)
+    app = ThumbnailMiddleware(
+        deferred, lambda: thumbnailer, lambda: "/img/", deferred.build_in_background
+    )
+    return app, build
+
+
+def test_the_wrapped_application_is_built_after_the_first_answer_is_sent(
+    thumbnailer: Thumbnailer,
+) -> None:
+    app, build = deferred_stack(thumbnailer)
+    started: list[str] = []
+    body = app(environ_for(signed_url(CONTROL)), lambda status, headers: started.append(status))
+    assert started == ["200 OK"] and b"".join(body)
+    assert build.builds == 0  # not while the first answer is being sent
+    body.close()  # type: ignore[attr-defined]
+    assert build.built.wait(JOIN_TIMEOUT)
+    assert call(app, environ_for(signed_url(CONTROL))).status == 200
+    assert call(app, environ_for("/page/")).body == b"from downstream"
+    assert build.builds == 1
+
+
+def test_a_request_for_the_wrapped_application_builds_it_at_once(
+    thumbnailer: Thumbnailer,
+) -> None:
+    app, build = deferred_stack(thumbnailer)
+    assert call(app, environ_for("/page/")).body == b"from downstream"
+    assert build.builds == 1
+    assert call(app, environ_for(signed_url(CONTROL))).status == 200  # starts no second build
+    assert call(app, environ_for("/page/")).status == 200
+    assert build.builds == 1
+
+
+def test_a_failed_background_build_fails_the_next_page_not_the_thumbnails(
+    thumbnailer: Thumbnailer, caplog: pytest.LogCaptureFixture
+) -> None:
+    from django_oximg.wsgi import DeferredApplication
+
+    attempts: list[int] = []
+
+    def broken() -> WSGIApp:
+        attempts.append(1)
+        raise RuntimeError("settings are broken")
+
+    deferred = DeferredApplication(broken)
+    deferred.build_in_background()
+    deadline = time.monotonic() + JOIN_TIMEOUT
+    while "background failed" not in caplog.text and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert "building the WSGI application in the background failed" in caplog.text
+    app = ThumbnailMiddleware(deferred, lambda: thumbnailer, lambda: "/img/")
+    assert call(app, environ_for(signed_url(CONTROL))).status == 200
+    with pytest.raises(RuntimeError, match="settings are broken"):
+        call(app, environ_for("/page/"))
+    assert len(attempts) == 2
+
+
+#: Run in a fresh interpreter: the first thumbnail through get_wsgi_application()
+#: must not import Django's request handler (nor numpy); once it has been sent,
+#: Django's application is built in the background and pages are served.
+FRESH_PROCESS = """
+import io, json, sys, time
+from django_oximg.wsgi import get_wsgi_application
+
+application = get_wsgi_application()
+path = sys.argv[1]
+
+def environ(path):
+    return {"REQUEST_METHOD": "GET", "PATH_INFO": path, "RAW_URI": path, "SCRIPT_NAME": "",
+            "QUERY_STRING": "", "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "80",
+            "SERVER_PROTOCOL": "HTTP/1.1", "wsgi.url_scheme": "http",
+            "wsgi.input": io.BytesIO(), "wsgi.errors": sys.stderr}
+
+statuses = []
+body = application(environ(path), lambda status, headers: statuses.append(status))
+first = b"".join(body)
+before = sorted(m for m in ("django.core.handlers.wsgi", "django.urls", "django.db.models",
+                            "django.contrib.auth.models", "numpy", "urllib3") if m in sys.modules)
+from django.apps import apps
+ready_before = apps.ready
+body.close()
+deadline = time.monotonic() + 60
+while not apps.ready and time.monotonic() < deadline:
+    time.sleep(0.01)
+page = application(environ("/nowhere/"), lambda status, headers: statuses.append(status))
+b"".join(page)
+page.close()
+print(json.dumps({"statuses": statuses, "size": len(first), "imported": before,
+                  "ready_before": ready_before, "ready_after": apps.ready}))
+"""
+
+
+def test_the_first_thumbnail_of_a_new_process_needs_no_django_handler(
+    media: Path, tmp_path: Path
+) -> None:
+    import json
+    import subprocess
+    import sys
+
+    from django_oximg import runtime
+
+    settings_module = tmp_path / "fresh_settings.py"
+    settings_module.write_text(
+        "from tests.settings import *  # noqa: F403\n"
+        f"MEDIA_ROOT = {str(media)!r}\n"
+        f"STORAGES = {{'default': {{'BACKEND': 'django.core.files.storage.FileSystemStorage',"
+        f" 'OPTIONS': {{'location': {str(media)!r}}}}}}}\n"
+    )
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "fresh_settings",
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO_ROOT)]),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", FRESH_PROCESS, "/img" + runtime.get_signer().signed_path(CONTROL)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["statuses"] == ["200 OK", "404 Not Found"]
+    assert found["size"] > 0
+    assert found["imported"] == []
+    assert found["ready_before"] is False
+    assert found["ready_after"] is True
 
 
 # -- one image, one URL -------------------------------------------------------------------

@@ -80,9 +80,11 @@ PROGRESSIVE_COEFFICIENT_FACTOR = 1.15
 #: with two libvips threads).
 STREAMED_BYTES_PER_PIXEL = 1.4
 
-#: libjpeg-turbo (core/jpeg.py) decodes a JPEG whole at its DCT scale: one
-#: byte per band per decoded pixel, plus this share for the resize's buffers.
-WHOLE_JPEG_DECODE_FACTOR = 1.1
+#: libjpeg-turbo (core/jpeg.py) decodes a JPEG whole at its DCT scale: Pillow's
+#: image and the packed copy handed to libvips, ``jpeg.PEAK_BYTES_PER_SAMPLE``
+#: (at most 7/3 bytes per band per decoded pixel), plus this share for the
+#: resize's buffers.
+WHOLE_JPEG_DECODE_FACTOR = 1.1 * max(jpeg.PEAK_BYTES_PER_SAMPLE.values())
 
 #: A non-interlaced PNG, in bytes per decoded byte (bands x bytes per sample):
 #: measured 0.36 x for 8-bit RGB at 36 MP.

@@ -29,25 +29,30 @@ Two kinds of series:
 
 from __future__ import annotations
 
+import bisect
 import hmac
+import importlib.util
 import logging
+import math
+import threading
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from django_oximg.core import pipeline
 from django_oximg.core.executor import Executor
 from django_oximg.core.responders import METHODS, NO_STORE, Reply, method_not_allowed
 from django_oximg.core.stores import CacheStore
 
-try:
-    from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector
-    from prometheus_client.exposition import choose_encoder
-    from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
-except ImportError:  # the optional extra is not installed: /metrics answers 404
-    PROMETHEUS_INSTALLED = False
-else:
-    PROMETHEUS_INSTALLED = True
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.metrics_core import Metric
+
+#: Whether the optional extra is installed (else /metrics answers 404). The
+#: library itself is imported at the first scrape: a new process's first
+#: answers do not wait for it.
+PROMETHEUS_INSTALLED = importlib.util.find_spec("prometheus_client") is not None
 
 logger = logging.getLogger("django_oximg")
 
@@ -63,15 +68,15 @@ NOT_INSTALLED = "Metrics need prometheus-client (pip install django-oximg[metric
 #: The 404 body when ``OXIMG["METRICS"]`` is False: the same as any unknown path.
 DISABLED = "Not found"
 
-#: What a request for ``/metrics`` without the right bearer token gets.
-UNAUTHORIZED = "Unauthorized"
-CHALLENGE = ("WWW-Authenticate", 'Bearer realm="metrics"')
-
 #: Render time buckets in seconds: a thumbnail takes milliseconds, a large or
 #: AVIF source up to seconds, and the render timeout defaults to 10 s.
 RENDER_SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 TEXT_PLAIN = "text/plain; charset=utf-8"
+
+#: What a request for ``/metrics`` without the right bearer token gets.
+UNAUTHORIZED = "Unauthorized"
+CHALLENGE = ("WWW-Authenticate", 'Bearer realm="metrics"')
 
 
 @dataclass(frozen=True)
@@ -133,53 +138,67 @@ class NoMetrics:
 
 
 class PrometheusMetrics:
-    """Live instruments plus scrape-time collectors in a registry of their own."""
+    """Counts kept in plain counters, exposed by collectors in a registry of their own.
+
+    Counting is a lock and an addition (a cache hit does it twice); the
+    registry, and prometheus-client with it, is made at the first scrape.
+    """
 
     def __init__(self, counts: Callable[[], Counts], executor: Executor, token: str = "") -> None:
         #: The bearer token ``/metrics`` requires ("" for none).
         self.token = token
-        self.registry = CollectorRegistry()
-        self.requests = Counter(
-            "oximg_requests",
-            "Thumbnail requests answered, by HTTP status (health and metrics not counted).",
-            ["status"],
-            registry=self.registry,
-        )
-        self.cache_hits = Counter(
-            "oximg_cache_hits",
-            "Requests found in the result cache at their first lookup.",
-            registry=self.registry,
-        )
-        self.cache_misses = Counter(
-            "oximg_cache_misses",
-            "Requests not in the result cache at their first lookup (rendered or shared).",
-            registry=self.registry,
-        )
-        self.render_seconds = Histogram(
-            "oximg_render_seconds",
-            "Time of each render job inside the executor (decode, resize, encode).",
-            buckets=RENDER_SECONDS_BUCKETS,
-            registry=self.registry,
-        )
-        ProcessCollector(registry=self.registry)
-        self.registry.register(ThumbnailerCollector(counts, executor))
+        self.counts = counts
+        self.executor = executor
+        self._lock = threading.Lock()
+        self._requests: Counter[int] = Counter()
+        self._lookups = {True: 0, False: 0}
+        #: Renders per bucket of :data:`RENDER_SECONDS_BUCKETS` (the last: above them all).
+        self._render_buckets = [0] * (len(RENDER_SECONDS_BUCKETS) + 1)
+        self._render_seconds = 0.0
+        self._registry: CollectorRegistry | None = None
 
     def count_request(self, status: int) -> None:
-        self.requests.labels(status=str(status)).inc()
+        with self._lock:
+            self._requests[status] += 1
 
     def count_cache_lookup(self, hit: bool) -> None:
-        (self.cache_hits if hit else self.cache_misses).inc()
+        with self._lock:
+            self._lookups[hit] += 1
 
     def observe_render(self, seconds: float) -> None:
-        self.render_seconds.observe(seconds)
+        bucket = bisect.bisect_left(RENDER_SECONDS_BUCKETS, seconds)
+        with self._lock:
+            self._render_buckets[bucket] += 1
+            self._render_seconds += seconds
 
-    def authorised(self, request_headers: Mapping[str, str]) -> bool:
-        if not self.token:
-            return True
-        return token_matches(request_headers.get("HTTP_AUTHORIZATION", ""), self.token)
+    @property
+    def registry(self) -> CollectorRegistry:
+        """This recorder's registry, made (with prometheus-client) at first use."""
+        with self._lock:
+            if self._registry is None:
+                from prometheus_client import CollectorRegistry, ProcessCollector
+
+                registry = CollectorRegistry()
+                ProcessCollector(registry=registry)
+                registry.register(RequestCollector(self))
+                registry.register(ThumbnailerCollector(self.counts, self.executor))
+                self._registry = registry
+            return self._registry
+
+    def snapshot(self) -> tuple[dict[int, int], dict[bool, int], list[int], float]:
+        """The counts so far: requests by status, lookups, render buckets, render seconds."""
+        with self._lock:
+            return (
+                dict(self._requests),
+                dict(self._lookups),
+                list(self._render_buckets),
+                self._render_seconds,
+            )
 
     def reply(self, method: str, accept: str) -> Reply:
         """The exposition in the format the scraper asked for (text by default)."""
+        from prometheus_client.exposition import choose_encoder
+
         encode, content_type = choose_encoder(accept)
         body = encode(self.registry)
         headers = [
@@ -188,6 +207,56 @@ class PrometheusMetrics:
             NO_STORE,
         ]
         return Reply(200, headers, body if method != "HEAD" else b"")
+
+    def authorised(self, request_headers: Mapping[str, str]) -> bool:
+        if not self.token:
+            return True
+        return token_matches(request_headers.get("HTTP_AUTHORIZATION", ""), self.token)
+
+
+class RequestCollector:
+    """The series counted as requests happen, read from a :class:`PrometheusMetrics`."""
+
+    def __init__(self, recorder: PrometheusMetrics) -> None:
+        self.recorder = recorder
+
+    def collect(self) -> Iterator[Metric]:
+        from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricFamily
+
+        requests, lookups, buckets, render_seconds = self.recorder.snapshot()
+        by_status = CounterMetricFamily(
+            "oximg_requests",
+            "Thumbnail requests answered, by HTTP status (health and metrics not counted).",
+            labels=["status"],
+        )
+        for status, count in sorted(requests.items()):
+            by_status.add_metric([str(status)], count)
+        yield by_status
+        yield CounterMetricFamily(
+            "oximg_cache_hits",
+            "Requests found in the result cache at their first lookup.",
+            value=lookups[True],
+        )
+        yield CounterMetricFamily(
+            "oximg_cache_misses",
+            "Requests not in the result cache at their first lookup (rendered or shared).",
+            value=lookups[False],
+        )
+        cumulative, running = [], 0
+        for bound, count in zip((*RENDER_SECONDS_BUCKETS, float("inf")), buckets, strict=True):
+            running += count
+            cumulative.append((bucket_bound(bound), running))
+        yield HistogramMetricFamily(
+            "oximg_render_seconds",
+            "Time of each render job inside the executor (decode, resize, encode).",
+            buckets=cumulative,
+            sum_value=render_seconds,
+        )
+
+
+def bucket_bound(value: float) -> str:
+    """A histogram bucket's bound as Prometheus writes it ("0.005", "10.0", "+Inf")."""
+    return "+Inf" if math.isinf(value) else repr(float(value))
 
 
 class ThumbnailerCollector:
@@ -198,6 +267,8 @@ class ThumbnailerCollector:
         self.executor = executor
 
     def collect(self) -> Iterator[Metric]:
+        from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily
+
         counts = self.counts()
         stats = self.executor.stats()
         yield CounterMetricFamily(

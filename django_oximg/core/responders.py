@@ -12,12 +12,13 @@ import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 from urllib.parse import quote, urlsplit
 
-from whitenoise.responders import StaticFile
-
 from django_oximg.core import errors
+
+if TYPE_CHECKING:
+    from whitenoise.responders import StaticFile
 
 #: Error class -> HTTP status. Looked up along the class's MRO, so a subclass
 #: (SourceTooLarge is an InvalidImage) gets its parent's status unless listed.
@@ -47,6 +48,9 @@ NOSNIFF = ("X-Content-Type-Options", "nosniff")
 
 METHODS = ("GET", "HEAD")
 
+#: WSGI status lines, made once rather than per answer.
+STATUS_LINES = {status.value: f"{status.value} {status.phrase}" for status in HTTPStatus}
+
 #: Cache-Control directives that say how long a response may be kept.
 LIFETIME_DIRECTIVES = ("max-age", "s-maxage")
 
@@ -67,12 +71,14 @@ class Reply:
     file: BinaryIO | None = None
 
     def __post_init__(self) -> None:
-        if not any(name.lower() == NOSNIFF[0].lower() for name, _ in self.headers):
+        if NOSNIFF not in self.headers and not any(
+            name.lower() == NOSNIFF[0].lower() for name, _ in self.headers
+        ):
             self.headers.append(NOSNIFF)
 
     @property
     def status_line(self) -> str:
-        return f"{self.status} {HTTPStatus(self.status).phrase}"
+        return STATUS_LINES.get(self.status) or f"{self.status} {HTTPStatus(self.status).phrase}"
 
 
 @dataclass(frozen=True)
@@ -269,9 +275,20 @@ def _discard(stream: BinaryIO | None) -> None:
 def _file_reply(
     path: str, headers: list[tuple[str, str]], method: str, request_headers: Mapping[str, str]
 ) -> Reply:
-    static_file = StaticFile(path, headers)
+    # Here, not at the top: a new process's first answers (misses) need no file.
+    from whitenoise.responders import StaticFile
+
+    return file_reply(StaticFile(path, headers), method, request_headers)
+
+
+def file_reply(static_file: StaticFile, method: str, request_headers: Mapping[str, str]) -> Reply:
+    """whitenoise's answer for a file on disk, as a :class:`Reply`.
+
+    Raises FileNotFoundError when the file has to be opened (GET) and is gone.
+    """
     response = static_file.get_response(method, request_headers)
-    # whitenoise gives a wsgiref Headers object, or a plain list for 304/416.
+    # whitenoise gives a wsgiref Headers object, or a plain list for 304/416;
+    # either may be shared between requests, so it is copied.
     found = response.headers
     items = list(found.items()) if hasattr(found, "items") else list(found)
     status = int(response.status)

@@ -9,6 +9,7 @@ what is made from the source (:class:`RenderWork`, :class:`InfoWork`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import posixpath
 import threading
@@ -22,6 +23,7 @@ from django_oximg.core.budget import estimate_peak_bytes
 from django_oximg.core.client_hints import NO_HINTS, ClientHints, read_hints, with_hints
 from django_oximg.core.coordination import Coordinator, LocalCoordinator
 from django_oximg.core.executor import Admission, Executor
+from django_oximg.core.hits import CachedFile, HitCache
 from django_oximg.core.logs import printable
 from django_oximg.core.options import (
     ANY_URL,
@@ -60,6 +62,9 @@ LEASE_MARGIN = 5.0
 #: A worker on one job for longer than the queue timeout plus the render
 #: deadline plus this is stuck (the health check reports it).
 STUCK_MARGIN = 1.0
+
+#: Distinct Accept headers whose format class is kept (browsers send a few).
+ACCEPT_CLASSES_KEPT = 256
 
 #: Seconds between two log lines about failing cache writes.
 CACHE_ERROR_LOG_INTERVAL = 60.0
@@ -101,6 +106,9 @@ class ThumbnailerConfig:
     rules: URLRules = ANY_URL
     #: Whether ``DPR``/``Width`` client hints fill in ``dpr``/``width``.
     client_hints: bool = False
+    #: Bytes of memory for answering repeated hits (``HIT_CACHE_BYTES``;
+    #: :mod:`django_oximg.core.hits`). 0 turns that off.
+    hit_cache_bytes: int = defaults.HIT_CACHE_BYTES
 
 
 @dataclass(frozen=True)
@@ -204,6 +212,8 @@ class Thumbnailer:
         self.metrics = metrics.recorder_for(
             config.metrics, self.counts, executor, config.metrics_token
         )
+        #: Raw paths of recent hits on local disk and their prebuilt answers.
+        self.hits = HitCache(config.hit_cache_bytes, accept_class)
 
     # -- the public entry point --------------------------------------------------
 
@@ -221,7 +231,9 @@ class Thumbnailer:
                 path, method, request_headers, self.metrics, self.health_problems
             )
         try:
-            answer = self.answer(path, method, request_headers)
+            answer = self.remembered(path, method, request_headers) or self.answer(
+                path, method, request_headers
+            )
         except Exception:  # not swallowed: the server turns it into a 500, counted here
             self.metrics.count_request(500)
             raise
@@ -259,6 +271,27 @@ class Thumbnailer:
 
     # -- one request --------------------------------------------------------------
 
+    def remembered(
+        self, path: str, method: str, request_headers: Mapping[str, str]
+    ) -> responders.Reply | None:
+        """The answer from :attr:`hits`, or None when ``path`` must take the full path.
+
+        The map holds only paths the full path answered from a local file,
+        so what it checked then still holds (:mod:`django_oximg.core.hits`);
+        the file itself is checked here, on every use.
+        """
+        if method not in responders.METHODS or has_query(request_headers):
+            return None
+        found = self.hits.lookup(path, request_headers.get("HTTP_ACCEPT", ""))
+        if found is None:
+            return None
+        reply = found.reply(method, request_headers) if found.is_current() else None
+        if reply is None:  # purged, cleaned or rendered again: look it up afresh
+            self.hits.forget(path, found)
+            return None
+        self.metrics.count_cache_lookup(hit=True)
+        return reply
+
     def answer(
         self, path: str, method: str, request_headers: Mapping[str, str]
     ) -> responders.Reply:
@@ -268,14 +301,23 @@ class Thumbnailer:
         if has_query(request_headers):
             return responders.not_found()
         try:
+            accept = request_headers.get("HTTP_ACCEPT", "")
             hints = read_hints(request_headers) if self.config.client_hints else NO_HINTS
-            job = self.job_for(path, request_headers.get("HTTP_ACCEPT", ""), hints)
+            job = self.job_for(path, accept, hints)
             cache_control = responders.cache_control(
                 self.config.cache_control, job.expires, self.clock()
             )
-            return responders.result_reply(
-                self.result_for(job), method, request_headers, cache_control
-            )
+            result = self.result_for(job)
+            if result.path is not None:
+                headers = responders.result_headers(result, cache_control)
+                reply = self.file_answer(
+                    path, accept, job, result.path, headers, method, request_headers
+                )
+                if reply is not None:
+                    return reply
+                # The file went away since the lookup (a purge or a clean).
+                result = self.result_for(job, look=False)
+            return responders.result_reply(result, method, request_headers, cache_control)
         except errors.OximgError as error:
             level = logging.WARNING if responders.status_for(error) >= 500 else logging.INFO
             # Both come from the request: escaped, so that no URL can write
@@ -349,18 +391,44 @@ class Thumbnailer:
             return fallback, False
         return negotiate(accept, fallback), True
 
-    def result_for(self, job: Job) -> responders.Result:
+    def file_answer(
+        self,
+        path: str,
+        accept: str,
+        job: Job,
+        file_path: str,
+        headers: list[tuple[str, str]],
+        method: str,
+        request_headers: Mapping[str, str],
+    ) -> responders.Reply | None:
+        """Answer from the cached file at ``file_path`` and remember it for ``path``.
+
+        None when the file is gone by now. URLs that expire are not
+        remembered: their Cache-Control is their own and counts down.
+        """
+        found = CachedFile.load(job.key, file_path, headers, self.hits.max_body)
+        if found is None:
+            return None
+        if not job.expires and set(job.vary) <= set(VARY_ACCEPT):
+            # Only answers that depend on the Accept class alone: one that
+            # client hints change is looked up in full every time.
+            self.hits.remember(path, bool(job.vary), accept, found)
+        return found.reply(method, request_headers)
+
+    def result_for(self, job: Job, look: bool = True) -> responders.Result:
         """The cached answer, or a fresh one made once for concurrent identical requests.
 
         The flight shares only the content: each request builds its own
-        result from it (:meth:`Job.result`). The request that makes it is
+        result from it (:meth:`Job.result`); ``look=False`` skips the first
+        lookup (the caller found the file gone). The request that makes it is
         admitted first (a place among ``WORKERS + QUEUE_SIZE``, or a 429 at
         once), before it reads anything; requests that wait for an
         identical one take no place of their own.
         """
         made_before = self.made
-        cached = self.cache.get(job.key)
-        self.metrics.count_cache_lookup(hit=cached is not None)
+        cached = self.cache.get(job.key) if look else None
+        if look:
+            self.metrics.count_cache_lookup(hit=cached is not None)
         if cached is not None:
             return job.result(cached)
         content, _shared = self.flights.do(job.key, lambda: self._admitted(job, made_before))
@@ -614,7 +682,11 @@ def has_query(request_headers: Mapping[str, str]) -> bool:
     """
     if request_headers.get("QUERY_STRING"):
         return True
-    return any("?" in str(request_headers.get(name) or "") for name in RAW_URI_VARIABLES)
+    for name in RAW_URI_VARIABLES:
+        raw = request_headers.get(name)
+        if raw and "?" in str(raw):
+            return True
+    return False
 
 
 def accepted_types(accept: str) -> set[str]:
@@ -641,9 +713,19 @@ def negotiate(accept: str, fallback: str) -> str:
     Only explicit ``image/avif`` / ``image/webp`` entries count (``*/*`` does
     not: every browser sends it, including ones that cannot decode AVIF).
     """
+    return accept_class(accept) or fallback
+
+
+@functools.lru_cache(maxsize=ACCEPT_CLASSES_KEPT)
+def accept_class(accept: str) -> str:
+    """The format class an ``Accept`` header selects: "avif", "webp" or "" for neither.
+
+    Kept per distinct header (:func:`negotiate` says what counts): browsers
+    send a handful, and every request with a negotiated format asks.
+    """
     accepted = accepted_types(accept)
     if "image/avif" in accepted:
         return "avif"
     if "image/webp" in accepted:
         return "webp"
-    return fallback
+    return ""

@@ -2,12 +2,14 @@
 
 It sits in front of any WSGI application (Django's included) and answers
 before that application builds a request object; a cache hit on local disk
-goes out through ``wsgi.file_wrapper`` (sendfile where the server has it).
+goes out from memory (a repeated one, :mod:`django_oximg.core.hits`) or
+through ``wsgi.file_wrapper`` (sendfile where the server has it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import functools
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 from wsgiref.util import FileWrapper
@@ -56,11 +58,20 @@ def path_after_prefix(raw_path: str, decoded_prefix: str) -> str | None:
     exactly as sent. None when the raw path spells the prefix otherwise than
     its one canonical form (``/im%67/`` for ``/img/``): one image, one URL.
     """
+    canonical = canonical_prefix(decoded_prefix)
+    if raw_path.startswith(canonical):  # the usual case, without splitting
+        return raw_path[len(canonical) - 1 :]
     parts = raw_path.split("/")
     segments = decoded_prefix.rstrip("/").count("/") + 1
-    if "/".join(parts[:segments]) != quote(decoded_prefix.rstrip("/"), safe=PATH_SAFE):
+    if "/".join(parts[:segments]) != canonical[:-1]:
         return None
     return "/" + "/".join(parts[segments:])
+
+
+@functools.lru_cache(maxsize=64)
+def canonical_prefix(decoded_prefix: str) -> str:
+    """The one raw spelling of ``decoded_prefix``, ending with "/" (a site has one or two)."""
+    return quote(decoded_prefix.rstrip("/"), safe=PATH_SAFE) + "/"
 
 
 def send(reply: Reply, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
@@ -72,11 +83,33 @@ def send(reply: Reply, environ: dict[str, Any], start_response: StartResponse) -
     return [reply.body]
 
 
+class AfterClose:
+    """A response body that calls ``then`` once the server has sent and closed it."""
+
+    def __init__(self, body: Iterable[bytes], then: Callable[[], None]) -> None:
+        self.body = body
+        self.then = then
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.body)
+
+    def close(self) -> None:
+        try:
+            close = getattr(self.body, "close", None)
+            if close is not None:
+                close()
+        finally:
+            self.then()
+
+
 class ThumbnailMiddleware:
     """Serve ``prefix`` with a thumbnailer, everything else with ``app``.
 
     ``get_thumbnailer`` and ``get_prefix`` are called per request, so the
     composition root can build (and rebuild) them lazily.
+    ``after_first_answer`` is called once, when the first thumbnail answer
+    has been sent: work that can wait (building the wrapped application)
+    then stays out of a new process's first answer.
     """
 
     def __init__(
@@ -84,10 +117,12 @@ class ThumbnailMiddleware:
         app: WSGIApp,
         get_thumbnailer: Callable[[], Thumbnailer],
         get_prefix: Callable[[], str],
+        after_first_answer: Callable[[], None] | None = None,
     ) -> None:
         self.app = app
         self.get_thumbnailer = get_thumbnailer
         self.get_prefix = get_prefix
+        self.after_first_answer = after_first_answer
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         prefix = self.get_prefix()
@@ -101,4 +136,6 @@ class ThumbnailMiddleware:
             reply = responders.not_found()
         else:
             reply = self.get_thumbnailer().reply(rest, method, environ)
-        return send(reply, environ, start_response)
+        body = send(reply, environ, start_response)
+        then, self.after_first_answer = self.after_first_answer, None
+        return body if then is None else AfterClose(body, then)

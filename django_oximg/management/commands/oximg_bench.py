@@ -17,6 +17,12 @@ gunicorn on 127.0.0.1 and driven over HTTP; ``--compare`` adds
 sorl-thumbnail and easy-thumbnails when they are installed and in
 ``INSTALLED_APPS`` (their public ``get_thumbnail`` calls, their own storage).
 
+With ``--hits``, it measures cache hits instead: one cached thumbnail asked
+for again and again through ``OximgMiddleware`` and through the view (when
+the URLconf mounts it), against whitenoise serving the same bytes from a
+file, all as in-process WSGI calls on this site's settings (see
+:func:`hit_contenders`).
+
 Without ``--source``, a photo-like JPEG is drawn and saved in the source
 storage under ``oximg-bench/`` for the run; it, and every result the run
 cached, are deleted at the end. The full comparison with thumbor and the
@@ -194,6 +200,11 @@ class Command(BaseCommand):
         parser.add_argument("--gunicorn", action="store_true", help="also serve over HTTP")
         parser.add_argument("--concurrency", default="1,4,16", help="HTTP clients (--gunicorn)")
         parser.add_argument("--compare", action="store_true", help="add installed peers")
+        parser.add_argument(
+            "--hits",
+            action="store_true",
+            help="measure cache hits against whitenoise on the same file instead (in-process)",
+        )
         parser.add_argument("--json", type=Path, help="write the results as JSON here")
         parser.add_argument("--plot", type=Path, help="write a PNG chart (needs matplotlib)")
         parser.add_argument("--no-progress", action="store_true")
@@ -214,6 +225,9 @@ class Command(BaseCommand):
         quick = options["quick"]
         options["rounds"] = options["rounds"] or (1 if quick else 3)
         options["seconds"] = options["seconds"] or (1.0 if quick else 3.0)
+        if options["hits"]:
+            self.run_hits(options)
+            return
         box = parse_box(options["size"])
         settings = conf.get_settings()
         thumbnailer = runtime.get_thumbnailer()
@@ -437,6 +451,57 @@ class Command(BaseCommand):
                     results.append(summary(source.label, "gunicorn", "http", clients, values))
             notes.append(f"gunicorn gthread, 1 process, {workers + queue + 16} threads")
             return results
+
+    # -- cache hits --------------------------------------------------------------
+
+    def run_hits(self, options: dict[str, Any]) -> None:
+        """``--hits``: one cached thumbnail per source, through each way in, against whitenoise."""
+        box = parse_box(options["size"])
+        notes: list[str] = []
+        sources = self.sources(options["source"], quick=True)
+        try:
+            rows: list[dict[str, Any]] = []
+            for source in sources:
+                found = hit_contenders(source, box, options["format"], notes)
+                runs: dict[str, list[dict[str, float]]] = {}
+                for _ in range(options["rounds"]):
+                    for name, ask in found.items():
+                        measured = timed_loop(ask, 1, options["seconds"], process_cpu)
+                        runs.setdefault(name, []).append(measured.figures())
+                rows.extend(summary(source.label, name, "hit", 1, v) for name, v in runs.items())
+        finally:
+            self.clean_up(sources)
+        self.print_hits(rows, notes, options)
+        if options["json"]:
+            options["json"].write_text(json.dumps({"hits": rows, "notes": notes}, indent=1))
+            self.stdout.write(f"JSON written to {options['json']}")
+
+    def print_hits(
+        self, rows: list[dict[str, Any]], notes: list[str], options: dict[str, Any]
+    ) -> None:
+        write = self.stdout.write
+        write(
+            f"cache hits, in-process WSGI calls on one thread: {options['rounds']} round(s) of "
+            f"{options['seconds']} s, box {options['size']} {options['format']}"
+        )
+        header = f"{'source':<8} {'way in':<12} {'hits/s':>9} {'min-max':>17} {'CPU us/hit':>11}"
+        write(header)
+        write("-" * len(header))
+        by = {(row["source"], row["contender"]): row for row in rows}
+        for row in rows:
+            rps = row["rps"]
+            write(
+                f"{row['source']:<8} {row['contender']:<12} {rps['median']:>9.0f} "
+                f"{rps['low']:>8.0f}-{rps['high']:<8.0f} "
+                f"{1000 * row['cpu_ms_per_image']['median']:>11.1f}"
+            )
+        for (source, name), row in by.items():
+            theirs = by.get((source, "whitenoise"))
+            if theirs and name != "whitenoise":
+                ratio = row["rps"]["median"] / theirs["rps"]["median"]
+                write(f"{source} {name} / whitenoise: {ratio:.2f}")
+        for note in notes:
+            write(f"note: {note}")
 
     # -- output ------------------------------------------------------------------
 
@@ -796,3 +861,96 @@ def http_loop(
         for connection in connections:
             connection.close()
     return measured.figures()
+
+
+# --- cache hits ---------------------------------------------------------------
+
+
+def hit_contenders(
+    source: Source, box: tuple[int, int], fmt: str, notes: list[str]
+) -> dict[str, Callable[[int], int]]:
+    """Callables that each answer one hit of the same cached thumbnail of ``source``.
+
+    ``middleware``: ``OximgMiddleware`` around this site's Django application;
+    ``view``: this site's Django application, when its URLconf mounts
+    ``django_oximg.urls``; ``whitenoise``: whitenoise alone, serving the
+    thumbnail's bytes from a file in a temporary directory. All are WSGI
+    calls in this process, so the figures are what the application costs
+    per hit: a server adds the same cost to each (repository: bench/load.py
+    --cache-hits runs them under gunicorn).
+    """
+    import tempfile
+
+    from django.core.wsgi import get_wsgi_application
+    from django.urls import NoReverseMatch, reverse
+    from whitenoise import WhiteNoise
+
+    from django_oximg.wsgi import OximgMiddleware
+
+    width, height = box
+    options = Options(width=width, height=height, format=fmt)
+    signed = runtime.get_signer().signed_path(build_path(options, source.name))
+    django_app = get_wsgi_application()
+    middleware = OximgMiddleware(django_app)
+    prefix = conf.get_settings().URL_PREFIX.rstrip("/")
+    body = wsgi_get(middleware, prefix + signed)  # the miss: rendered and cached
+    static = Path(tempfile.mkdtemp(prefix="oximg-bench-hits-"))
+    (static / "thumbnail").write_bytes(body)
+    whitenoise = WhiteNoise(django_app, root=str(static), prefix="oximg-bench-static/")
+    found = {
+        "middleware": (middleware, prefix + signed),
+        "whitenoise": (whitenoise, "/oximg-bench-static/thumbnail"),
+    }
+    try:
+        mount = reverse("oximg:serve", kwargs={"path": "x"})[:-1].rstrip("/")
+    except NoReverseMatch:
+        notes.append("the view is not in the URLconf (django_oximg.urls): not measured")
+    else:
+        found["view"] = (django_app, mount + signed)
+    for app, path in found.values():  # each answers it once before timing (the map is filled)
+        if wsgi_get(app, path) != body:
+            raise CommandError(f"{path} did not answer the thumbnail's bytes")
+    return {name: hit_caller(app, path) for name, (app, path) in found.items()}
+
+
+def hit_caller(app: Any, path: str) -> Callable[[int], int]:
+    return lambda _index: len(wsgi_get(app, path))
+
+
+def wsgi_get(app: Any, path: str) -> bytes:
+    """One GET of ``path`` through the WSGI application ``app``: the body, which must be a 200."""
+    import io
+
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "SCRIPT_NAME": "",
+        "PATH_INFO": path,
+        "RAW_URI": path,
+        "QUERY_STRING": "",
+        "SERVER_NAME": allowed_host(),
+        "SERVER_PORT": "80",
+        "HTTP_HOST": allowed_host(),
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(),
+        "wsgi.errors": sys.stderr,
+    }
+    statuses: list[str] = []
+    answer = app(environ, lambda status, headers, exc_info=None: statuses.append(status))
+    try:
+        body = b"".join(answer)
+    finally:
+        close = getattr(answer, "close", None)
+        if close is not None:
+            close()
+    if not statuses or not statuses[0].startswith("200"):
+        raise CommandError(f"{path} answered {statuses[:1]} (is ALLOWED_HOSTS set?)")
+    return body
+
+
+def allowed_host() -> str:
+    """A host name this site's ALLOWED_HOSTS accepts, for the in-process requests."""
+    for host in django_settings.ALLOWED_HOSTS:
+        if host != "*":
+            return str(host).lstrip(".")
+    return "localhost"
