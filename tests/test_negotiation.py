@@ -118,6 +118,20 @@ def wait_until(condition: Callable[[], bool]) -> None:
         time.sleep(0.002)
 
 
+def race(ask: Callable[[str], None], order: list[str], held_render: threading.Event) -> None:
+    """Send ``order[0]``, then ``order[1]`` once it has joined the first's flight; then render."""
+    flights = runtime.get_thumbnailer().flights
+    first = threading.Thread(target=ask, args=(order[0],))
+    first.start()
+    wait_until(lambda: flights.stats().in_flight == 1)
+    second = threading.Thread(target=ask, args=(order[1],))
+    second.start()
+    wait_until(lambda: flights.stats().coalesced == 1)
+    held_render.set()
+    for thread in (first, second):
+        thread.join(JOIN_TIMEOUT)
+
+
 def assert_own_headers(answer: Answer, fmt: str, negotiated: bool) -> None:
     status, headers, body = answer
     assert status == 200
@@ -154,16 +168,7 @@ def test_a_shared_render_gives_each_request_its_own_vary(
     def ask(name: str) -> None:
         answers[name] = send(*requests[name])
 
-    flights = runtime.get_thumbnailer().flights
-    first = threading.Thread(target=ask, args=(order[0],))
-    first.start()
-    wait_until(lambda: flights.stats().in_flight == 1)
-    second = threading.Thread(target=ask, args=(order[1],))
-    second.start()
-    wait_until(lambda: flights.stats().coalesced == 1)
-    held_render.set()
-    for thread in (first, second):
-        thread.join(JOIN_TIMEOUT)
+    race(ask, order, held_render)
     assert runtime.get_thumbnailer().renders == 1  # one render, shared
     assert_own_headers(answers["explicit"], fmt, negotiated=False)
     assert_own_headers(answers["negotiated"], fmt, negotiated=True)
@@ -189,16 +194,7 @@ def test_a_shared_render_gives_each_request_its_own_hint_vary(
         path, headers = requests[name]
         answers[name] = send(path, "*/*", **headers)
 
-    flights = runtime.get_thumbnailer().flights
-    first = threading.Thread(target=ask, args=(order[0],))
-    first.start()
-    wait_until(lambda: flights.stats().in_flight == 1)
-    second = threading.Thread(target=ask, args=(order[1],))
-    second.start()
-    wait_until(lambda: flights.stats().coalesced == 1)
-    held_render.set()
-    for thread in (first, second):
-        thread.join(JOIN_TIMEOUT)
+    race(ask, order, held_render)
     assert runtime.get_thumbnailer().renders == 1
     assert "vary" not in answers["pinned"][1]
     assert answers["hinted"][1]["vary"] == "Sec-CH-DPR, DPR"  # Width: the URL sets it
