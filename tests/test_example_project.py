@@ -370,14 +370,19 @@ def _without_control_socket() -> list[str]:
     return ["--no-control-socket"] if "control_socket_disable" in Config().settings else []
 
 
-@pytest.fixture(scope="module")
-def page(server: str) -> GalleryPage:
+def gallery(server: str) -> GalleryPage:
     response = fetch(server + "/", "text/html")
     assert response.status == 200, explain(response)
     assert response.headers["content-type"].startswith("text/html")
     parsed = GalleryPage()
     parsed.feed(response.body.decode())
     return parsed
+
+
+@pytest.fixture(scope="module")
+def page(server: str) -> GalleryPage:
+    """The gallery as the first visit shows it (the upload tests take it first)."""
+    return gallery(server)
 
 
 @pytest.fixture(scope="module")
@@ -564,6 +569,8 @@ def test_every_srcset_candidate_is_served_in_its_type_and_width(
 
 
 # --- the upload form ---------------------------------------------------------
+# Its tests take the `page` fixture, so the first visit's gallery is read
+# before they add to it.
 
 
 @dataclass(frozen=True)
@@ -613,14 +620,6 @@ def upload(server: str, title: str, filename: str, data: bytes) -> Upload:
     except HTTPError as error:
         with error:
             return Upload(error.code, error.headers.get("location", ""), error.read().decode())
-
-
-def gallery(server: str) -> GalleryPage:
-    response = fetch(server + "/", "text/html")
-    assert response.status == 200, explain(response)
-    parsed = GalleryPage()
-    parsed.feed(response.body.decode())
-    return parsed
 
 
 def test_an_uploaded_image_joins_the_gallery_as_a_thumbnail(server: str, page: GalleryPage) -> None:
