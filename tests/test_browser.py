@@ -1,11 +1,15 @@
-"""The example gallery in a real browser: Debian's chromium, driven by Playwright.
+"""The example site in a real browser: Debian's chromium, driven by Playwright.
 
 What a user sees and an HTTP client cannot tell: every image loads and
 decodes, the page does not move as images arrive (each ``<img>`` reserves its
-box from its ``width``/``height`` attributes), and the browser's own
-``Accept`` header gets AVIF for negotiated URLs and for ``<picture>``. A
-full-page screenshot is kept under ``$OXIMG_ARTIFACTS`` (default: the test's
-temporary directory), and its path printed.
+box from its ``width``/``height`` attributes), the browser's own ``Accept``
+header gets AVIF for negotiated URLs and for ``<picture>``, and each caption
+shows the format, bytes and pixels the browser received (filled in by the
+page's script for what only the browser knows). Then the upload form (a new
+photo appears in the gallery as a thumbnail) and the admin (its change list
+and change form show previews that load). A full-page screenshot is kept
+under ``$OXIMG_ARTIFACTS`` (default: the test's temporary directory), and its
+path printed.
 
 Playwright only drives the browser: its own browser download (``playwright
 install``) is never used. The gallery server is test_example_project's
@@ -15,6 +19,7 @@ gunicorn fixture, against a fresh var dir.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,9 +27,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+import pyvips
 
 from tests.services import require_program
-from tests.test_example_project import server  # noqa: F401 (a fixture)
+from tests.test_example_project import (  # noqa: F401 (fixtures)
+    EMPTY_ID,
+    demo_var,
+    run_manage,
+    server,
+)
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page, Request, Response, Route
@@ -69,8 +80,35 @@ READ_IMAGES = """
         boxHeight: box.height,
         complete: img.complete,
         naturalWidth: img.naturalWidth,
+        naturalHeight: img.naturalHeight,
+        srcset: img.srcset,
     };
 })
+"""
+
+#: Each figure's caption figures (templates/gallery/stats.html), as shown.
+READ_STATS = """
+() => Object.fromEntries(Array.from(document.querySelectorAll("figure .stats"), (stats) => [
+    stats.closest("figure").id,
+    {
+        format: stats.querySelector(".format").textContent,
+        bytes: stats.querySelector(".bytes").dataset.bytes ?? "",
+        bytesText: stats.querySelector(".bytes").textContent,
+        size: stats.querySelector(".size").textContent,
+    },
+]))
+"""
+
+#: The page's script has filled in every caption's bytes.
+STATS_FILLED = """
+() => Array.from(document.querySelectorAll("figure .stats .bytes")).every((b) => b.dataset.bytes)
+"""
+
+#: Figures whose {% empty %} branch is shown, with a box on the page.
+READ_EMPTY = """
+() => Array.from(document.querySelectorAll("figure .empty"))
+    .filter((box) => box.getBoundingClientRect().height > 0)
+    .map((box) => box.closest("figure").id)
 """
 
 #: Every stylesheet has arrived (a pending <link>'s ``sheet`` is null) and
@@ -135,9 +173,12 @@ class ImageGate:
 
 @dataclass
 class ImageTraffic:
-    """Thumbnail responses the browser received: its Accept header and the type served."""
+    """Thumbnail responses the browser received: its Accept header and the type served,
+    and (read by :meth:`keep_bodies` while the page is open) the bytes."""
 
     responses: dict[str, tuple[str, str]] = field(default_factory=dict)
+    bodies: dict[str, bytes] = field(default_factory=dict)
+    _received: list[Response] = field(default_factory=list)
 
     def record(self, response: Response) -> None:
         request: Request = response.request
@@ -146,9 +187,19 @@ class ImageTraffic:
         accept = request.all_headers().get("accept", "")
         content_type = response.all_headers().get("content-type", "")
         self.responses[response.url] = (accept, content_type)
+        self._received.append(response)
+
+    def keep_bodies(self) -> None:
+        for response in self._received:
+            self.bodies[response.url] = response.body()
 
     def for_path(self, path: str) -> tuple[str, str]:
         matches = [value for url, value in self.responses.items() if url.endswith(path)]
+        assert matches, f"the browser never fetched {path}"
+        return matches[0]
+
+    def body_for(self, path: str) -> bytes:
+        matches = [body for url, body in self.bodies.items() if url.endswith(path)]
         assert matches, f"the browser never fetched {path}"
         return matches[0]
 
@@ -159,6 +210,10 @@ class Visit:
 
     before: list[dict[str, Any]]
     after: list[dict[str, Any]]
+    #: Each caption's format, bytes and size, by figure id.
+    stats: dict[str, dict[str, str]]
+    #: Figures showing an {% empty %} branch.
+    empty: list[str]
     traffic: ImageTraffic
     screenshot: Path
 
@@ -204,14 +259,18 @@ def visit(
         image.scroll_into_view_if_needed(timeout=LOAD_TIMEOUT_MS)
     page.wait_for_function(ALL_IMAGES_LOADED, timeout=LOAD_TIMEOUT_MS)
     page.wait_for_load_state("load", timeout=LOAD_TIMEOUT_MS)
+    page.wait_for_function(STATS_FILLED, timeout=LOAD_TIMEOUT_MS)
     after = page.evaluate(READ_IMAGES)
+    stats = page.evaluate(READ_STATS)
+    empty = page.evaluate(READ_EMPTY)
+    traffic.keep_bodies()
 
     screenshot = artifacts_dir(tmp_path_factory.mktemp("browser")) / "gallery.png"
     page.evaluate("() => window.scrollTo(0, 0)")
     page.screenshot(path=str(screenshot), full_page=True)
     print(f"gallery screenshot: {screenshot}")
     page.close()
-    return Visit(before, after, traffic, screenshot)
+    return Visit(before, after, stats, empty, traffic, screenshot)
 
 
 def test_the_gallery_has_images_and_none_had_loaded_before_the_gate_opened(visit: Visit) -> None:
@@ -267,3 +326,124 @@ def test_screenshot_is_saved(visit: Visit) -> None:
     data = visit.screenshot.read_bytes()
     assert data.startswith(b"\x89PNG\r\n\x1a\n")
     assert len(data) > 10_000
+
+
+def test_each_caption_shows_the_format_bytes_and_size_the_browser_received(
+    visit: Visit,
+) -> None:
+    """The caption's figures are those of the response: its type, its length, the
+    pixels it decodes to; for a plain <img>, the tag's size is the natural size."""
+    assert {image["figure"] for image in visit.after} == set(visit.stats)
+    for image in visit.after:
+        stats = visit.stats[image["figure"]]
+        body = visit.traffic.body_for(image["currentSrc"])
+        _accept, content_type = visit.traffic.for_path(image["currentSrc"])
+        assert stats["format"] == content_type.removeprefix("image/").upper(), image["figure"]
+        assert int(stats["bytes"]) == len(body) > 0, image["figure"]
+        assert stats["bytesText"].endswith(("kB", " B")), stats
+        decoded = pyvips.Image.new_from_buffer(body, "")
+        size = tuple(int(number) for number in re.findall(r"\d+", stats["size"]))
+        assert size == (decoded.width, decoded.height), image["figure"]
+        if not image["srcset"]:
+            assert size == (image["naturalWidth"], image["naturalHeight"]), image["figure"]
+
+
+def test_negotiated_caption_names_the_format_served(visit: Visit) -> None:
+    """format="auto": the tag cannot know the format; the caption shows the one served."""
+    assert visit.stats["auto"]["format"] == "AVIF"
+    assert visit.stats["responsive"]["format"] == "AVIF"
+
+
+def test_missing_file_tile_shows_its_empty_branch(visit: Visit) -> None:
+    assert visit.empty == [EMPTY_ID]
+    assert EMPTY_ID not in {image["figure"] for image in visit.after}
+
+
+# --- the upload form and the admin -----------------------------------------
+
+#: The demo's admin user, made by createsuperuser for the test.
+ADMIN_USER = "demo"
+ADMIN_PASSWORD = "a-demo-password-for-the-test"
+
+#: Every <img> of the page has arrived and decoded, or one has failed.
+PAGE_IMAGES_SETTLED = """
+() => Array.from(document.images).every((img) => img.complete)
+"""
+
+READ_PAGE_IMAGES = """
+(selector) => Array.from(document.querySelectorAll(selector), (img) => ({
+    src: img.getAttribute("src"),
+    naturalWidth: img.naturalWidth,
+    width: img.getAttribute("width"),
+}))
+"""
+
+
+def loaded_images(page: Page, selector: str) -> list[dict[str, Any]]:
+    """The images ``selector`` finds, once all have been brought into view and settled."""
+    for image in page.locator(selector).all():
+        image.scroll_into_view_if_needed(timeout=LOAD_TIMEOUT_MS)
+    page.wait_for_function(PAGE_IMAGES_SETTLED, timeout=LOAD_TIMEOUT_MS)
+    found: list[dict[str, Any]] = page.evaluate(READ_PAGE_IMAGES, selector)
+    return found
+
+
+def test_an_upload_appears_in_the_gallery_as_a_thumbnail_that_loads(
+    visit: Visit, browser_context: BrowserContext, server: str
+) -> None:
+    photo = pyvips.Image.gaussnoise(800, 600, mean=128, sigma=40).cast("uchar")
+    page: Page = browser_context.new_page()
+    try:
+        page.goto(server + "/upload/", timeout=LOAD_TIMEOUT_MS)
+        page.fill("#id_title", "Uploaded in the browser")
+        page.set_input_files(
+            "#id_image",
+            {"name": "noise.jpg", "mimeType": "image/jpeg", "buffer": photo.jpegsave_buffer()},
+        )
+        page.click("button[type=submit]")
+        page.wait_for_url(re.compile(r"/#photo-\d+$"), timeout=LOAD_TIMEOUT_MS)
+        figure = page.url.rsplit("#", 1)[1]
+        images = loaded_images(page, f"#{figure} img")
+        assert (
+            page.locator(f"#{figure} figcaption").inner_text().startswith("Uploaded in the browser")
+        )
+    finally:
+        page.close()
+    assert len(images) == 1
+    assert images[0]["src"].startswith("/img/")
+    assert images[0]["naturalWidth"] == int(images[0]["width"]) > 0
+
+
+def test_admin_shows_previews_that_load(
+    visit: Visit, browser_context: BrowserContext, server: str, demo_var: Path
+) -> None:
+    made = run_manage(
+        demo_var,
+        "createsuperuser",
+        "--noinput",
+        "--username",
+        ADMIN_USER,
+        "--email",
+        "demo@example.com",
+        DJANGO_SUPERUSER_PASSWORD=ADMIN_PASSWORD,
+    )
+    assert made.returncode == 0, made.stderr
+    page: Page = browser_context.new_page()
+    try:
+        page.goto(server + "/admin/gallery/photo/", timeout=LOAD_TIMEOUT_MS)
+        page.fill("#id_username", ADMIN_USER)
+        page.fill("#id_password", ADMIN_PASSWORD)
+        page.click("input[type=submit]")
+        page.wait_for_url(re.compile(r"/admin/gallery/photo/$"), timeout=LOAD_TIMEOUT_MS)
+        listed = loaded_images(page, "#result_list img")
+
+        page.locator("#result_list tbody tr a").first.click()
+        page.wait_for_url(re.compile(r"/admin/gallery/photo/\d+/change/$"))
+        previews = loaded_images(page, ".oximg-preview img")
+    finally:
+        page.close()
+    assert len(listed) >= 6
+    for image in [*listed, *previews]:
+        assert image["src"].startswith("/img/"), image
+        assert image["naturalWidth"] == int(image["width"]) > 0, image
+    assert len(previews) == 1

@@ -1,9 +1,9 @@
 """The demo project in example_project/ works from a fresh clone.
 
 Everything runs the project the way a user would, in subprocesses with its own
-settings (not tests/settings.py): `manage.py make_samples`, `manage.py check`,
-and the gallery page served by gunicorn on 127.0.0.1, with every thumbnail on
-the page fetched and decoded.
+settings (not tests/settings.py): `manage.py migrate`, `make_samples`, `check`,
+`makemigrations --check`, and the gallery page and its upload form served by
+gunicorn on 127.0.0.1, with every thumbnail on the page fetched and decoded.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import os
 import re
+import secrets
 import socket
 import subprocess
 import sys
@@ -32,16 +33,20 @@ MANAGE = PROJECT_DIR / "manage.py"
 #: What make_samples must draw: storage name -> (width, height) as stored.
 SAMPLE_SIZES = {
     "samples/landscape.jpg": (2000, 1333),
+    "samples/face.jpg": (1600, 1000),
+    "samples/text.jpg": (1200, 800),
     "samples/portrait.jpg": (1200, 900),
-    "samples/badge.png": (800, 800),
+    "samples/logo.png": (800, 800),
     "samples/bounce.gif": (320, 240),
 }
 
-#: The figures the gallery page must show, by their HTML id.
+#: The figures with an image that show what the tags do, by their HTML id.
 DEMO_IDS = {
     "fit",
     "fill-center",
     "fill-smart",
+    "text-jpeg",
+    "text-sharp",
     "webp",
     "avif",
     "auto",
@@ -50,6 +55,12 @@ DEMO_IDS = {
     "portrait",
     "responsive",
 }
+
+#: The figure whose source is missing: it shows the tag's {% empty %} branch.
+EMPTY_ID = "missing"
+
+#: Django's forms.ImageField's error for a file Pillow cannot read.
+INVALID_IMAGE = "Upload a valid image."
 
 #: What a current browser sends for <img> requests.
 BROWSER_IMAGE_ACCEPT = "image/avif,image/webp,image/apng,image/*,*/*;q=0.8"
@@ -71,12 +82,15 @@ def demo_env(var_dir: Path) -> dict[str, str]:
     return env
 
 
-def run_manage(var_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run manage.py from an unrelated directory, proving it sets up sys.path itself."""
+def run_manage(var_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run manage.py from an unrelated directory, proving it sets up sys.path itself.
+
+    ``env`` adds environment variables (e.g. createsuperuser's password).
+    """
     return subprocess.run(
         [sys.executable, str(MANAGE), *args],
         cwd=var_dir,
-        env=demo_env(var_dir),
+        env={**demo_env(var_dir), **env},
         capture_output=True,
         text=True,
         timeout=HTTP_TIMEOUT,
@@ -84,13 +98,27 @@ def run_manage(var_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def migrated(var_dir: Path) -> Path:
+    """``var_dir``, with its database made by ``migrate``, as `make demo` does first."""
+    result = run_manage(var_dir, "migrate", "--noinput")
+    assert result.returncode == 0, result.stderr
+    return var_dir
+
+
 @pytest.fixture(scope="module")
-def samples_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A var dir where make_samples has run once; returns its samples/ folder."""
-    var_dir = tmp_path_factory.mktemp("demo-var")
+def make_samples_output(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A migrated var dir where make_samples has run once, and what it printed."""
+    var_dir = migrated(tmp_path_factory.mktemp("demo-var"))
     result = run_manage(var_dir, "make_samples")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.count("drawn") == len(SAMPLE_SIZES), result.stdout
+    return var_dir, result.stdout
+
+
+@pytest.fixture(scope="module")
+def samples_dir(make_samples_output: tuple[Path, str]) -> Path:
+    """The samples/ folder make_samples drew."""
+    var_dir, output = make_samples_output
+    assert output.count("drawn") == len(SAMPLE_SIZES), output
     return var_dir / "media" / "samples"
 
 
@@ -125,14 +153,34 @@ def test_portrait_is_stored_sideways_and_upright_after_autorotation(samples_dir:
     assert bottom[1].avg() > bottom[2].avg() + 40
 
 
-def test_badge_is_a_png_with_a_soft_alpha_edge(samples_dir: Path) -> None:
-    image = load(samples_dir / "badge.png")
+def test_face_sits_right_of_the_middle(samples_dir: Path) -> None:
+    """Skin-coloured pixels right of centre only: a centre crop cuts the face."""
+    image = load(samples_dir / "face.jpg")
+    assert image.get("vips-loader") == "jpegload"
+    skin = skin_mask(image)
+    columns, _rows = skin.project()
+    covered = [x for x in range(image.width) if columns.getpoint(x, 0)[0] > 0]
+    assert covered, "no skin-coloured pixels"
+    assert 950 < min(covered) < max(covered) < 1350
+
+
+def test_text_is_dark_type_on_light_paper(samples_dir: Path) -> None:
+    image = load(samples_dir / "text.jpg").colourspace("b-w")[0]
+    assert image.avg() > 180
+    # Letters: a share of pixels far darker than the paper.
+    ink = (image < 100).avg() / 255
+    assert 0.02 < ink < 0.3
+
+
+def test_logo_is_a_png_with_a_transparent_ring_and_soft_edge(samples_dir: Path) -> None:
+    image = load(samples_dir / "logo.png")
     assert image.get("vips-loader") == "pngload"
     assert image.bands == 4
     assert image.hasalpha()
     alpha = image[3]
     assert alpha.getpoint(0, 0) == [0.0]
     assert alpha.getpoint(400, 400) == [255.0]
+    assert alpha.getpoint(600, 400) == [0.0]  # the ring
     # Partly transparent values on the way out from the centre: a soft edge.
     edge = {int(alpha.getpoint(x, 400)[0]) for x in range(700, 800)}
     assert any(0 < value < 255 for value in edge)
@@ -150,6 +198,12 @@ def test_bounce_is_a_looping_twelve_frame_gif_that_moves(samples_dir: Path) -> N
     assert (first - middle).abs().max() > 100
 
 
+def test_make_samples_adds_a_photo_for_each_sample(make_samples_output: tuple[Path, str]) -> None:
+    _var_dir, output = make_samples_output
+    added = re.findall(r"added  Photo '.+' \((samples/[^)]+)\)", output)
+    assert sorted(added) == sorted(SAMPLE_SIZES), output
+
+
 def test_make_samples_keeps_existing_and_redraws_identical_bytes(
     samples_dir: Path,
 ) -> None:
@@ -159,6 +213,7 @@ def test_make_samples_keeps_existing_and_redraws_identical_bytes(
     again = run_manage(var_dir, "make_samples")
     assert again.returncode == 0, again.stderr
     assert again.stdout.count("exists") == len(SAMPLE_SIZES), again.stdout
+    assert "added" not in again.stdout  # the photos are there already
 
     forced = run_manage(var_dir, "make_samples", "--force")
     assert forced.returncode == 0, forced.stderr
@@ -174,17 +229,31 @@ def test_manage_check_passes(tmp_path: Path) -> None:
     assert "no issues" in result.stdout
 
 
+def test_migrations_are_current(tmp_path: Path) -> None:
+    """The committed migrations match the models: nothing left to make."""
+    result = run_manage(tmp_path, "makemigrations", "--check", "--dry-run")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "No changes detected" in result.stdout
+
+
+def skin_mask(image: pyvips.Image) -> pyvips.Image:
+    """Pixels of the face sample's skin colour (225, 175, 145), give or take the grain."""
+    r, g, b = image[0], image[1], image[2]
+    return (r > 200) & (r < 250) & (g > 150) & (g < 200) & (b > 115) & (b < 175)
+
+
 # --- the gallery page over HTTP -------------------------------------------------
 
 
 class GalleryPage(HTMLParser):
     """The parts of the gallery page the test checks: images and <source>s by figure,
-    stylesheets."""
+    figures showing an ``{% empty %}`` branch, stylesheets."""
 
     def __init__(self) -> None:
         super().__init__()
         self.images: dict[str, dict[str, str]] = {}
         self.sources: dict[str, list[dict[str, str]]] = {}
+        self.empty: set[str] = set()
         self.stylesheets: list[str] = []
         self._figure = ""
 
@@ -192,6 +261,8 @@ class GalleryPage(HTMLParser):
         values = {name: value or "" for name, value in attrs}
         if tag == "figure":
             self._figure = values.get("id", "")
+        elif "empty" in values.get("class", "").split():
+            self.empty.add(self._figure)
         elif tag == "img":
             assert self._figure not in self.images, f"two images in figure {self._figure!r}"
             self.images[self._figure] = values
@@ -233,14 +304,21 @@ def _lower_keys(headers: Message) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Gunicorn serving example.wsgi on 127.0.0.1 from a var dir with no samples yet.
+def demo_var(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The server's var dir: migrated, with no samples and no photos yet."""
+    return migrated(tmp_path_factory.mktemp("demo-server"))
 
-    The listening socket is made here and handed to gunicorn (``fd://``), so
+
+@pytest.fixture(scope="module")
+def server(demo_var: Path) -> Iterator[str]:
+    """Gunicorn serving example.wsgi on 127.0.0.1 from ``demo_var``.
+
+    Its first page view draws the samples and adds their photos. The
+    listening socket is made here and handed to gunicorn (``fd://``), so
     there is no race for a free port, and requests made before gunicorn is
     ready wait in the backlog instead of failing.
     """
-    var_dir = tmp_path_factory.mktemp("demo-server")
+    var_dir = demo_var
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)
@@ -292,14 +370,19 @@ def _without_control_socket() -> list[str]:
     return ["--no-control-socket"] if "control_socket_disable" in Config().settings else []
 
 
-@pytest.fixture(scope="module")
-def page(server: str) -> GalleryPage:
+def gallery(server: str) -> GalleryPage:
     response = fetch(server + "/", "text/html")
     assert response.status == 200, explain(response)
     assert response.headers["content-type"].startswith("text/html")
     parsed = GalleryPage()
     parsed.feed(response.body.decode())
     return parsed
+
+
+@pytest.fixture(scope="module")
+def page(server: str) -> GalleryPage:
+    """The gallery as the first visit shows it (the upload tests take it first)."""
+    return gallery(server)
 
 
 @pytest.fixture(scope="module")
@@ -315,14 +398,30 @@ def decode(body: bytes) -> pyvips.Image:
     return pyvips.Image.new_from_buffer(body, "")
 
 
+def photo_ids(page: GalleryPage) -> list[str]:
+    return [figure for figure in page.images if figure.startswith("photo-")]
+
+
 def test_page_shows_every_demo_as_a_lazy_image_with_its_size(page: GalleryPage) -> None:
-    assert set(page.images) == DEMO_IDS
+    assert set(page.images) - set(photo_ids(page)) == DEMO_IDS
     for figure, image in page.images.items():
         assert image["loading"] == "lazy", figure
         assert image["alt"], figure
         assert int(image["width"]) > 0, figure
         assert int(image["height"]) > 0, figure
         assert image["src"].startswith("/img/"), figure
+
+
+def test_first_visit_adds_a_photo_for_each_sample(page: GalleryPage) -> None:
+    """A fresh database: the view adds the photos, so the gallery is never empty."""
+    titles = {page.images[figure]["alt"] for figure in photo_ids(page)}
+    assert len(photo_ids(page)) == len(SAMPLE_SIZES)
+    assert "Sunset over the hills" in titles
+
+
+def test_missing_source_renders_the_empty_branch(page: GalleryPage) -> None:
+    assert page.empty == {EMPTY_ID}
+    assert EMPTY_ID not in page.images
 
 
 def test_every_thumbnail_is_served_at_the_size_the_page_says(
@@ -345,11 +444,17 @@ def test_geometries_follow_the_tag_arguments(thumbnails: dict[str, Fetched]) -> 
         assert (fill.width, fill.height) == (300, 300), figure
 
 
-def test_smart_crop_keeps_the_sun_whole(thumbnails: dict[str, Fetched]) -> None:
-    """The centre crop cuts the sun at its right edge; attention moves onto it."""
-    smart = decode(thumbnails["fill-smart"].body).colourspace("b-w")[0].gaussblur(4)
-    brightest_x = smart.maxpos()[1]
-    assert 30 < brightest_x < 270
+def test_smart_crop_keeps_the_face_whole(thumbnails: dict[str, Fetched]) -> None:
+    """The centre crop cuts the face at its right edge; attention moves onto it."""
+
+    def skin_at_edges(figure: str) -> tuple[bool, bool, bool]:
+        skin = skin_mask(decode(thumbnails[figure].body))
+        left = skin.crop(0, 0, 4, skin.height).max() > 0
+        right = skin.crop(skin.width - 4, 0, 4, skin.height).max() > 0
+        return skin.max() > 0, left, right
+
+    assert skin_at_edges("fill-center") == (True, False, True)
+    assert skin_at_edges("fill-smart") == (True, False, False)
 
 
 def test_formats_follow_the_tag_arguments(thumbnails: dict[str, Fetched]) -> None:
@@ -357,6 +462,8 @@ def test_formats_follow_the_tag_arguments(thumbnails: dict[str, Fetched]) -> Non
     assert thumbnails["webp"].headers["content-type"] == "image/webp"
     assert thumbnails["avif"].headers["content-type"] == "image/avif"
     assert thumbnails["alpha"].headers["content-type"] == "image/webp"
+    assert thumbnails["text-jpeg"].headers["content-type"] == "image/jpeg"
+    assert thumbnails["text-sharp"].headers["content-type"] == "image/png"
 
 
 def test_auto_format_is_negotiated_by_accept(server: str, page: GalleryPage) -> None:
@@ -375,7 +482,10 @@ def test_auto_format_is_negotiated_by_accept(server: str, page: GalleryPage) -> 
 def test_transparency_survives(thumbnails: dict[str, Fetched]) -> None:
     image = decode(thumbnails["alpha"].body)
     assert image.hasalpha()
-    assert image[image.bands - 1].getpoint(0, 0) == [0.0]
+    alpha = image[image.bands - 1]
+    assert alpha.getpoint(0, 0) == [0.0]
+    assert alpha.getpoint(120, 120) == [255.0]
+    assert alpha.getpoint(180, 120) == [0.0]  # the ring, at 3/10 of 800 px
 
 
 def test_animation_survives_gif_to_webp(thumbnails: dict[str, Fetched]) -> None:
@@ -456,3 +566,94 @@ def test_every_srcset_candidate_is_served_in_its_type_and_width(
                 checked += 1
             assert widths == [300, 600, 900, 1200], (figure, content_type)
     assert checked == 12
+
+
+# --- the upload form ---------------------------------------------------------
+# Its tests take the `page` fixture, so the first visit's gallery is read
+# before they add to it.
+
+
+@dataclass(frozen=True)
+class Upload:
+    """What a POST of the upload form answered."""
+
+    status: int
+    location: str
+    body: str
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Return a redirect as it is, so the test sees where it points."""
+
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+def upload(server: str, title: str, filename: str, data: bytes) -> Upload:
+    """Fill in and send the upload form as a browser would, CSRF token included."""
+    form = fetch(server + "/upload/", "text/html")
+    assert form.status == 200, explain(form)
+    cookie = form.headers["set-cookie"].split(";")[0]
+    found = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', form.body)
+    assert found, "no CSRF token in the form"
+    boundary = secrets.token_hex(16)
+    fields = {"csrfmiddlewaretoken": found[1].decode(), "title": title}
+    parts = [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n{value}\r\n'.encode()
+        for name, value in fields.items()
+    ]
+    parts.append(
+        f'--{boundary}\r\nContent-Disposition: form-data; name="image"; filename="{filename}"'
+        "\r\nContent-Type: application/octet-stream\r\n\r\n".encode()
+        + data
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
+    request = urllib.request.Request(
+        server + "/upload/",
+        data=b"".join(parts),
+        headers={"Content-Type": f"multipart/form-data; boundary={boundary}", "Cookie": cookie},
+    )
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        with opener.open(request, timeout=HTTP_TIMEOUT) as response:
+            return Upload(response.status, "", response.read().decode())
+    except HTTPError as error:
+        with error:
+            return Upload(error.code, error.headers.get("location", ""), error.read().decode())
+
+
+def test_an_uploaded_image_joins_the_gallery_as_a_thumbnail(server: str, page: GalleryPage) -> None:
+    photo = (
+        pyvips.Image.xyz(900, 600).cast("uchar")[0].bandjoin([60, 200]).copy(interpretation="srgb")
+    )
+    answer = upload(server, "An upload", "upload.png", photo.pngsave_buffer())
+    assert answer.status == 302, answer.body[:2000]
+    figure = re.fullmatch(r"/#(photo-\d+)", answer.location)
+    assert figure, answer.location
+
+    image = gallery(server).images[figure[1]]
+    assert image["alt"] == "An upload"
+    response = fetch(server + image["src"], BROWSER_IMAGE_ACCEPT)
+    assert response.status == 200, explain(response)
+    assert response.headers["content-type"] == "image/avif"  # format="auto"
+    decoded = decode(response.body)
+    assert (decoded.width, decoded.height) == (int(image["width"]), int(image["height"]))
+
+
+@pytest.mark.parametrize(
+    ("filename", "data"),
+    [
+        ("notes.jpg", b"not an image at all"),
+        ("page.html", b"<!doctype html><title>hello</title>"),
+        ("half.png", pyvips.Image.black(64, 64).pngsave_buffer()[:60]),
+    ],
+)
+def test_an_unreadable_upload_gets_the_form_error(
+    server: str, page: GalleryPage, filename: str, data: bytes
+) -> None:
+    before = set(photo_ids(gallery(server)))
+    answer = upload(server, "Not a picture", filename, data)
+    assert answer.status == 200, answer.body[:2000]
+    assert INVALID_IMAGE in answer.body
+    assert 'class="errorlist' in answer.body
+    assert set(photo_ids(gallery(server))) == before

@@ -1,7 +1,7 @@
 """Settings for the django-oximg demo.
 
-Everything the demo writes (SQLite database, sample images, cached thumbnails,
-collected static files) lives under one directory: ``example_project/var/`` by
+Everything the demo writes (SQLite database, sample images, uploads, cached
+thumbnails, collected static files) lives under one directory: ``example_project/var/`` by
 default, or ``$OXIMG_DEMO_VAR`` (the tests point it at a temporary directory).
 """
 
@@ -26,6 +26,11 @@ INSTALLED_APPS = [
     # Let WhiteNoise, not runserver, serve static files, so development
     # behaves like production.
     "whitenoise.runserver_nostatic",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_oximg",
     "gallery",
@@ -34,7 +39,11 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -50,8 +59,12 @@ TEMPLATES = [
             # The tags need no context processor: they never read the request.
             # A format="auto" URL names no format, and the server picks AVIF,
             # WebP or the source's format per request, from the browser's Accept.
+            # These are the admin's.
             "context_processors": [
+                "django.template.context_processors.request",
                 "django.template.context_processors.static",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
             ],
         },
     },

@@ -1,3 +1,3 @@
-"""The demo's one app: a page of thumbnails of generated sample images."""
+"""The demo's one app: a Photo model, its gallery page, upload form and admin."""
 
 from __future__ import annotations

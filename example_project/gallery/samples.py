@@ -1,10 +1,13 @@
 """Sample images for the demo, drawn with pyvips so a fresh clone needs no downloads.
 
 Each sample exercises one thing the thumbnailer must get right: a photo-sized
-JPEG with texture (resampling, smart crop), a JPEG stored sideways with EXIF
-orientation 6 (auto-rotation), a PNG with a soft alpha edge (transparency kept)
-and an animated GIF (animation kept when converting to WebP). Drawing is
-deterministic: the same libvips draws the same bytes on every run.
+landscape JPEG with film grain (resampling, and the bytes each format needs),
+a portrait with its subject off-centre (smart crop finds the face), a page of
+text (sharpening, and the artefacts JPEG leaves around letters), a JPEG stored
+sideways with EXIF orientation 6 (auto-rotation), a logo PNG with transparent
+parts (alpha kept) and an animated GIF (animation kept when converting to
+WebP). Drawing is deterministic: the same libvips, with the same fonts, draws
+the same bytes on every run.
 """
 
 from __future__ import annotations
@@ -17,17 +20,25 @@ import pyvips
 from django.core.files.base import ContentFile
 from django.core.files.storage import Storage
 
+from gallery.models import Photo
+
 LANDSCAPE = "samples/landscape.jpg"
+FACE = "samples/face.jpg"
+TEXT = "samples/text.jpg"
 PORTRAIT = "samples/portrait.jpg"
-BADGE = "samples/badge.png"
+LOGO = "samples/logo.png"
 BOUNCE = "samples/bounce.gif"
 
 LANDSCAPE_SIZE = (2000, 1333)
+FACE_SIZE = (1600, 1000)
+#: Centre of the face: right of the middle, so a centre crop cuts it.
+FACE_CENTRE = (1150, 450)
+TEXT_SIZE = (1200, 800)
 #: The portrait as a viewer shows it; the file stores it rotated to lie sideways.
 PORTRAIT_UPRIGHT_SIZE = (900, 1200)
 #: EXIF orientation 6: "rotate 90 degrees clockwise to display".
 PORTRAIT_ORIENTATION = 6
-BADGE_SIZE = (800, 800)
+LOGO_SIZE = (800, 800)
 BOUNCE_FRAME_SIZE = (320, 240)
 BOUNCE_FRAMES = 12
 #: Frame delay in milliseconds; above the 20 ms browsers clamp to.
@@ -39,7 +50,8 @@ NOISE_SEED = 20240601
 Colour = Sequence[float]
 
 # Serialises lazy generation from concurrent first requests in one process, so
-# two threads don't both save a sample and leave a renamed duplicate behind.
+# two threads don't both save a sample (leaving a renamed duplicate behind) or
+# both add the photos.
 _generation_lock = threading.Lock()
 
 
@@ -57,6 +69,23 @@ def ensure_samples(storage: Storage) -> list[str]:
 def samples_are_missing(storage: Storage) -> bool:
     """Whether any sample still needs drawing (a cheap check for every page view)."""
     return not all(storage.exists(name) for name in SAMPLES)
+
+
+def add_photos() -> list[Photo]:
+    """Add a Photo for each sample when there is no Photo at all; return those added.
+
+    So the gallery is never empty: on a fresh database, and again after
+    every photo was deleted in the admin. The rows point at the samples'
+    files, which a deleted row leaves in place.
+    """
+    with _generation_lock:
+        if Photo.objects.exists():
+            return []
+        # The page shows the newest first: add them last to first, to show them in order.
+        return [
+            Photo.objects.create(title=title, image=name)
+            for name, title in reversed(PHOTOS.items())
+        ]
 
 
 def draw_landscape() -> bytes:
@@ -105,12 +134,72 @@ def draw_portrait() -> bytes:
     return sideways.jpegsave_buffer(Q=88)  # type: ignore[no-any-return]
 
 
-def draw_badge() -> bytes:
-    """A soft-edged colour disc on a transparent background, as an RGBA PNG."""
-    width, height = BADGE_SIZE
+def draw_face() -> bytes:
+    """A head and shoulders right of the middle, before a studio backdrop, as a JPEG.
+
+    Flat shapes, but with what libvips' attention crop looks for: skin tones,
+    saturated colour and edges (eyes, mouth), all on the face.
+    """
+    width, height = FACE_SIZE
+    cx, cy = FACE_CENTRE
+    x, _y = _coordinates(width, height)
+    image = _blend((70, 85, 100), (150, 160, 170), x / width)
+    image = _ellipse(image, (40, 60, 110), cx, cy + 620, 360, 330)  # shoulders
+    image = _ellipse(image, (200, 150, 120), cx, cy + 270, 75, 140)  # neck
+    image = _ellipse(image, (60, 40, 25), cx, cy - 40, 190, 220)  # hair
+    image = _ellipse(image, (225, 175, 145), cx, cy + 20, 150, 195)  # face
+    for eye_x in (cx - 58, cx + 58):
+        image = _ellipse(image, (250, 250, 250), eye_x, cy - 10, 30, 16)
+        image = _ellipse(image, (50, 90, 60), eye_x, cy - 10, 13, 13)
+        image = _ellipse(image, (60, 40, 25), eye_x, cy - 52, 38, 8)  # brow
+    image = _ellipse(image, (205, 150, 125), cx, cy + 45, 16, 30)  # nose
+    image = _ellipse(image, (190, 80, 80), cx, cy + 110, 52, 16)  # mouth
+    grain = pyvips.Image.gaussnoise(width, height, sigma=6, mean=0, seed=NOISE_SEED + 2)
+    return _as_srgb(image + grain).jpegsave_buffer(Q=88, strip=True)  # type: ignore[no-any-return]
+
+
+#: The notice's words (Pango markup): long enough to fill the page.
+TEXT_HEADING = "<b>Opening hours</b>"
+TEXT_BODY = (
+    "Monday to Friday 8:00 to 18:30, Saturday 9:00 to 14:00, closed on Sundays "
+    "and public holidays. Parcels left at the desk are kept for fourteen days; "
+    "bring the slip and a photo ID. Small type at small sizes is where a "
+    "thumbnailer shows its care: resampling without aliasing, a light "
+    "sharpening after the downscale, and a quality high enough that JPEG "
+    "does not ring around the strokes. Thank you for your patience."
+)
+
+
+def draw_text() -> bytes:
+    """A printed notice: a bold heading and a paragraph of small type, as a JPEG.
+
+    Thin dark strokes on a light ground: downscaled, they show what
+    sharpening does, and JPEG at a low quality rings around every letter.
+    """
+    width, height = TEXT_SIZE
+    _x, y = _coordinates(width, height)
+    paper = _blend((250, 248, 240), (236, 232, 220), y / height)
+    image = _over(paper, (200, 40, 40), (y < 40).ifthenelse(1.0, 0.0))
+    for markup, top, dpi in ((TEXT_HEADING, 80, 400), (TEXT_BODY, 230, 230)):
+        ink = pyvips.Image.text(markup, font="sans", width=width - 160, dpi=dpi, spacing=8)
+        ink = ink.embed(80, top, width, height) / 255
+        image = _over(image, (30, 30, 40), ink)
+    return _as_srgb(image).jpegsave_buffer(Q=92, strip=True)  # type: ignore[no-any-return]
+
+
+def draw_logo() -> bytes:
+    """A colour disc with a transparent ring and soft edges, as an RGBA PNG.
+
+    The checkerboard behind the thumbnail shows through the ring and around
+    the disc: the alpha channel survived.
+    """
+    width, height = LOGO_SIZE
     x, y = _coordinates(width, height)
     colour = _blend((230, 40, 150), (40, 200, 230), x / width)
-    alpha = ((330 - _distance(x, y, width / 2, height / 2)) / 70).clamp(min=0, max=1) * 255
+    radius = _distance(x, y, width / 2, height / 2)
+    disc = ((330 - radius) / 70).clamp(min=0, max=1)
+    ring = ((radius - 200).abs() - 15).clamp(min=0, max=1)
+    alpha = disc * ring * 255
     rgba = _as_srgb(colour).bandjoin(alpha.cast("uchar"))
     return rgba.pngsave_buffer(compression=9)  # type: ignore[no-any-return]
 
@@ -130,9 +219,21 @@ def draw_bounce() -> bytes:
 
 SAMPLES: dict[str, Callable[[], bytes]] = {
     LANDSCAPE: draw_landscape,
+    FACE: draw_face,
+    TEXT: draw_text,
     PORTRAIT: draw_portrait,
-    BADGE: draw_badge,
+    LOGO: draw_logo,
     BOUNCE: draw_bounce,
+}
+
+#: The Photo rows :func:`add_photos` makes: sample name -> title.
+PHOTOS = {
+    LANDSCAPE: "Sunset over the hills",
+    FACE: "Portrait",
+    TEXT: "Opening hours",
+    PORTRAIT: "A tree (stored sideways)",
+    LOGO: "Logo with a transparent ring",
+    BOUNCE: "Bouncing ball",
 }
 
 
@@ -154,6 +255,24 @@ def _coordinates(width: int, height: int) -> tuple[pyvips.Image, pyvips.Image]:
     """Float images holding each pixel's x and y."""
     xyz = pyvips.Image.xyz(width, height).cast("float")
     return xyz[0], xyz[1]
+
+
+def _ellipse(
+    image: pyvips.Image, colour: Colour, cx: float, cy: float, rx: float, ry: float
+) -> pyvips.Image:
+    """Paint an anti-aliased ellipse, computing only the pixels of its bounding box.
+
+    A whole-frame coverage image per shape would make every shape cost the
+    whole frame; a face of a dozen shapes would take seconds to draw.
+    """
+    left, top = max(0, int(cx - rx) - 2), max(0, int(cy - ry) - 2)
+    right, bottom = min(image.width, int(cx + rx) + 3), min(image.height, int(cy + ry) + 3)
+    x, y = _coordinates(right - left, bottom - top)
+    reach = ((x + left - cx) / rx) ** 2 + ((y + top - cy) / ry) ** 2
+    # 1 - reach falls by about 2/min(rx, ry) a pixel at the edge: about a pixel of blend.
+    coverage = ((1 - reach) * min(rx, ry) / 2).clamp(min=0, max=1)
+    box = image.crop(left, top, right - left, bottom - top)
+    return image.insert(_over(box, colour, coverage), left, top)
 
 
 def _distance(x: pyvips.Image, y: pyvips.Image, cx: float, cy: float) -> pyvips.Image:

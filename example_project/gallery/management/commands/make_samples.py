@@ -1,4 +1,4 @@
-"""`manage.py make_samples`: draw the demo's sample images into the default storage."""
+"""`manage.py make_samples`: draw the demo's sample images, and a Photo for each."""
 
 from __future__ import annotations
 
@@ -11,9 +11,13 @@ from gallery import samples
 
 
 class Command(BaseCommand):
-    help = "Draw the demo's sample images (with pyvips) into the default storage."
-    # Drawing files needs only the storage; skipping the system checks keeps the
-    # command usable while the project's URLs or templates are broken.
+    help = (
+        "Draw the demo's sample images (with pyvips) into the default storage, and add "
+        "a Photo for each when there is none (run `migrate` first)."
+    )
+    # Drawing files and adding rows needs only the storage and the database;
+    # skipping the system checks keeps the command usable while the
+    # project's URLs or templates are broken.
     requires_system_checks = ()
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -31,3 +35,5 @@ class Command(BaseCommand):
         for name in samples.SAMPLES:
             state = "drawn" if name in drawn else "exists"
             self.stdout.write(f"{state:>6}  {name}")
+        for photo in reversed(samples.add_photos()):
+            self.stdout.write(f"{'added':>6}  Photo {photo.title!r} ({photo.image.name})")

@@ -1,0 +1,18 @@
+"""The upload form: a plain ModelForm.
+
+Its ``image`` is Django's ``forms.ImageField`` (the model field's form
+field), which opens the upload with Pillow and refuses what it cannot read
+with the form's own error, before anything is saved or thumbnailed.
+"""
+
+from __future__ import annotations
+
+from django import forms
+
+from gallery.models import Photo
+
+
+class PhotoForm(forms.ModelForm):
+    class Meta:
+        model = Photo
+        fields = ("title", "image")
