@@ -77,6 +77,7 @@ def source_dir(tmp_path: Path) -> Path:
     (root / "photos").mkdir(parents=True)
     (root / "photos" / "landscape.jpg").write_bytes(images.jpeg(640, 480))
     (root / "photos" / "other.jpg").write_bytes(images.jpeg(320, 240))
+    (root / "photos" / "anim.gif").write_bytes(images.animated_gif())
     return root
 
 
@@ -185,7 +186,7 @@ def test_a_negotiated_url_is_remembered_per_format_class(
     if accept_name == "avif" and not pipeline.saver_available("avif"):
         pytest.skip("this libvips has no AVIF saver (heifsave)")
     for accept in ACCEPTS.values():  # every class remembered under the one path
-        if accept_class(accept) != "avif" or pipeline.saver_available("avif"):
+        if "avif" not in accept_class(accept) or pipeline.saver_available("avif"):
             remembered_hit(remembering, NEGOTIATED, HTTP_ACCEPT=accept)
     accept = ACCEPTS[accept_name]
     expected = ask(looking_up, NEGOTIATED, HTTP_ACCEPT=accept)
@@ -206,6 +207,36 @@ def test_a_negotiated_url_is_remembered_per_format_class(
         }[accept_name]
     )
     assert len(remembering.hits) == 1  # one path, one entry
+
+
+#: Accept headers an animated source's negotiated URL answers differently.
+ANIMATED_ACCEPTS = {
+    "avif and webp": ("image/avif,image/webp,*/*", "image/webp"),
+    "avif alone": ("image/avif,*/*", "image/gif"),
+    "neither": ("*/*", "image/gif"),
+}
+
+
+@pytest.mark.parametrize("first", sorted(ANIMATED_ACCEPTS))
+def test_an_animated_source_is_never_remembered_as_avif(
+    remembering: Thumbnailer, looking_up: Thumbnailer, monkeypatch: pytest.MonkeyPatch, first: str
+) -> None:
+    """A GIF's negotiated URL: WebP or GIF by Accept, each class its own entry."""
+    path = "/rs:fit:100:100/plain/photos/anim.gif"
+    order = [first, *(name for name in sorted(ANIMATED_ACCEPTS) if name != first)]
+    for name in order:
+        remembered_hit(remembering, path, HTTP_ACCEPT=ANIMATED_ACCEPTS[name][0])
+    full_path_refused(remembering, monkeypatch)
+    for name in order:
+        accept, content_type = ANIMATED_ACCEPTS[name]
+        expected = ask(looking_up, path, HTTP_ACCEPT=accept)
+        answer = ask(remembering, path, HTTP_ACCEPT=accept)
+        assert (answer.status, answer.headers, answer.body) == (
+            expected.status,
+            expected.headers,
+            expected.body,
+        )
+        assert header(answer, "Content-Type") == content_type
 
 
 def test_a_result_too_big_to_hold_is_remembered_and_sent_from_disk(

@@ -92,6 +92,7 @@ def source_dir(tmp_path: Path) -> Path:
     (root / "photos").mkdir(parents=True)
     (root / "photos" / "landscape.jpg").write_bytes(images.jpeg(640, 480))
     (root / "photos" / "alpha.png").write_bytes(images.png_with_alpha())
+    (root / "photos" / "anim.gif").write_bytes(images.animated_gif())
     return root
 
 
@@ -316,6 +317,28 @@ def test_negotiated_formats_are_separate_cache_objects_with_vary(
     again = get(thumbnailer, path, HTTP_ACCEPT="*/*")
     assert body_of(again) == anything.body
     assert header(again, "Vary") == "Accept"
+
+
+@pytest.mark.parametrize(
+    ("accept", "loader"),
+    [
+        ("image/avif,image/webp,*/*", "webpload_buffer"),
+        ("image/avif,*/*", "gifload_buffer"),
+        ("*/*", "gifload_buffer"),
+    ],
+)
+def test_a_negotiated_animation_is_never_avif(
+    thumbnailer: Thumbnailer, accept: str, loader: str
+) -> None:
+    """AVIF keeps one frame: a GIF's negotiated URL gets WebP or GIF, every frame."""
+    reply = get(thumbnailer, "/rs:fit:100:100/plain/photos/anim.gif", HTTP_ACCEPT=accept)
+    assert reply.status == 200
+    assert header(reply, "Vary") == "Accept"
+    image = pyvips.Image.new_from_buffer(reply.body, "", n=-1)
+    assert image.get("vips-loader") == loader
+    assert image.get("n-pages") == pyvips.Image.new_from_buffer(images.animated_gif(), "").get(
+        "n-pages"
+    )
 
 
 def test_an_explicit_format_sends_no_vary(thumbnailer: Thumbnailer) -> None:

@@ -9,7 +9,7 @@ built afresh (another ``stat``, its headers), then an ``open`` and a
 thumbnailer remembers, per raw request path, the cached file it answered
 with: its whitenoise ``StaticFile`` (headers built once) and, for a small
 file, its bytes. A URL whose format is negotiated is remembered once per
-format class its ``Accept`` header can select (AVIF, WebP, neither).
+format class of its ``Accept`` header (which of AVIF and WebP it lists).
 
 What keeps a remembered answer the same, byte for byte, as the full path's:
 
@@ -167,8 +167,9 @@ class HitCache:
 
     def __init__(self, capacity: int, classify: Callable[[str], str]) -> None:
         """``capacity``: bytes (``HIT_CACHE_BYTES``; 0 turns the map off).
-        ``classify``: an ``Accept`` header to its format class ("avif",
-        "webp" or "" for neither), as the thumbnailer negotiates."""
+        ``classify``: an ``Accept`` header to its format class (what the
+        thumbnailer's negotiation reads of it: two headers of one class get
+        the same answer to every path)."""
         self.capacity = capacity
         self.max_body = capacity // BODY_SHARE
         self.classify = classify

@@ -44,6 +44,9 @@ logger = logging.getLogger("django_oximg")
 #: Formats that can carry animation.
 ANIMATED_FORMATS = frozenset({"webp", "gif"})
 
+#: Source names that may hold an animation: never negotiated to AVIF.
+ANIMATED_SOURCE_EXTENSIONS = frozenset({".gif", ".webp"})
+
 #: Web formats a source can be served as when the client accepts neither AVIF
 #: nor WebP, by the source name's extension; anything else becomes JPEG.
 FALLBACK_FORMATS = {".png": "png", ".gif": "gif", ".jpg": "jpeg", ".jpeg": "jpeg"}
@@ -389,7 +392,7 @@ class Thumbnailer:
         fallback = FALLBACK_FORMATS.get(posixpath.splitext(name)[1].lower(), "jpeg")
         if not self.config.auto_format or options.raw or fallback in options.skip_processing:
             return fallback, False
-        return negotiate(accept, fallback), True
+        return negotiate(accept, fallback, may_be_animated(name)), True
 
     def file_answer(
         self,
@@ -707,25 +710,35 @@ def accepted_types(accept: str) -> set[str]:
     return accepted
 
 
-def negotiate(accept: str, fallback: str) -> str:
+def may_be_animated(name: str) -> bool:
+    """Whether a source's name says it may hold an animation (GIF, WebP)."""
+    return posixpath.splitext(name)[1].lower() in ANIMATED_SOURCE_EXTENSIONS
+
+
+def negotiate(accept: str, fallback: str, animated: bool = False) -> str:
     """AVIF if the client accepts it, then WebP, then ``fallback``.
 
     Only explicit ``image/avif`` / ``image/webp`` entries count (``*/*`` does
     not: every browser sends it, including ones that cannot decode AVIF).
+    A source that may be ``animated`` is never made AVIF, whose saver keeps
+    one frame: WebP if accepted, else ``fallback``. The format must be known
+    before the source is read (it is in the cache key), so the name decides,
+    as imgproxy's own format choice passes AVIF over for animations.
     """
-    return accept_class(accept) or fallback
+    for fmt in accept_class(accept).split():
+        if not (animated and fmt == "avif"):
+            return fmt
+    return fallback
 
 
 @functools.lru_cache(maxsize=ACCEPT_CLASSES_KEPT)
 def accept_class(accept: str) -> str:
-    """The format class an ``Accept`` header selects: "avif", "webp" or "" for neither.
+    """What :func:`negotiate` reads of an ``Accept`` header: "avif webp", "avif", "webp" or "".
 
-    Kept per distinct header (:func:`negotiate` says what counts): browsers
-    send a handful, and every request with a negotiated format asks.
+    The formats it lists that negotiation may choose, in order of preference.
+    Two headers of one class get the same answer to every URL, which is what
+    lets cache hits be remembered per class. Kept per distinct header:
+    browsers send a handful, and every request with a negotiated format asks.
     """
     accepted = accepted_types(accept)
-    if "image/avif" in accepted:
-        return "avif"
-    if "image/webp" in accepted:
-        return "webp"
-    return ""
+    return " ".join(fmt for fmt in ("avif", "webp") if f"image/{fmt}" in accepted)
