@@ -12,7 +12,7 @@ same pixels are encoded by Pillow with the same settings
 
 Each row: saves/s, CPU ms per save and cores kept busy, for one thread,
 two threads of one process and two processes (docs/BENCHMARKS.md,
-"Encoding on the render thread").
+"The encoder on the render thread").
 """
 
 from __future__ import annotations

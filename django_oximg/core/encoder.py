@@ -5,7 +5,7 @@ libvips' thread pool, a worker thread computing strips and a write-behind
 thread encoding them, the render thread waiting on both, a hand-off every
 16 lines. Two such renders in one process kept 1.5 of 2 cores busy where two
 processes kept 1.95, even driven from C with the GIL out of the way
-(docs/BENCHMARKS.md, "Encoding on the render thread"). When the pixels are
+(docs/BENCHMARKS.md, "The encoder on the render thread"). When the pixels are
 already in memory (a JPEG decoded by libjpeg-turbo, :mod:`.jpeg`), the
 pipeline computes the result on the render thread and hands it here:
 Pillow's encoders (libjpeg-turbo, libwebp) run on that same thread, and

@@ -3,7 +3,7 @@
 Why not libvips' own loader: pyvips-binary builds libvips against mozjpeg,
 whose decoder is slower than libjpeg-turbo 3 on the same bytes (a 2000x1333
 photo decoded at 1/4: 9.8 against 8.8 ms of CPU; a 7360x4912 one at 1/8:
-108 against 102 ms; docs/benchmarks/hits-and-cold-start.md), and decoding
+108 against 102 ms; docs/BENCHMARKS.md), and decoding
 is most of a JPEG thumbnail's cost. Pillow's wheels carry libjpeg-turbo, the
 encoder (:mod:`django_oximg.core.encoder`) needs Pillow anyway, and it
 releases the GIL while it decodes, so the executor's render threads still
