@@ -53,6 +53,7 @@ from django_oximg.core.errors import InvalidOptions
 from django_oximg.core.geometry import QUARTER_TURN_ORIENTATIONS, plan_geometry
 from django_oximg.core.info import DEFAULT_BLURHASH, INFO_PREFIX
 from django_oximg.core.options import (
+    ANY_URL,
     FORMAT_NAMES,
     Options,
     build_path,
@@ -242,10 +243,9 @@ def make_thumbnail(
         effective = effective_options(request.prefix, options, PLACEHOLDER_SOURCE, settings.PRESETS)
     version = url_version(meta.version, effective, source_string)
     options = replace(options, cachebuster=version)
-    effective = replace(effective, cachebuster=version)
     path = request.prefix + build_path(options, source_string, encode=encoding_for(source_string))
     if settings.ONLY_PRESETS:
-        path = presets_only_path(kwargs, effective, source_string)
+        path = presets_only_path(kwargs, replace(effective, cachebuster=version), source_string)
     check_servable(path, effective, settings)
     plan = plan_geometry(
         meta.width,
@@ -282,8 +282,11 @@ def check_servable(path: str, effective: Options, settings: conf.OximgSettings) 
         raise ThumbnailError(f"{name}: the tags cannot know the size it makes")
     if effective.watermark.opacity and not settings.WATERMARK:
         raise ThumbnailError("watermark: set OXIMG['WATERMARK'] to the image to lay")
+    rules = runtime.url_rules(settings)
+    if rules == ANY_URL:
+        return  # the path without its cachebuster was parsed as the server parses it
     try:
-        parse_path(path, settings.PRESETS, runtime.url_rules(settings))
+        parse_path(path, settings.PRESETS, rules)
     except InvalidOptions as exc:
         raise ThumbnailError(f"the server would refuse this URL: {exc.public}") from exc
 
@@ -456,7 +459,9 @@ def url_version(source_version: str, effective: Options, source: str) -> str:
     as ``pr:name``). Unchanged, it stays the same across processes and
     deploys, so caches stay warm.
     """
-    canonical = build_path(replace(effective, cachebuster=""), source)
+    if effective.cachebuster:
+        effective = replace(effective, cachebuster="")
+    canonical = build_path(effective, source)
     text = "\n".join((source_version, runtime.get_output_fingerprint(), canonical))
     return hashlib.sha256(text.encode()).hexdigest()[:URL_VERSION_LENGTH]
 
