@@ -47,7 +47,7 @@ CASES = {
     )
 }
 
-#: The cases the brief puts first (and `--quick` runs).
+#: The cases most sites serve most (and `--quick` runs): a photo fitted as JPEG.
 PRIORITY_CASES = ("medium-jpeg", "large-jpeg")
 
 

@@ -567,7 +567,7 @@ def test_bad_source_bytes_are_refused_and_nothing_is_cached(
 
 
 @pytest.mark.parametrize(("name", "data"), [("random", RANDOM), ("empty", b"")])
-def test_undecodable_bytes_get_422_as_bad_inputs_asks(
+def test_undecodable_bytes_get_422(
     thumbnailer: Thumbnailer, source_dir: Path, name: str, data: bytes
 ) -> None:
     (source_dir / f"{name}.jpg").write_bytes(data)
