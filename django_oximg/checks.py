@@ -258,8 +258,6 @@ def check_serving(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMe
     name = getattr(django_settings, "WSGI_APPLICATION", None)
     if not name:
         return []
-    from django.utils.module_loading import import_string
-
     try:
         application = import_string(name)
     except Exception:  # the project's own module: whatever it raises, nothing can be told

@@ -44,8 +44,6 @@ from jinja2.ext import Extension
 from jinja2.lexer import Token, TokenStream
 from markupsafe import Markup
 
-from django_oximg import conf
-from django_oximg.arguments import check_arguments
 from django_oximg.responsive import MODERN_FORMATS, Srcset
 from django_oximg.templatetags import oximg as tags
 from django_oximg.thumbnails import Thumbnail, ThumbnailError
@@ -112,9 +110,6 @@ CLOSING = frozenset({"rparen", "rbracket", "rbrace"})
 LITERAL_TYPES = frozenset({"string", "integer", "float"})
 CONSTANTS = {"True": True, "true": True, "False": False, "false": False, "None": None, "none": None}
 
-#: Marks an argument whose value is not a literal.
-NOT_LITERAL = object()
-
 
 class OximgExtension(Extension):
     """Installs :data:`GLOBALS` and :data:`FILTERS`; checks literal arguments at compile time."""
@@ -163,15 +158,15 @@ def call_arguments(tokens: list[Token], start: int) -> Iterator[list[Token]]:
 
 
 def literal(tokens: list[Token]) -> Any:
-    """The value of an argument written as one literal, else :data:`NOT_LITERAL`."""
+    """The value of an argument written as one literal, else ``VARIABLE``."""
     if len(tokens) != 1:
-        return NOT_LITERAL
+        return tags.VARIABLE
     token = tokens[0]
     if token.type in LITERAL_TYPES:
         return token.value
     if token.type == "name" and token.value in CONSTANTS:
         return CONSTANTS[token.value]
-    return NOT_LITERAL
+    return tags.VARIABLE
 
 
 def check_call(name: str, tokens: list[Token], start: int, stream: TokenStream) -> None:
@@ -183,19 +178,9 @@ def check_call(name: str, tokens: list[Token], start: int, stream: TokenStream) 
             keywords[argument[0].value] = literal(argument[2:])
         elif not keywords:
             positional.append(literal(argument))
-    extra = EXTRA_KEYWORDS[name]
     geometry = positional[1] if len(positional) > 1 else ""
-    names = set(keywords) - extra
-    literals = {
-        key: value for key, value in keywords.items() if key in names and value is not NOT_LITERAL
-    }
     try:
-        check_arguments(
-            None if geometry is NOT_LITERAL else str(geometry),
-            names,
-            literals,
-            conf.get_settings().PRESETS,
-        )
+        tags.check_written(geometry, keywords, EXTRA_KEYWORDS[name])
     except ThumbnailError as exc:
         raise TemplateSyntaxError(
             f"{name}(): {exc}", tokens[start - 2].lineno, stream.name, stream.filename

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from django_oximg.arguments import ThumbnailError
+from django_oximg.arguments import ThumbnailError, output_format
 from django_oximg.arguments import crop_gravity as tag_crop_gravity
 from django_oximg.core.options import FORMAT_NAMES
 
@@ -475,10 +475,10 @@ def _number(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
-def crop_is_supported(value: Any) -> bool:
-    """Whether the tag takes ``value`` as its crop (the tag's own parser says)."""
+def tag_takes(parse: Callable[[Any], object], value: Any) -> bool:
+    """Whether the tag takes ``value`` (its own parser, ``parse``, says)."""
     try:
-        tag_crop_gravity(value)
+        parse(value)
     except ThumbnailError:
         return False
     return True
@@ -512,11 +512,11 @@ def _merge(parts: Iterable[_Part]) -> dict[str, Any]:
 def sorl_option(name: str, value: Any, text: str) -> _Part:
     """sorl-thumbnail's ``name=value`` (tag keyword or get_thumbnail() argument)."""
     if name == "crop":
-        if value is VARIABLE or crop_is_supported(value):
+        if value is VARIABLE or tag_takes(tag_crop_gravity, value):
             return _Part("crop", text, {"crop": value})
         return _Part("crop by pixels", text)
     if name == "format":
-        if value is VARIABLE or str(value).lower() in {*FORMAT_NAMES, "auto"}:
+        if value is VARIABLE or tag_takes(output_format, value):
             return _Part("format", text, {"format": value})
         return _Part("other format", text)
     if name in ("upscale", "quality", "blur", "padding", "padding_color"):
@@ -567,7 +567,7 @@ def easy_option(name: str, value: Any, text: str, *, flag: bool = False) -> _Par
             if edges is None:
                 return _Part("crop with offsets", text)
             return _Part("crop to edges", text, {"crop": edges})
-        if crop_is_supported(crop) and crop_gravity(crop) == "ce":
+        if tag_takes(tag_crop_gravity, crop) and crop_gravity(crop) == "ce":
             return _Part("crop", text, {"crop": crop})
         return _Part("crop with a word", text, {"crop": "center"})
     if name == "upscale":

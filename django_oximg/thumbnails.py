@@ -217,10 +217,10 @@ def thumbnail_for(
     prefix = url_prefix()
     arguments = arguments_key(geometry, kwargs)
     if arguments is None:
-        return make_thumbnail(source_string, geometry, kwargs, meta, prefix)
+        return make_thumbnail(source_string, geometry, kwargs, arguments, meta, prefix)
     return _thumbnails.get(
         (source_string, meta, prefix, arguments),
-        lambda: make_thumbnail(source_string, geometry, kwargs, meta, prefix),
+        lambda: make_thumbnail(source_string, geometry, kwargs, arguments, meta, prefix),
     )
 
 
@@ -228,24 +228,25 @@ def make_thumbnail(
     source_string: str,
     geometry: str,
     kwargs: dict[str, Any],
+    arguments: ArgumentsKey | None,
     meta: SourceMetadata,
     url_prefix: str,
 ) -> Thumbnail:
     """The signed URL and the size, computed (see :func:`thumbnail_for`)."""
     settings = conf.get_settings()
-    request = url_request(source_string, geometry, kwargs)
+    request = url_request(source_string, geometry, kwargs, arguments)
     options, effective = request.options, request.effective
     # An ONLY_PRESETS URL carries no size of the tag's: the presets' arithmetic stays.
     arithmetic = "imgproxy" if settings.ONLY_PRESETS else sizing(kwargs.get("sizing"))
     exact = exact_size_options(arithmetic, meta.width, meta.height, meta.orientation, effective)
     if exact is not None:
         options = replace(options, **exact)
-        effective = effective_options(request.prefix, options, PLACEHOLDER_SOURCE, settings.PRESETS)
+        effective = effective_options(request.prefix, options, settings.PRESETS)
     version = url_version(meta.version, effective, source_string)
     options = replace(options, cachebuster=version)
     path = request.prefix + build_path(options, source_string, encode=encoding_for(source_string))
     if settings.ONLY_PRESETS:
-        path = presets_only_path(kwargs, replace(effective, cachebuster=version), source_string)
+        path = presets_only_path(kwargs, effective.format, source_string)
     check_servable(path, effective, settings)
     plan = plan_geometry(
         meta.width,
@@ -301,7 +302,7 @@ def hint_pins(settings: conf.OximgSettings) -> str:
     return "/dpr:1/w:0" if settings.CLIENT_HINTS else ""
 
 
-def presets_only_path(kwargs: dict[str, Any], effective: Options, source: str) -> str:
+def presets_only_path(kwargs: dict[str, Any], fmt: str, source: str) -> str:
     """``ONLY_PRESETS``: the URL is the tag's presets, the source and the format, no more.
 
     There is no room for the version token (``cb``): a replaced source
@@ -310,7 +311,7 @@ def presets_only_path(kwargs: dict[str, Any], effective: Options, source: str) -
     extra = set(kwargs) - {"preset", "format", "sizing"}
     if not kwargs.get("preset") or extra:
         raise ThumbnailError("ONLY_PRESETS: the tags take a preset (and a format) only")
-    tail = build_path(Options(format=effective.format), source, encode=encoding_for(source))
+    tail = build_path(Options(format=fmt), source, encode=encoding_for(source))
     return f"/{kwargs['preset']}{tail}"
 
 
@@ -396,15 +397,17 @@ def arguments_key(geometry: str, kwargs: Mapping[str, Any]) -> ArgumentsKey | No
     return key
 
 
-def url_request(source: str, geometry: str, kwargs: dict[str, Any]) -> UrlRequest:
+def url_request(
+    source: str, geometry: str, kwargs: dict[str, Any], arguments: ArgumentsKey | None
+) -> UrlRequest:
     """What the tag's arguments ask of ``source`` (computed once per arguments).
 
-    The answer does not depend on the source's name, only on the format to
-    keep when neither the tag nor a preset names one: the source's own, by
-    its extension ("" when the tag asked for "auto", which negotiates).
+    ``arguments`` is their :func:`arguments_key`. The answer does not depend
+    on the source's name, only on the format to keep when neither the tag
+    nor a preset names one: the source's own, by its extension ("" when the
+    tag asked for "auto", which negotiates).
     """
     fallback = "" if kwargs.get("format") else source_format(source)
-    arguments = arguments_key(geometry, kwargs)
     if arguments is None:
         return _url_request(geometry, kwargs, fallback)
     return _url_requests.get(
@@ -417,10 +420,10 @@ def _url_request(geometry: str, kwargs: dict[str, Any], fallback_format: str) ->
     options = tag_options(geometry, kwargs)
     prefix = hint_pins(settings) + option_prefix(kwargs)
     presets = settings.PRESETS
-    effective = effective_options(prefix, options, PLACEHOLDER_SOURCE, presets)
+    effective = effective_options(prefix, options, presets)
     if not effective.format and fallback_format:
         options = replace(options, format=fallback_format)
-        effective = effective_options(prefix, options, PLACEHOLDER_SOURCE, presets)
+        effective = effective_options(prefix, options, presets)
     return UrlRequest(prefix, options, replace(effective, cachebuster=""))
 
 
@@ -436,15 +439,13 @@ def option_prefix(kwargs: dict[str, Any]) -> str:
     return "".join(f"/{segment}" for segment in segments)
 
 
-def effective_options(
-    prefix: str, options: Options, source: str, presets: Mapping[str, str]
-) -> Options:
+def effective_options(prefix: str, options: Options, presets: Mapping[str, str]) -> Options:
     """The options a server will apply for the URL of ``options`` after ``prefix``.
 
     The path is parsed back exactly as the server will parse it, so the size
     is computed from what will be served, presets and raw options included.
     """
-    path = prefix + build_path(options, source, encode=encoding_for(source))
+    path = prefix + build_path(options, PLACEHOLDER_SOURCE)
     return parse_path(path, presets).options
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -94,6 +94,9 @@ CONSTANTS = {"True": True, "False": False, "None": None}
 #: Keywords of the responsive tags besides the thumbnail's, and of ``picture``.
 SRCSET_KEYWORDS = frozenset({"widths"})
 PICTURE_KEYWORDS = frozenset({"widths", "sizes", "formats", "placeholder", *IMG_ATTRIBUTES})
+
+#: Marks a written argument whose value a variable gives (checked when the tag renders).
+VARIABLE = object()
 
 Built = TypeVar("Built")
 Fallback = TypeVar("Fallback")
@@ -218,25 +221,36 @@ def parse_arguments(parser: Parser, token: Token, extra: Iterable[str] = ()) -> 
 
 def check_literals(arguments: Arguments, extra: frozenset[str]) -> None:
     """Raise ``TemplateSyntaxError`` for what the literal arguments already get wrong."""
-    literals = {
-        name: literal_value(value)
-        for name, value in arguments.kwargs.items()
-        if is_literal(value) and name not in extra
-    }
-    geometry = literal_value(arguments.geometry) if is_literal(arguments.geometry) else None
-    names = set(arguments.kwargs) - extra
+    written = {name: written_value(value) for name, value in arguments.kwargs.items()}
+    geometry = written_value(arguments.geometry)
     try:
-        check_arguments(
-            None if geometry is None else str(geometry),
-            names,
-            literals,
-            conf.get_settings().PRESETS,
-        )
-        widths = arguments.kwargs.get("widths")
-        if "widths" in extra and widths is not None and is_literal(widths):
-            widths_of(literal_value(widths))
+        # A None geometry is left for the render to check.
+        check_written(VARIABLE if geometry is None else geometry, written, extra)
+        widths = written.get("widths", VARIABLE)
+        if "widths" in extra and widths is not VARIABLE:
+            widths_of(widths)
     except ThumbnailError as exc:
         raise template.TemplateSyntaxError(f"{arguments.tag_name}: {exc}") from None
+
+
+def check_written(geometry: Any, keywords: Mapping[str, Any], extra: frozenset[str]) -> None:
+    """:func:`~django_oximg.arguments.check_arguments` for a call as written.
+
+    ``geometry`` and the ``keywords``' values are literals, or
+    :data:`VARIABLE`; ``extra`` are the keywords that are not the
+    thumbnail's own. The Django tags and the Jinja2 extension both check
+    their templates with it.
+    """
+    names = set(keywords) - extra
+    literals = {
+        name: value for name, value in keywords.items() if name in names and value is not VARIABLE
+    }
+    check_arguments(
+        None if geometry is VARIABLE else str(geometry),
+        names,
+        literals,
+        conf.get_settings().PRESETS,
+    )
 
 
 def is_literal(expression: FilterExpression) -> bool:
@@ -249,7 +263,10 @@ def is_literal(expression: FilterExpression) -> bool:
     return var.literal is not None or var.var in CONSTANTS
 
 
-def literal_value(expression: FilterExpression) -> Any:
+def written_value(expression: FilterExpression) -> Any:
+    """The value of a literal, or :data:`VARIABLE`."""
+    if not is_literal(expression):
+        return VARIABLE
     var = expression.var
     if not isinstance(var, Variable):
         return var

@@ -255,16 +255,16 @@ class Command(BaseCommand):
         storage = storages[conf.get_settings().SOURCE_STORAGE]
         names, made = page_sources(storage, options["source"])
         found, notes = pages.contenders(options["compare"])
+
+        def forget() -> None:
+            for name in names:
+                forget_source_metadata(name)
+
         results = []
         try:
             for contender in found:
                 own = contender == "django-oximg"
                 template = pages.template_for(contender, options["template"] if own else None)
-
-                def forget() -> None:
-                    for name in names:
-                        forget_source_metadata(name)
-
                 sources = pages.field_files(storage, names)
                 results.append(
                     pages.measure(
