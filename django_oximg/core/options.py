@@ -452,14 +452,26 @@ def _apply_dpr(draft: Draft, args: list[str]) -> None:
     draft["dpr"] = _real("dpr", _single("dpr", args), 0.0, MAX_DPR, above_low=True)
 
 
-def _apply_extend(draft: Draft, args: list[str]) -> None:
-    """``ex:%extend:%gravity...``; smart gravity is not allowed here."""
-    if len(args) > 4:
-        raise _invalid("extend", ":".join(args), "too many arguments")
-    draft["extend"] = _boolean("extend", args[0])
-    if len(args) > 1:
-        current = draft["extend_gravity"] or Gravity()
-        draft["extend_gravity"] = _gravity("extend gravity", args[1:], current, allow_smart=False)
+def _extend_handler(field_name: str) -> Handler:
+    """``%extend:%gravity...`` into ``field_name`` and its ``_gravity`` field
+    (``extend`` and ``extend_aspect_ratio``); smart gravity is not allowed here."""
+    gravity_field = f"{field_name}_gravity"
+
+    def handler(draft: Draft, args: list[str]) -> None:
+        if len(args) > 4:
+            raise _invalid(field_name, ":".join(args), "too many arguments")
+        draft[field_name] = _boolean(field_name, args[0])
+        if len(args) > 1:
+            current = draft[gravity_field] or Gravity()
+            draft[gravity_field] = _gravity(
+                f"{field_name} gravity", args[1:], current, allow_smart=False
+            )
+
+    return handler
+
+
+#: ``ex:%extend:%gravity...``
+_apply_extend = _extend_handler("extend")
 
 
 def _apply_gravity(draft: Draft, args: list[str]) -> None:
@@ -545,15 +557,6 @@ def _apply_cachebuster(draft: Draft, args: list[str]) -> None:
     draft["cachebuster"] = _single("cachebuster", args)
 
 
-def _apply_expires(draft: Draft, args: list[str]) -> None:
-    """``exp:%timestamp``: stored only; the thumbnailer compares it with its clock."""
-    draft["expires"] = _integer("expires", _single("expires", args), 0, 10**18)
-
-
-def _apply_max_bytes(draft: Draft, args: list[str]) -> None:
-    draft["max_bytes"] = _integer("max_bytes", _single("max_bytes", args), 0, 10**18)
-
-
 def _apply_zoom(draft: Draft, args: list[str]) -> None:
     """``z:%zoom_x_y`` or ``z:%zoom_x:%zoom_y``: multiply the requested box."""
     if len(args) > 2:
@@ -561,18 +564,6 @@ def _apply_zoom(draft: Draft, args: list[str]) -> None:
     width = _real("zoom", args[0], 0.0, MAX_ZOOM, above_low=True)
     height = _real("zoom", args[1], 0.0, MAX_ZOOM, above_low=True) if len(args) > 1 else width
     draft["zoom_width"], draft["zoom_height"] = width, height
-
-
-def _apply_extend_aspect_ratio(draft: Draft, args: list[str]) -> None:
-    """``exar:%extend:%gravity...``: as ``extend``, to the box's aspect ratio only."""
-    if len(args) > 4:
-        raise _invalid("extend_aspect_ratio", ":".join(args), "too many arguments")
-    draft["extend_aspect_ratio"] = _boolean("extend_aspect_ratio", args[0])
-    if len(args) > 1:
-        current = draft["extend_aspect_ratio_gravity"] or Gravity()
-        draft["extend_aspect_ratio_gravity"] = _gravity(
-            "extend_aspect_ratio gravity", args[1:], current, allow_smart=False
-        )
 
 
 def _apply_trim(draft: Draft, args: list[str]) -> None:
@@ -649,6 +640,8 @@ def _resolution_handler(field_name: str) -> Handler:
 
 
 def _count_handler(field_name: str) -> Handler:
+    """A whole number from 0 up (a count, a size in bytes, a timestamp)."""
+
     def handler(draft: Draft, args: list[str]) -> None:
         draft[field_name] = _integer(field_name, _single(field_name, args), 0, 10**18)
 
@@ -695,10 +688,11 @@ def _handler_table() -> dict[str, Handler]:
         ),
         (("auto_rotate", "ar"), _boolean_handler("auto_rotate", "auto_rotate")),
         (("cachebuster", "cb"), _apply_cachebuster),
-        (("expires", "exp"), _apply_expires),
-        (("max_bytes", "mb"), _apply_max_bytes),
+        # ``exp:%timestamp``: stored only; the thumbnailer compares it with its clock.
+        (("expires", "exp"), _count_handler("expires")),
+        (("max_bytes", "mb"), _count_handler("max_bytes")),
         (("zoom", "z"), _apply_zoom),
-        (("extend_aspect_ratio", "extend_ar", "exar"), _apply_extend_aspect_ratio),
+        (("extend_aspect_ratio", "extend_ar", "exar"), _extend_handler("extend_aspect_ratio")),
         (("trim", "t"), _apply_trim),
         (("pixelate", "pix"), _apply_pixelate),
         (("watermark", "wm"), _apply_watermark),

@@ -114,18 +114,11 @@ def load_thumbnail(data: bytes, plan: Plan, settings: RenderSettings) -> Loaded:
         )
         return Loaded(image, False)
     if info.format == "jpeg":
-        upright_w, upright_h = upright_size(info, options)
-        shrink = jpeg_shrink(upright_w, upright_h, width, height, settings.jpeg_shrink_margin)
-        if settings.jpeg_decoder == "libjpeg-turbo":
-            decoded = turbo_decoded(data, shrink, info, options)
-            if decoded is not None:
-                turn = info.orientation if options.auto_rotate else 1
-                return Loaded(resize_decoded(decoded, width, height, turn), True)
-        if shrink > jpeg_shrink(upright_w, upright_h, width, height, LIBVIPS_SHRINK_MARGIN):
-            decoded = pyvips.Image.jpegload_source(
-                memory_source(data), shrink=shrink, access="sequential", fail_on="truncated"
-            )
-            image = decoded.thumbnail_image(
+        shrink, decoded = scaled_jpeg(data, plan, settings, settings.jpeg_shrink_margin)
+        if decoded is not None:
+            return Loaded(resize_decoded(decoded, width, height, applied_orientation(plan)), True)
+        if shrink > dct_shrink(plan, LIBVIPS_SHRINK_MARGIN):
+            image = libvips_jpeg(data, shrink).thumbnail_image(
                 width, height=height, size="force", no_rotate=not options.auto_rotate
             )
             return Loaded(image, False)
@@ -155,17 +148,11 @@ def load_supersampled(data: bytes, plan: Plan, settings: RenderSettings) -> Load
     width, height = plan.load_size
     info, options = plan.source, plan.options
     if info.format == "jpeg":
-        upright_w, upright_h = upright_size(info, options)
         margin = max(settings.jpeg_shrink_margin, HIGH_QUALITY_MARGIN)
-        shrink = jpeg_shrink(upright_w, upright_h, width, height, margin)
-        if settings.jpeg_decoder == "libjpeg-turbo":
-            decoded = turbo_decoded(data, shrink, info, options)
-            if decoded is not None:
-                turn = info.orientation if options.auto_rotate else 1
-                return Loaded(decoded if turn == 1 else decoded.autorot(), True)
-        decoded = pyvips.Image.jpegload_source(
-            memory_source(data), shrink=shrink, access="sequential", fail_on="truncated"
-        )
+        shrink, decoded = scaled_jpeg(data, plan, settings, margin)
+        if decoded is not None:
+            return Loaded(decoded if applied_orientation(plan) == 1 else decoded.autorot(), True)
+        decoded = libvips_jpeg(data, shrink)
         turned = options.auto_rotate and info.orientation >= 5
         size = (decoded.height, decoded.width) if turned else (decoded.width, decoded.height)
         image = decoded.thumbnail_image(
@@ -182,6 +169,39 @@ def load_supersampled(data: bytes, plan: Plan, settings: RenderSettings) -> Load
         option_string=loader_options(plan.animated),
     )
     return Loaded(image, False)
+
+
+def dct_shrink(plan: Plan, margin: float) -> int:
+    """The DCT scale of :func:`jpeg_shrink` for ``plan``'s upright source and load size."""
+    width, height = plan.load_size
+    return jpeg_shrink(*upright_size(plan.source, plan.options), width, height, margin)
+
+
+def applied_orientation(plan: Plan) -> int:
+    """The EXIF orientation the load applies: the source's, or 1 (none) without ``auto_rotate``."""
+    return plan.source.orientation if plan.options.auto_rotate else 1
+
+
+def scaled_jpeg(
+    data: bytes, plan: Plan, settings: RenderSettings, margin: float
+) -> tuple[int, Image | None]:
+    """The DCT scale leaving ``margin`` x the load size, and libjpeg-turbo's decode at it.
+
+    The decode (not yet upright, nor resized) is None when libvips is to
+    decode: ``settings.jpeg_decoder`` "libvips", or :func:`turbo_decoded`
+    declined.
+    """
+    shrink = dct_shrink(plan, margin)
+    if settings.jpeg_decoder != "libjpeg-turbo":
+        return shrink, None
+    return shrink, turbo_decoded(data, shrink, plan.source, plan.options)
+
+
+def libvips_jpeg(data: bytes, shrink: int) -> Image:
+    """libvips' decode at 1/``shrink``, streamed (not yet upright, CMYK not yet imported)."""
+    return pyvips.Image.jpegload_source(
+        memory_source(data), shrink=shrink, access="sequential", fail_on="truncated"
+    )
 
 
 def resize_decoded(image: Image, width: int, height: int, orientation: int) -> Image:

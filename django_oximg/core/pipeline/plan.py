@@ -66,8 +66,6 @@ class RenderSettings:
     max_result_dimension: int = defaults.MAX_RESULT_DIMENSION
     #: More frames than this and only the first frame is used.
     max_animation_frames: int = defaults.MAX_ANIMATION_FRAMES
-    #: libvips AVIF encoder effort (0 fastest .. 9 slowest); see docs/pipeline.md.
-    avif_effort: int = 2
     #: JPEG sources decode at the smallest DCT scale that still leaves this
     #: many times the target size for the final resize.
     jpeg_shrink_margin: float = defaults.JPEG_SHRINK_MARGIN
