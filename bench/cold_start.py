@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import re
 import socket
 import statistics
@@ -103,22 +102,10 @@ def spawned(
         servers.stop(process)
 
 
-def oximg_env(media: Path, package_root: Path | None = None) -> dict[str, str]:
-    """The servers' environment; ``package_root`` holds another django_oximg, put first."""
-    path = [str(package_root)] if package_root else []
-    return dict(
-        os.environ,
-        DJANGO_SETTINGS_MODULE="bench.bench_settings",
-        OXIMG_BENCH_MEDIA_ROOT=str(media),
-        OXIMG_BENCH_OVERRIDES="{}",
-        PYTHONPATH=os.pathsep.join([*path, str(ROOT)]),
-    )
-
-
 def sample_oximg(app: str, media: Path, tag: str, package_root: Path | None = None) -> float:
     port = servers.free_port()
     path = oximg_url(CASES["medium-jpeg"], 500, tag)
-    env = oximg_env(media, package_root)
+    env = servers.oximg_env(media, package_root)
     started = time.perf_counter()
     # ``python -m gunicorn`` puts its working directory first on sys.path.
     with spawned(oximg_command(app, port), env, package_root or ROOT) as process:
@@ -128,7 +115,7 @@ def sample_oximg(app: str, media: Path, tag: str, package_root: Path | None = No
 def sample_hello(media: Path) -> float:
     port = servers.free_port()
     started = time.perf_counter()
-    with spawned(oximg_command("hello", port), oximg_env(media)) as process:
+    with spawned(oximg_command("hello", port), servers.oximg_env(media)) as process:
         return first_answer(port, "/", started, process)
 
 
@@ -196,17 +183,17 @@ assert statuses[0].startswith("200"), statuses
 print("TIMES", imported - started, answered - imported, file=sys.stderr)
 """
 
-IMPORT_LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
+IMPORT_LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \| *(\S+)")
 
 
 def import_costs(
     app: str, media: Path, package_root: Path | None = None
-) -> tuple[list[tuple[str, float]], float, float, list[str]]:
-    """(the costliest imports as (name, ms cumulative), import ms, first request ms, modules)."""
+) -> tuple[list[tuple[str, float]], float, float]:
+    """(the costliest imports as (name, ms cumulative), import ms, first request ms)."""
     path = oximg_url(CASES["medium-jpeg"], 500, f"imports{time.time_ns()}")
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", FIRST_REQUEST, app, path],
-        env=oximg_env(media, package_root),
+        env=servers.oximg_env(media, package_root),
         cwd=package_root or ROOT,
         capture_output=True,
         text=True,
@@ -216,15 +203,15 @@ def import_costs(
     for line in done.stderr.splitlines():
         match = IMPORT_LINE.match(line)
         if match:
-            rows.append((match[4], int(match[2]) / 1000, len(match[3]) // 2))
+            rows.append((match[3], int(match[2]) / 1000))
     [times] = [line for line in done.stderr.splitlines() if line.startswith("TIMES ")]
     imported, answered = (float(t) * 1000 for t in times.split()[1:])
-    return costliest(rows), imported, answered, [name for name, _, _ in rows]
+    return costliest(rows), imported, answered
 
 
 #: Modules whose import cost is listed: each line is the cumulative time of
 #: the module's first import, whoever imported it (nested imports included,
-#: so lines overlap: numpy is inside simplejpeg, which is inside the pipeline).
+#: so lines overlap: pyvips and PIL.Image are inside the pipeline).
 MODULES = (
     "django_oximg.wsgi",
     "django.core.wsgi",
@@ -245,10 +232,10 @@ MODULES = (
 )
 
 
-def costliest(rows: list[tuple[str, float, int]]) -> list[tuple[str, float]]:
+def costliest(rows: list[tuple[str, float]]) -> list[tuple[str, float]]:
     """(module, cumulative ms) for each of :data:`MODULES` that was imported."""
     first = {}
-    for name, cumulative, _depth in rows:
+    for name, cumulative in rows:
         first.setdefault(name, cumulative)
     return [(name, first[name]) for name in MODULES if name in first]
 
@@ -269,7 +256,7 @@ def print_imports(app: str, runs: int, before: str | None) -> None:
 
 
 def print_import_costs(
-    title: str, results: list[tuple[list[tuple[str, float]], float, float, list[str]]]
+    title: str, results: list[tuple[list[tuple[str, float]], float, float]]
 ) -> None:
     """Medians of :func:`import_costs` over fresh interpreters."""
     print(f"{title}, {len(results)} fresh interpreters, medians (ms; -X importtime inflates them)")

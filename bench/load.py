@@ -60,8 +60,6 @@ from bench.driver import (  # noqa: E402
     wrk_available,
 )
 
-PEERS_PYTHON = ROOT / "bench" / "peers" / ".venv-django-peers" / "bin" / "python"
-
 #: Figures summarised per point (median, min, max over runs).
 FIGURES = (
     "rps",
@@ -198,7 +196,7 @@ def measure_inprocess(
 
 def measure_peer(contender: str, case: Case, images: Path, seconds: float) -> dict[str, Any]:
     command = [
-        str(PEERS_PYTHON),
+        str(servers.PEERS_PYTHON),
         str(ROOT / "bench" / "peers" / "django_peers.py"),
         "--contender",
         contender,
@@ -321,7 +319,7 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
     cases = [CASES[name] for name in args.cases]
     points: dict[tuple[str, str, str, int], Point] = {}
     wanted = args.contenders
-    peers_ok = PEERS_PYTHON.exists()
+    peers_ok = servers.PEERS_PYTHON.exists()
     if not peers_ok and set(PEER_CONTENDERS) & set(wanted):
         notes.append("sorl/easy not installed (bash bench/peers/setup_django_peers.sh): skipped")
 

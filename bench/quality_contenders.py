@@ -40,7 +40,6 @@ from django_oximg.core.options import Crop, Options
 from django_oximg.core.pipeline.load import jpeg_shrink
 
 ROOT = Path(__file__).resolve().parent.parent
-PEERS_PYTHON = ROOT / "bench" / "peers" / ".venv-django-peers" / "bin" / "python"
 
 KEEP_NONE = int(pyvips.enums.ForeignKeep.NONE)
 
@@ -420,7 +419,7 @@ def peer_outputs(
     """sorl-thumbnail's or easy-thumbnails' thumbnail of ``source`` at each quality."""
     with tempfile.TemporaryDirectory(prefix=f"{contender}-emit-") as out:
         command = [
-            str(PEERS_PYTHON),
+            str(servers.PEERS_PYTHON),
             str(ROOT / "bench" / "peers" / "django_peers.py"),
             "--contender",
             contender,
@@ -454,4 +453,4 @@ def photo_paths(directory: Path, only: str = "") -> list[Path]:
 
 
 def peers_available() -> bool:
-    return PEERS_PYTHON.exists()
+    return servers.PEERS_PYTHON.exists()

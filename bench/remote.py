@@ -33,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.driver import rss_mib  # noqa: E402
 from tests.servers import Server, gunicorn, imgproxy_url, request  # noqa: E402
 from tests.upstream import ImageServer, image_server  # noqa: E402
 
@@ -40,13 +41,6 @@ MIB = 1024 * 1024
 
 #: Samples of /health and of a cached thumbnail, each.
 SAMPLES = 50
-
-
-def rss(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise KeyError("VmRSS")
 
 
 def large_jpeg(target: int) -> bytes:
@@ -104,13 +98,13 @@ def run_downloads(args: argparse.Namespace) -> None:
     ):
         [pid] = server.worker_pids()
         warm = request(thumbnail(server, upstream, "warm-up", 100), timeout=300)
-        base = rss(pid)
-        samples: list[int] = []
+        base = rss_mib(pid)
+        samples: list[float] = []
         done = threading.Event()
 
         def sample() -> None:
             while not done.is_set():
-                samples.append(rss(pid))
+                samples.append(rss_mib(pid))
                 done.wait(0.02)
 
         sampler = threading.Thread(target=sample, daemon=True)
@@ -134,8 +128,8 @@ def run_downloads(args: argparse.Namespace) -> None:
         f"MEMORY_BUDGET {args.budget_mib} MiB, WORKERS 2, SOURCE_READS 4 (default), {elapsed:.1f} s"
     )
     print(
-        f"worker RSS: base {base / MIB:.0f} MiB, peak {peak / MIB:.0f} MiB, "
-        f"peak - base {(peak - base) / MIB:.0f} MiB (target <= {args.budget_mib + 100}); "
+        f"worker RSS: base {base:.0f} MiB, peak {peak:.0f} MiB, "
+        f"peak - base {peak - base:.0f} MiB (target <= {args.budget_mib + 100}); "
         f"{len(samples)} samples; same worker: {same}"
     )
 

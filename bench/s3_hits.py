@@ -51,14 +51,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.driver import cpu_seconds, percentile  # noqa: E402
+from bench.inprocess import KEY, SALT  # noqa: E402
 from bench.servers import free_port  # noqa: E402
 
 VARIANTS = ("disk", "disk-lookup", "s3", "s3-redirect")
 CREDENTIALS = {"access_key": "testing", "secret_key": "testing", "region_name": "us-east-1"}
 BUCKET = "oximg-bench-cache"
-#: imgproxy's documented example key and salt, as bench/bench_settings.py.
-KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
-SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
 
 
 @contextlib.contextmanager

@@ -32,6 +32,8 @@ from urllib.error import HTTPError, URLError
 
 ROOT = Path(__file__).resolve().parent.parent
 THUMBOR_VENV = ROOT / "bench" / "peers" / ".venv-thumbor"
+#: sorl-thumbnail's and easy-thumbnails' venv (bench/peers/setup_django_peers.sh).
+PEERS_PYTHON = ROOT / "bench" / "peers" / ".venv-django-peers" / "bin" / "python"
 
 #: Bound on a server's start-up (thumbor imports a lot on a loaded machine).
 STARTUP_TIMEOUT = 60.0
@@ -158,6 +160,24 @@ def gunicorn_command(
 GTHREAD_THREADS = 160
 
 
+def oximg_env(
+    media: Path, package_root: Path | None = None, oximg_settings: Mapping[str, Any] | None = None
+) -> dict[str, str]:
+    """django-oximg's servers' environment: bench/bench_settings.py over ``media``.
+
+    ``package_root`` holds another django_oximg, put first on the path;
+    ``oximg_settings`` are OXIMG overrides.
+    """
+    path = [str(package_root)] if package_root else []
+    return dict(
+        os.environ,
+        DJANGO_SETTINGS_MODULE="bench.bench_settings",
+        OXIMG_BENCH_MEDIA_ROOT=str(media),
+        OXIMG_BENCH_OVERRIDES=json.dumps(dict(oximg_settings or {})),
+        PYTHONPATH=os.pathsep.join([*path, str(ROOT)]),
+    )
+
+
 @contextmanager
 def oximg(
     media: Path,
@@ -184,15 +204,7 @@ def oximg(
     ``worker_class`` its ``--worker-class``.
     """
     port = free_port()
-    env = dict(os.environ)
-    path = [str(package_root)] if package_root else []
-    env.update(
-        DJANGO_SETTINGS_MODULE="bench.bench_settings",
-        OXIMG_BENCH_MEDIA_ROOT=str(media),
-        OXIMG_BENCH_OVERRIDES=json.dumps(dict(oximg_settings or {})),
-        PYTHONPATH=os.pathsep.join([*path, str(ROOT)]),
-        **(extra_env or {}),
-    )
+    env = {**oximg_env(media, package_root, oximg_settings), **(extra_env or {})}
     name = name or f"oximg-{way_in}"
     command = gunicorn_command(
         app or f"bench.wsgi_apps:{way_in}", port, threads, processes, worker_class

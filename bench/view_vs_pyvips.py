@@ -10,7 +10,7 @@
 
 Reports the median and min-max milliseconds per image for each, and the
 ratios against bare pyvips. Single-threaded: this measures per-request cost,
-not throughput (see bench/README.md for the load benchmarks).
+not throughput (see docs/BENCHMARKS.md for the load benchmarks).
 """
 
 from __future__ import annotations

@@ -38,15 +38,17 @@ sys.path.insert(0, str(ROOT))
 from bench.cases import CASES, Case  # noqa: E402  (stdlib only)
 
 
-def configure(media: Path, contender: str) -> None:
+def configure(media: Path, apps: list[str], **extra: object) -> None:
+    """Django with ``apps`` over ``media`` (files and a SQLite database), migrated.
+
+    Shared with bench/peers/peer_sizes.py; ``extra`` are further settings.
+    """
     import django
     from django.conf import settings
 
-    apps = ["django.contrib.contenttypes"]
-    apps.append("sorl.thumbnail" if contender == "sorl" else "easy_thumbnails")
     settings.configure(
         SECRET_KEY="bench",
-        INSTALLED_APPS=apps,
+        INSTALLED_APPS=["django.contrib.contenttypes", *apps],
         MEDIA_ROOT=str(media),
         MEDIA_URL="/media/",
         DATABASES={
@@ -55,9 +57,8 @@ def configure(media: Path, contender: str) -> None:
         CACHES={"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}},
         STORAGES={"default": {"BACKEND": "django.core.files.storage.FileSystemStorage"}},
         THUMBNAIL_KVSTORE="sorl.thumbnail.kvstores.cached_db_kvstore.KVStore",
-        THUMBNAIL_QUALITY=80,
-        THUMBNAIL_DEFAULT_OPTIONS={"quality": 80},
         USE_TZ=True,
+        **extra,
     )
     django.setup()
     from django.core.management import call_command
@@ -161,7 +162,12 @@ def main() -> None:
         parser.error("give --case and --images, or --source")
     media = Path(tempfile.mkdtemp(prefix=f"{args.contender}-media-"))
     shutil.copy(source, media / case.source)
-    configure(media, args.contender)
+    configure(
+        media,
+        ["sorl.thumbnail" if args.contender == "sorl" else "easy_thumbnails"],
+        THUMBNAIL_QUALITY=80,
+        THUMBNAIL_DEFAULT_OPTIONS={"quality": 80},
+    )
     import PIL
 
     if args.emit:

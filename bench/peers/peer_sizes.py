@@ -33,6 +33,7 @@ from urllib.parse import unquote
 ROOT = Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.peers.django_peers import configure  # noqa: E402
 from tests.peers import spec  # noqa: E402  (standard library only)
 
 COMMAND = "bench/peers/.venv-django-peers/bin/python bench/peers/peer_sizes.py --write"
@@ -55,31 +56,6 @@ def draw_sources(media: Path) -> None:
         Image.merge("RGB", (image, image.transpose(Image.Transpose.FLIP_LEFT_RIGHT), image)).save(
             path, quality=90, exif=exif
         )
-
-
-def configure(media: Path) -> None:
-    import django
-    from django.conf import settings
-
-    settings.configure(
-        SECRET_KEY="peer-sizes",
-        INSTALLED_APPS=["django.contrib.contenttypes", "sorl.thumbnail", "easy_thumbnails"],
-        MEDIA_ROOT=str(media),
-        MEDIA_URL="/media/",
-        DATABASES={
-            "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": str(media / "db.sqlite3")}
-        },
-        CACHES={"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}},
-        STORAGES={"default": {"BACKEND": "django.core.files.storage.FileSystemStorage"}},
-        THUMBNAIL_KVSTORE="sorl.thumbnail.kvstores.cached_db_kvstore.KVStore",
-        THUMBNAIL_ALIASES=spec.EASY_ALIASES,
-        THUMBNAIL_DEBUG=True,
-        USE_TZ=True,
-    )
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0, run_syncdb=True)
 
 
 def photo_model() -> Any:
@@ -177,7 +153,12 @@ def main() -> None:
     media = Path(tempfile.mkdtemp(prefix="peer-sizes-"))
     try:
         draw_sources(media)
-        configure(media)
+        configure(
+            media,
+            ["sorl.thumbnail", "easy_thumbnails"],
+            THUMBNAIL_ALIASES=spec.EASY_ALIASES,
+            THUMBNAIL_DEBUG=True,
+        )
         measured = {
             "command": COMMAND,
             "versions": versions(),
