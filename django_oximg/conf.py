@@ -434,7 +434,7 @@ def build_settings(raw: Mapping[str, Any]) -> OximgSettings:
         check_type(name, value, hints[name])
         values[name] = value
     if "QUALITY" in values:
-        values["QUALITY"] = {**OximgSettings().QUALITY, **values["QUALITY"]}
+        values["QUALITY"] = {**defaults.QUALITY, **values["QUALITY"]}
     for name in ("QUALITY", "SOURCES", "PRESETS"):
         if name in values:
             # Read-only copies: the settings object is shared by the whole process.

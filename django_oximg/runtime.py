@@ -38,9 +38,6 @@ if TYPE_CHECKING:
     from django_oximg.core.pipeline import WatermarkImage
     from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 
-if TYPE_CHECKING:
-    from django_oximg.core.http_source import HttpSourceConfig
-
 _lock = threading.Lock()
 _libvips_ready = False
 
@@ -285,8 +282,6 @@ def coordinator(settings: conf.OximgSettings) -> Coordinator | None:
     """Cross-process leases on the configured Django cache, if any."""
     if not settings.COORDINATION_CACHE:
         return None
-    # Here, not at the top: only sites that coordinate need Django's caches.
-
     return CacheCoordinator(caches[settings.COORDINATION_CACHE])
 
 

@@ -84,7 +84,7 @@ class StorageSourceStore:
 
     def read(self, name: str, max_bytes: int, reserve: Reserve | None = None) -> bytes:
         name = jail_name(name)
-        try:
+        with storage_errors():
             size = self.storage.size(name)
             if size > max_bytes:
                 raise SourceTooLarge(f"{name!r} has {size} bytes, limit {max_bytes}")
@@ -95,23 +95,14 @@ class StorageSourceStore:
                 data: bytes = handle.read(size + 1)
                 if len(data) > size:
                     data += handle.read(max_bytes + 1 - len(data))
-        except (FileNotFoundError, SuspiciousFileOperation) as exc:
-            raise SourceNotFound(str(exc)) from exc
-        except OSError as exc:
-            raise SourceUnavailable(str(exc)) from exc
         if len(data) > max_bytes:
             raise SourceTooLarge(f"{name!r} grew past the limit of {max_bytes} bytes")
         return data
 
     def read_header(self, name: str, limit: int) -> bytes:
         name = jail_name(name)
-        try:
-            with self.storage.open(name, "rb") as handle:
-                return bytes(handle.read(limit))
-        except (FileNotFoundError, SuspiciousFileOperation) as exc:
-            raise SourceNotFound(str(exc)) from exc
-        except OSError as exc:
-            raise SourceUnavailable(str(exc)) from exc
+        with storage_errors(), self.storage.open(name, "rb") as handle:
+            return bytes(handle.read(limit))
 
     def version(self, name: str) -> str:
         name = jail_name(name)
@@ -123,6 +114,17 @@ class StorageSourceStore:
         except (OSError, NotImplementedError) as exc:
             raise SourceUnavailable(str(exc)) from exc
         return f"{int(modified.timestamp() * 1e6):x}{size:x}"
+
+
+@contextlib.contextmanager
+def storage_errors() -> Iterator[None]:
+    """OS errors of a storage read as the core's: a missing or refused name is a 404."""
+    try:
+        yield
+    except (FileNotFoundError, SuspiciousFileOperation) as exc:
+        raise SourceNotFound(str(exc)) from exc
+    except OSError as exc:
+        raise SourceUnavailable(str(exc)) from exc
 
 
 #: Seconds a failed ``put`` keeps :meth:`StorageCacheStore.writable` False,

@@ -73,8 +73,6 @@ from django_oximg.core.logs import printable
 from django_oximg.core.sources import URL_ALIAS, URL_SOURCE, is_url  # noqa: F401
 from django_oximg.core.stores import Reserve
 
-# Defined with the resolver, re-exported here where the HTTP store's users look.
-
 logger = logging.getLogger("django_oximg")
 
 IPAddress: TypeAlias = ipaddress.IPv4Address | ipaddress.IPv6Address

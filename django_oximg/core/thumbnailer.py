@@ -597,9 +597,7 @@ class Thumbnailer:
             raise errors.UnsupportedFormat(
                 f"raw: the source is {found or info.format}, its name says {work.format}"
             )
-        if info.frames > lowered_limit(
-            self.config.render.max_animation_frames, work.options.max_animation_frames
-        ):
+        if info.frames > self.max_frames(work.options):
             raise errors.SourceTooLarge(f"raw: {info.frames} frames")
         self.check_resolution(info, info.frames, work.options)
         return len(data), lambda: data
@@ -612,17 +610,18 @@ class Thumbnailer:
         its first frame).
         """
         found = pipeline.web_format(info)
-        options = work.options
         return (
-            found in options.skip_processing
+            found in work.options.skip_processing
             and found == work.format
-            and info.frames
-            <= lowered_limit(self.config.render.max_animation_frames, options.max_animation_frames)
+            and info.frames <= self.max_frames(work.options)
         )
 
+    def max_frames(self, options: Options) -> int:
+        """The most frames an animation is served with (the URL may lower the setting)."""
+        return lowered_limit(self.config.render.max_animation_frames, options.max_animation_frames)
+
     def frames_to_render(self, info: pipeline.SourceInfo, fmt: str, options: Options) -> int:
-        limit = lowered_limit(self.config.render.max_animation_frames, options.max_animation_frames)
-        if fmt in ANIMATED_FORMATS and 1 < info.frames <= limit:
+        if fmt in ANIMATED_FORMATS and 1 < info.frames <= self.max_frames(options):
             return info.frames
         return 1
 
