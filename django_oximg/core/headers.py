@@ -35,6 +35,8 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django_oximg.core.exif import EXIF_PREFIX
+
 #: Bytes read first: enough for PNG, GIF, WebP, HEIF/AVIF and most JPEGs.
 FIRST_READ = 16 * 1024
 
@@ -234,9 +236,9 @@ def _exif_orientation(exif: bytes) -> int:
     IFD0 past its end is malformed rather than a short read.
     """
     if exif.startswith(b"Exif"):
-        if not exif.startswith(b"Exif\x00\x00"):
+        if not exif.startswith(EXIF_PREFIX):
             raise UnknownHeader("EXIF block with an unusual prefix")
-        exif = exif[6:]
+        exif = exif[len(EXIF_PREFIX) :]
     try:
         order, entries = _ifd0(exif)
     except NeedMoreBytes as exc:
