@@ -44,14 +44,29 @@ def animated_gif(width: int = 120, height: int = 90, frames: int = 6) -> bytes:
     return bytes(image.gifsave_buffer())
 
 
+def noise(width: int, height: int) -> pyvips.Image:
+    """Detail no resize smooths away: independent noise in each band of each pixel.
+
+    A thumbnail of it is as large a JPEG as a thumbnail can be, about two
+    bytes per pixel at quality 95.
+    """
+    bands = [pyvips.Image.gaussnoise(width, height, sigma=80, seed=seed) for seed in range(3)]
+    return bands[0].bandjoin(bands[1:]).cast("uchar").copy(interpretation="srgb")
+
+
 def credited_jpeg(
-    width: int = 1200, height: int = 800, artist: str = "Jane Doe", copyright: str = "ACME Photo"
+    width: int = 1200,
+    height: int = 800,
+    artist: str = "Jane Doe",
+    copyright: str = "ACME Photo",
+    pixels: pyvips.Image | None = None,
 ) -> bytes:
     """A JPEG as cameras and editors leave them: Artist and Copyright among other
     EXIF tags (camera, a private comment) and an embedded preview image (IFD1)
-    of several kilobytes, which libvips' loaders read as ``jpeg-thumbnail-data``."""
+    of several kilobytes, which libvips' loaders read as ``jpeg-thumbnail-data``.
+    ``pixels`` replaces the generated photo."""
     preview = bytes(photo(160, 120).jpegsave_buffer(Q=95))
-    image = photo(width, height).copy()
+    image = (photo(width, height) if pixels is None else pixels).copy()
     for name, value in [
         ("exif-ifd0-Artist", artist),
         ("exif-ifd0-Copyright", copyright),

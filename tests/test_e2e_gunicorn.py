@@ -36,6 +36,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     (media / "photos").mkdir(parents=True)
     (media / "photos" / "landscape.jpg").write_bytes(images.jpeg(640, 480))
     (media / "photos" / "alpha.png").write_bytes(images.png_with_alpha())
+    noise = images.noise(700, 500).jpegsave_buffer(Q=98)
+    (media / "photos" / "noise.jpg").write_bytes(bytes(noise))
     with gunicorn(media, workers=2, threads=4) as running:
         yield running
 
@@ -67,6 +69,18 @@ def test_a_jpeg_thumbnail_is_served_then_cached_with_a_stable_etag(server: Serve
     not_modified = fetch(url, **{"If-None-Match": first.headers["etag"]})
     assert not_modified.status == 304
     assert not_modified.body == b""
+
+
+@pytest.mark.parametrize("quality", [90, 100])
+def test_detail_too_dense_for_pillows_buffer_is_served(server: Server, quality: int) -> None:
+    """Such a JPEG outgrows Pillow's buffer (tests/test_encoder.py); libvips writes it."""
+    pids = server.worker_pids()
+    path = f"/rs:fit:500:500/q:{quality}/plain/photos/noise.jpg@jpeg"
+    answer = fetch(imgproxy_url(server.base, path))
+    assert answer.status == 200, answer.body
+    assert (decode(answer.body).width, decode(answer.body).height) == (500, 357)
+    assert len(answer.body) > 500 * 357  # more than one byte a pixel: Pillow had no room
+    assert server.worker_pids() == pids
 
 
 def test_independent_signer_urls_give_the_requested_images(server: Server) -> None:

@@ -19,7 +19,7 @@ from PIL import Image as PILImage
 from django_oximg.core import encoder, pipeline
 from django_oximg.core.errors import ProcessingTimeout
 from django_oximg.core.options import Gravity, Options
-from tests.images import credited_jpeg
+from tests.images import credited_jpeg, noise
 from tests.test_pipeline import needs_saver, photo
 
 PILLOW = pipeline.RenderSettings(encoder="pillow")
@@ -45,13 +45,21 @@ def source_jpeg(width: int = 1200, height: int = 800) -> bytes:
 
 @pytest.fixture
 def encodes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Formats encoded by Pillow during the test (the real encoder still runs)."""
+    """Formats encoded by Pillow during the test (the real encoder still runs).
+
+    A JPEG Pillow had no room for is listed as "jpeg (too large)".
+    """
     calls: list[str] = []
     real = encoder.encode
 
     def counting(*args: object, **kwargs: object) -> bytes:
+        try:
+            data = real(*args, **kwargs)  # type: ignore[arg-type]
+        except encoder.BufferFull:
+            calls.append(f"{args[4]} (too large)")
+            raise
         calls.append(str(args[4]))
-        return real(*args, **kwargs)  # type: ignore[arg-type]
+        return data
 
     monkeypatch.setattr(encoder, "encode", counting)
     return calls
@@ -219,6 +227,44 @@ def test_others_go_to_libvips(
     result = pipeline.render(data, options, fmt, settings)
     assert encodes == []
     assert result.width == 400
+
+
+def test_noise_outgrows_pillows_buffer() -> None:
+    """The case below is real: Pillow cannot write this JPEG into its buffer."""
+    with pytest.raises(encoder.BufferFull):
+        encoder.encode(pixels_of(noise(300, 300)), 300, 300, 3, "jpeg", 90)
+
+
+@pytest.mark.parametrize("quality", [90, 100])
+def test_jpeg_too_large_for_pillow_is_written_by_libvips(quality: int, encodes: list[str]) -> None:
+    """Such a result is libvips' own bytes, not an error (it used to be a 500)."""
+    data = bytes(noise(700, 500).jpegsave_buffer(Q=98))
+    options = Options(width=500, quality=quality)
+    ours = pipeline.render(data, options, "jpeg", PILLOW)
+    assert encodes == ["jpeg (too large)"]  # Pillow tried first
+    assert ours.data == pipeline.render(data, options, "jpeg", LIBVIPS).data
+    assert (ours.width, ours.height) == (500, 357)
+
+
+def test_too_large_for_pillow_keeps_only_the_credit(encodes: list[str]) -> None:
+    data = credited_jpeg(700, 500, pixels=noise(700, 500))
+    result = pipeline.render(data, Options(width=500, quality=90), "jpeg", PILLOW)
+    assert encodes == ["jpeg (too large)"]
+    written = PILImage.open(io.BytesIO(result.data)).getexif()
+    assert (written[0x013B], written[0x8298]) == ("Jane Doe", "ACME Photo")
+    assert 0x010F not in written  # the camera's Make stayed behind
+    assert not decoded(result.data).get_typeof("jpeg-thumbnail-data")
+
+
+def test_max_bytes_loop_passes_through_the_fallback(encodes: list[str]) -> None:
+    data = bytes(noise(700, 500).jpegsave_buffer(Q=98))
+    largest = len(pipeline.render(data, Options(width=500, quality=100), "jpeg", PILLOW).data)
+    encodes.clear()
+    options = Options(width=500, quality=100, max_bytes=largest // 3)
+    result = pipeline.render(data, options, "jpeg", PILLOW)
+    assert len(result.data) <= largest // 3
+    assert encodes[0] == "jpeg (too large)"  # q100 went to libvips
+    assert encodes[-1] == "jpeg"  # the quality that fits did not need it
 
 
 def test_control_the_spy_sees_pillow(encodes: list[str]) -> None:

@@ -19,7 +19,8 @@ The output is libvips' own: a JPEG decodes to the same pixels as
 a WebP is byte-identical to ``webpsave`` at ``effort`` 4 (tests/test_encoder.py).
 Metadata: an ICC profile and the minimal EXIF block of ``keep_copyright``
 (:mod:`.exif`), as the pipeline decides; results that keep everything
-go to libvips.
+go to libvips, and so does a JPEG too dense for Pillow's buffer
+(:class:`BufferFull`).
 This module imports no pyvips and no Django.
 """
 
@@ -56,6 +57,18 @@ SUBSAMPLING_444, SUBSAMPLING_420 = 0, 2
 WEBP_EFFORT = 4
 
 
+class BufferFull(Exception):
+    """Pillow could not write this JPEG: it did not fit Pillow's output buffer.
+
+    With optimised Huffman tables libjpeg writes the whole entropy-coded
+    image at the end, in one go, into a buffer Pillow sizes at one byte per
+    pixel (two from quality 95). Photos at any quality stay well below it,
+    but noise-like detail at quality 90 and above (4:4:4) does not: libjpeg
+    stops with "Suspension not allowed here" and Pillow raises ``OSError``.
+    The caller encodes such a result with libvips' saver, which streams.
+    """
+
+
 def can_encode(fmt: str, width: int, height: int, bands: int) -> bool:
     """Whether a ``width`` x ``height`` result of ``bands`` bands in ``fmt`` is encoded here."""
     return (
@@ -82,7 +95,8 @@ def encode(
     ``icc_profile`` and ``exif`` (a whole block, ``Exif\\0\\0`` prefix
     included) are embedded when given. The settings are the ones
     :func:`django_oximg.core.pipeline.encode.save` gives libvips: JPEG with
-    optimised Huffman tables, WebP lossy at effort 4.
+    optimised Huffman tables, WebP lossy at effort 4. Raises
+    :class:`BufferFull` for a JPEG larger than Pillow's buffer.
     """
     mode = MODES[bands]
     image = PILImage.frombuffer(mode, (width, height), pixels, "raw", mode, 0, 1)
@@ -94,7 +108,12 @@ def encode(
     out = io.BytesIO()
     if fmt == "jpeg":
         subsampling = SUBSAMPLING_444 if quality >= FULL_CHROMA_QUALITY else SUBSAMPLING_420
-        image.save(out, "JPEG", quality=quality, optimize=True, subsampling=subsampling, **extra)
+        try:
+            image.save(
+                out, "JPEG", quality=quality, optimize=True, subsampling=subsampling, **extra
+            )
+        except OSError as error:
+            raise BufferFull(f"{width}x{height} JPEG at quality {quality}") from error
     elif fmt == "webp":
         image.save(out, "WEBP", quality=quality, method=WEBP_EFFORT, **extra)
     else:

@@ -171,7 +171,7 @@ def in_memory_encoder(
     icc_profile = None
     if keep & int(pyvips.enums.ForeignKeep.ICC) and image.get_typeof(ICC_FIELD):
         icc_profile = bytes(image.get(ICC_FIELD))
-    return partial(
+    pillow = partial(
         encoder.encode,
         pixels,
         width,
@@ -181,6 +181,24 @@ def in_memory_encoder(
         icc_profile=icc_profile,
         exif=exif_block,
     )
+    return partial(
+        pillow_or_libvips, pillow, partial(save, watched(image, deadline), fmt, keep=keep)
+    )
+
+
+def pillow_or_libvips(
+    pillow: Callable[[int], bytes], libvips: Callable[[int], bytes], quality: int
+) -> bytes:
+    """Pillow's encoding at ``quality``, or libvips' saver when Pillow's buffer is too small.
+
+    The fallback computes the result again from the pixels upstream (in
+    memory already) and writes what ``ENCODER = "libvips"`` would: the same
+    pixels and metadata (:class:`django_oximg.core.encoder.BufferFull`).
+    """
+    try:
+        return pillow(quality)
+    except encoder.BufferFull:
+        return libvips(quality)
 
 
 def next_quality(quality: int, size: int, max_bytes: int) -> int:
