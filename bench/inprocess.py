@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 import pyvips  # noqa: E402
 
 from bench.cases import CASES, Case, oximg_path  # noqa: E402
+from django_oximg.core import encoder  # noqa: E402
 
 #: Renders before timing starts (loads code, warms the allocator).
 WARM_UP = 4
@@ -58,7 +59,14 @@ SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
 def save(image: pyvips.Image, case: Case) -> bytes:
     """The pipeline's encoder settings (core/pipeline/encode.py ``save``)."""
     if case.format == "jpeg":
-        return bytes(image.jpegsave_buffer(Q=case.quality, optimize_coding=True, keep=0))
+        return bytes(
+            image.jpegsave_buffer(
+                Q=case.quality,
+                optimize_coding=True,
+                quant_table=encoder.quant_table(case.quality),
+                keep=0,
+            )
+        )
     if case.format == "webp":
         return bytes(image.webpsave_buffer(Q=case.quality, effort=4, keep=0))
     if case.format == "avif":

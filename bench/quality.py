@@ -368,6 +368,12 @@ GROUPS = {
         "enc-webp-e6",
         "enc-webp-smart",
     ],
+    "quantisation tables": [
+        "oximg",
+        "enc-annex-k",
+        *(f"enc-table-{index}" for index in range(1, 9)),
+        "enc-luma2-chroma0",
+    ],
     "linear-light resizing": ["oximg", "libvips", "oximg-hq", "hq-2x", "hq-4x"],
 }
 

@@ -21,6 +21,7 @@ sorl-thumbnail and easy-thumbnails through their public calls (their own venv).
 
 from __future__ import annotations
 
+import functools
 import io
 import subprocess
 import tempfile
@@ -33,6 +34,7 @@ from typing import Any
 
 import pyvips
 from PIL import Image as PILImage
+from PIL import ImageFile
 
 from bench import servers
 from django_oximg.core import defaults, encoder, pipeline
@@ -174,13 +176,22 @@ def libvips_encoder(**options: Any) -> Maker:
     return make
 
 
-def pillow_jpeg(subsampling: int | None = None, progressive: bool = False) -> Maker:
+def pillow_jpeg(
+    subsampling: int | None = None,
+    progressive: bool = False,
+    tables: tuple[int, int] | None = None,
+) -> Maker:
     """django-oximg's pixels, encoded by Pillow's libjpeg-turbo with ``optimize``.
 
-    ``subsampling`` None is the pipeline's rule (4:2:0 below q90, 4:4:4 from it).
+    ``subsampling`` None is the pipeline's rule (4:2:0 below q90, 4:4:4 from
+    it). ``tables``: the luminance and chrominance quantisation tables, by
+    libvips' ``quant_table`` number, at every quality; None is the
+    pipeline's rule (:func:`django_oximg.core.encoder.quant_table`).
     """
 
     def make(photo: Photo, case: Case, quality: int, fmt: str) -> bytes:
+        luma, chrominance = tables or (encoder.quant_table(quality),) * 2
+        qtables = [quant_tables(luma)[0], quant_tables(chrominance)[1]]
         image = oximg_pixels(photo, case)
         mode = encoder.MODES[image.bands]
         pil = PILImage.frombytes(mode, (image.width, image.height), image.write_to_memory())
@@ -188,12 +199,44 @@ def pillow_jpeg(subsampling: int | None = None, progressive: bool = False) -> Ma
         if chroma is None:
             chroma = 0 if quality >= encoder.FULL_CHROMA_QUALITY else 2
         out = io.BytesIO()
-        pil.save(
-            out, "JPEG", quality=quality, optimize=True, subsampling=chroma, progressive=progressive
-        )
+        with roomy_pillow_buffer():
+            pil.save(
+                out,
+                "JPEG",
+                quality=quality,
+                optimize=True,
+                subsampling=chroma,
+                progressive=progressive,
+                qtables=qtables,
+            )
         return out.getvalue()
 
     return make
+
+
+@contextmanager
+def roomy_pillow_buffer() -> Iterator[None]:
+    """Room for any JPEG of the sweep in Pillow's output buffer, for the ``with`` block.
+
+    Pillow writes an optimised JPEG into a buffer of one byte per pixel (two
+    from q95), too small for some tables at the top of the sweep; the
+    pipeline hands such results to libvips, this benchmark makes room.
+    """
+    before, ImageFile.MAXBLOCK = ImageFile.MAXBLOCK, 16 << 20
+    try:
+        yield
+    finally:
+        ImageFile.MAXBLOCK = before
+
+
+@functools.cache
+def quant_tables(index: int) -> tuple[list[int], list[int]]:
+    """libvips' ``quant_table`` ``index`` at a scale of 100 % (luminance, chrominance)."""
+    probe = pyvips.Image.black(16, 16, bands=3)
+    tables = PILImage.open(
+        io.BytesIO(bytes(probe.jpegsave_buffer(Q=50, quant_table=index, keep=KEEP_NONE)))
+    ).quantization
+    return list(tables[0]), list(tables[1])
 
 
 # --- bare libvips and resizing alternatives -----------------------------------------------
@@ -356,8 +399,32 @@ CONTENDERS = (
     ),
     Contender(
         "enc-mozjpeg",
-        "mozjpeg, optimize_coding (libvips)",
+        "mozjpeg, optimize_coding, Annex K tables (libvips)",
         libvips_encoder(optimize_coding=True),
+        JPEG,
+        False,
+    ),
+    Contender(
+        "enc-annex-k",
+        "libjpeg-turbo, Annex K tables at every quality (Pillow)",
+        pillow_jpeg(tables=(encoder.ANNEX_K_QUANT_TABLE, encoder.ANNEX_K_QUANT_TABLE)),
+        JPEG,
+        False,
+    ),
+    *(
+        Contender(
+            f"enc-table-{index}",
+            f"mozjpeg, quant_table {index} at every quality (libvips)",
+            libvips_encoder(optimize_coding=True, quant_table=index),
+            JPEG,
+            False,
+        )
+        for index in range(1, 9)
+    ),
+    Contender(
+        "enc-luma2-chroma0",
+        "libjpeg-turbo, luminance table 2, Annex K chrominance (Pillow)",
+        pillow_jpeg(tables=(encoder.TUNED_QUANT_TABLE, encoder.ANNEX_K_QUANT_TABLE)),
         JPEG,
         False,
     ),

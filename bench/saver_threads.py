@@ -5,7 +5,8 @@
 The question: when two renders in one process keep fewer cores busy than
 two processes, is it the GIL or libvips? Here Python is out of the way:
 each save is one ``ctypes`` call into libvips (``vips_jpegsave_buffer`` of a
-500x333 image held in memory, q80, optimised Huffman tables, one libvips
+500x333 image held in memory, q80, optimised Huffman tables, the pipeline's
+quantisation tables, one libvips
 thread), and ctypes releases the GIL for the whole call. For contrast the
 same pixels are encoded by Pillow with the same settings
 (core/encoder.py), which releases the GIL while it encodes.
@@ -96,6 +97,8 @@ def saver(encoder: str) -> Callable[[], int]:
             ctypes.c_int(80),
             b"optimize_coding",
             ctypes.c_int(1),
+            b"quant_table",
+            ctypes.c_int(pillow_encoder.quant_table(80)),
             b"keep",
             ctypes.c_int(0),
             None,

@@ -68,15 +68,40 @@ def encodes(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 # --- the encoder alone ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("quality", [40, 80, 89, 90, 95])
+@pytest.mark.parametrize("quality", [10, 40, 80, 89, 90, 95])
 def test_jpeg_decodes_to_libvips_pixels(quality: int) -> None:
-    """Same pixels at every quality, so chroma subsampling switches where libvips switches it."""
+    """Same pixels at every quality: chroma subsampling and quantisation tables switch
+    where libvips' saver switches them, and both clamp low qualities to baseline tables."""
     image = photo(300, 200)
     ours = encoder.encode(pixels_of(image), 300, 200, 3, "jpeg", quality)
-    theirs = bytes(image.jpegsave_buffer(Q=quality, optimize_coding=True, keep=0))
+    theirs = pipeline.encode.save(image, "jpeg", quality, keep=0)
     assert pixels_of(decoded(ours)) == pixels_of(decoded(theirs))
+    assert PILImage.open(io.BytesIO(ours)).quantization == (
+        PILImage.open(io.BytesIO(theirs)).quantization
+    )
     # optimize_coding: within a JFIF header of libvips' size, not the ~20 % more of plain tables
     assert abs(len(ours) - len(theirs)) <= 64
+
+
+@pytest.mark.parametrize(
+    ("index", "tables"),
+    [(encoder.TUNED_QUANT_TABLE, encoder.TUNED_TABLES), (encoder.ANNEX_K_QUANT_TABLE, None)],
+)
+def test_quantisation_tables_are_libvips_own(index: int, tables: object) -> None:
+    """The tables written out in encoder.py are the ones libvips' saver writes for
+    ``quant_table`` 2 at quality 50 (a scale of 100 %); Annex K is Pillow's default."""
+    written = bytes(photo(16, 16).jpegsave_buffer(Q=50, quant_table=index, keep=0))
+    read = PILImage.open(io.BytesIO(written)).quantization
+    if tables is None:
+        out = io.BytesIO()
+        PILImage.new("RGB", (16, 16)).save(out, "JPEG", quality=50)
+        tables = [list(t) for t in PILImage.open(out).quantization.values()]
+    assert [list(read[0]), list(read[1])] == [list(t) for t in tables]  # type: ignore[attr-defined]
+
+
+def test_tuned_tables_below_full_chroma_annex_k_from_it() -> None:
+    assert encoder.quant_table(encoder.FULL_CHROMA_QUALITY - 1) == encoder.TUNED_QUANT_TABLE
+    assert encoder.quant_table(encoder.FULL_CHROMA_QUALITY) == encoder.ANNEX_K_QUANT_TABLE
 
 
 @needs_saver("webp")

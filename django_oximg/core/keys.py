@@ -25,7 +25,7 @@ from collections.abc import Mapping
 #: Bump when a change to the pipeline changes output bytes for the same
 #: request and settings: it is part of every cache key and of the fingerprint
 #: the template tags put in their URLs, so no old result is served again.
-PIPELINE_VERSION = "4"
+PIPELINE_VERSION = "5"
 
 #: Content type of each extension a cache key can end with.
 CONTENT_TYPES = {

@@ -114,7 +114,12 @@ def save(image: Image, fmt: str, quality: int, keep: int, effort: int | None = N
     plan's default for a small result).
     """
     if fmt == "jpeg":
-        data = image.jpegsave_buffer(Q=quality, optimize_coding=True, keep=keep)
+        data = image.jpegsave_buffer(
+            Q=quality,
+            optimize_coding=True,
+            quant_table=encoder.quant_table(quality),
+            keep=keep,
+        )
     elif fmt == "png":
         data = image.pngsave_buffer(compression=6, keep=keep)
     elif fmt == "webp":
