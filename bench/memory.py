@@ -4,6 +4,7 @@
     .venv/bin/python bench/memory.py weights --from-json out.json   # re-estimate only
     .venv/bin/python bench/memory.py malloc [--renders 200] [--threads 4]
     .venv/bin/python bench/memory.py served [--budget-mib 200] [--requests 12]
+    .venv/bin/python bench/memory.py dense
 
 ``weights``: for each source class (baseline/progressive JPEG, PNG, interlaced
 PNG, WebP, still and animated GIF, animated WebP, AVIF) at several sizes, one
@@ -14,6 +15,12 @@ and a tiny image of the same format was rendered once (so one-time loader and
 thread set-up is not charged to the job), and read back after the render. Each
 row also shows ``core.budget.estimate_peak_bytes`` and the ratio
 estimate/measured, which must be >= 1 everywhere.
+
+``dense``: the same measurement for detail no encoder compresses (noise in
+every band) kept at full size, as JPEG and WebP from quality 80 to 100: the
+worst case behind ``core.budget.DENSE_DETAIL``, where libwebp's token
+buffers and a 4:4:4 JPEG's size (with its re-encode by libvips when Pillow's
+buffer is too small) outgrow the photo-fitted weights.
 
 ``malloc``: the RSS a long-lived process keeps after many renders on several
 threads, with glibc's default malloc, ``MALLOC_ARENA_MAX=2`` and jemalloc
@@ -134,6 +141,10 @@ def drawers() -> dict[str, Callable[..., bytes]]:
         strip = pyvips.Image.new_from_buffer(images.animated_gif(w, h, frames), "", n=-1)
         return bytes(strip.webpsave_buffer(Q=75, effort=0))
 
+    def noise(w: int, h: int) -> bytes:
+        bands = [pyvips.Image.gaussnoise(w, h, sigma=80, seed=seed) for seed in range(3)]
+        return bytes(bands[0].bandjoin(bands[1:]).cast("uchar").jpegsave_buffer(Q=98))
+
     def avif(w: int, h: int) -> bytes:
         return bytes(
             images.photo(w, h).heifsave_buffer(Q=50, compression="av1", effort=0, bitdepth=8)
@@ -146,6 +157,7 @@ def drawers() -> dict[str, Callable[..., bytes]]:
         "gif": gif,
         "anim_webp": anim_webp,
         "avif": avif,
+        "noise": noise,
     }
 
 
@@ -171,13 +183,23 @@ SOURCES: list[tuple[str, str, tuple[Any, ...]]] = [
 ]
 
 
-def ensure_images(directory: Path) -> dict[str, Path]:
+#: Noise sources for ``dense``: square, drawn as Q98 JPEGs.
+DENSE_SIDES = (1000, 1400)
+DENSE_SOURCES: list[tuple[str, str, tuple[Any, ...]]] = [
+    (f"noise-{side}", "noise", (side, side)) for side in DENSE_SIDES
+]
+
+
+def ensure_images(
+    directory: Path, sources: list[tuple[str, str, tuple[Any, ...]]] = SOURCES
+) -> dict[str, Path]:
     """Draw every source once into ``directory`` (kept between runs)."""
     directory.mkdir(parents=True, exist_ok=True)
     made: dict[str, Path] = {}
     draw: dict[str, Callable[..., bytes]] | None = None
-    for name, drawer, args in SOURCES:
-        path = directory / f"{name}.{drawer.split('_')[-1]}"
+    for name, drawer, args in sources:
+        extension = "jpeg" if drawer == "noise" else drawer.split("_")[-1]
+        path = directory / f"{name}.{extension}"
         if not path.exists():
             draw = draw or drawers()
             print(f"drawing {path.name}", file=sys.stderr, flush=True)
@@ -204,6 +226,16 @@ def weight_cases(paths: dict[str, Path]) -> list[Case]:
             Case(f"jpeg-baseline-420-{mp}mp@{box}", str(path), f"rs:fit:{box}:{box}", "jpeg")
         )
     return cases
+
+
+def dense_cases(paths: dict[str, Path]) -> list[Case]:
+    """Each noise source kept at its size, as JPEG and WebP at high qualities."""
+    return [
+        Case(f"{name}>{fmt}-q{quality}", str(path), f"rs:fit:{side}:{side}/q:{quality}", fmt)
+        for (name, path), side in zip(paths.items(), DENSE_SIDES, strict=True)
+        for fmt in ("jpeg", "webp")
+        for quality in (80, 90, 95, 100)
+    ]
 
 
 # --- one measurement (child process) --------------------------------------------
@@ -309,7 +341,10 @@ def run_weights(args: argparse.Namespace) -> None:
         raw = json.loads(Path(args.from_json).read_text())
         rows = [Measured(**{**r, "case": Case(**r["case"])}) for r in raw]
     else:
-        cases = weight_cases(ensure_images(args.images))
+        if args.command == "dense":
+            cases = dense_cases(ensure_images(args.images, DENSE_SOURCES))
+        else:
+            cases = weight_cases(ensure_images(args.images))
         if args.only:
             cases = [c for c in cases if args.only in c.name]
         rows = []
@@ -510,6 +545,11 @@ def main() -> None:
     weights.add_argument("--only", help="only cases whose name contains this")
     weights.add_argument("--no-warm-up", action="store_true")
 
+    dense = commands.add_parser("dense", help="peak RSS of incompressible detail")
+    dense.add_argument("--concurrency", type=int, default=1, help="libvips threads")
+    dense.add_argument("--json", help="save the measurements here")
+    dense.set_defaults(from_json=None, only=None, no_warm_up=False)
+
     malloc = commands.add_parser("malloc", help="RSS after many renders, per allocator")
     malloc.add_argument("--renders", type=int, default=200)
     malloc.add_argument("--threads", type=int, default=4)
@@ -542,7 +582,7 @@ def main() -> None:
         print(json.dumps(churn(json.loads(args.files), args.renders, args.threads)))
     elif args.command == "draw-served":
         draw_served(args.path, args.subsample)
-    elif args.command == "weights":
+    elif args.command in ("weights", "dense"):
         run_weights(args)
     elif args.command == "malloc":
         run_malloc(args)

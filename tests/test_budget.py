@@ -1,16 +1,19 @@
 """Tests for django_oximg.core.budget: the peak-memory estimate of one render.
 
-The weights themselves are measured by ``bench/memory.py`` (no RSS or timing is
-asserted here); these tests pin the shape of the model: more pixels cost more,
-progressive JPEG costs more than baseline, shrink-on-load and ``crop`` work as
-libvips does, frames multiply, and the header details read from the bytes
-(JPEG sampling, PNG depth) are read correctly. Images are drawn with pyvips.
+The weights themselves are measured by ``bench/memory.py``; these tests pin
+the shape of the model: more pixels cost more, progressive JPEG costs more
+than baseline, shrink-on-load and ``crop`` work as libvips does, frames
+multiply, high qualities cost more where the encoder pays for them, and the
+header details read from the bytes (JPEG sampling, PNG depth) are read
+correctly. One test measures a peak (never a time): the worst case of the
+quality-dependent weights, in fresh processes. Images are drawn with pyvips.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import pyvips
@@ -330,6 +333,39 @@ def test_the_encoders_that_hold_the_whole_picture_cost_more() -> None:
 def test_an_alpha_channel_costs_more_where_the_encoder_pays_for_it(fmt: str, dearer: bool) -> None:
     with_alpha, without = output_estimate(fmt, 1024, True), output_estimate(fmt, 1024)
     assert (with_alpha > without) is dearer
+
+
+def quality_estimate(fmt: str, quality: int) -> int:
+    plan = plan_render(
+        SourceInfo(1400, 1400, "jpeg"), Options(width=1400, quality=quality), fmt, SETTINGS
+    )
+    return estimate_peak_bytes(replace(plan, isolated=False), 1, b"")
+
+
+def test_high_qualities_cost_more_where_the_encoder_pays_for_them() -> None:
+    """libwebp's tokens grow from q70 on; JPEG only with whole chroma (q90 and up)."""
+    webp = [quality_estimate("webp", q) for q in (60, 70, 80, 90, 100)]
+    assert webp[0] == webp[1] < webp[2] < webp[3] < webp[4]
+    jpeg = [quality_estimate("jpeg", q) for q in (60, 89, 90, 100)]
+    assert jpeg[0] == jpeg[1] < jpeg[2] < jpeg[3]
+    assert quality_estimate("png", 100) == quality_estimate("png", 10)
+
+
+@pytest.mark.parametrize("quality", [90, 100])
+@pytest.mark.parametrize("fmt", ["jpeg", "webp"])
+def test_incompressible_detail_stays_within_the_estimate(
+    fmt: str, quality: int, tmp_path: Path
+) -> None:
+    """Noise kept at 2 MP, the largest result Pillow encodes: measured in a fresh process
+    (``bench/memory.py``), the peak stays below the estimate. Before the weights took
+    the quality into account the estimate was 0.68 (WebP q100) to 0.92 (JPEG q90) of it."""
+    from bench import memory
+
+    paths = memory.ensure_images(tmp_path, memory.DENSE_SOURCES)
+    case = next(c for c in memory.dense_cases(paths) if c.name == f"noise-1400>{fmt}-q{quality}")
+    measured = memory.measure_in_child(case, concurrency=1, warm_up=True)
+    assert measured.delta > 20 * budget.MIB  # the render did happen, at full size
+    assert memory.estimate_for(measured) >= measured.delta
 
 
 def test_a_jpeg_result_drops_the_alpha_and_its_cost() -> None:

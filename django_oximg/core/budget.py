@@ -62,6 +62,27 @@ OUTPUT_BYTES_PER_PIXEL = {"jpeg": 6.5, "png": 5.0, "webp": 10.0, "avif": 24.0, "
 #: a second image (measured 33.1).
 ALPHA_OUTPUT_BYTES_PER_PIXEL = {"webp": 36.0, "avif": 38.0}
 
+#: Detail that does not compress (noise, film grain, foliage at full size)
+#: costs the encoders more at high qualities, in bytes per output pixel on
+#: top of the weights above: libwebp keeps a token for every coefficient it
+#: codes, about 0.6 bytes per pixel more for each quality step above 70
+#: (measured up to 12.6 at q100); a JPEG with whole chroma (q90 and above)
+#: reaches 2.8 bytes per pixel, held twice, and one larger than Pillow's
+#: buffer is computed again by libvips' saver (measured up to 5.7 more).
+#: Photos stay far below; ``bench/memory.py dense`` measures the worst case.
+DENSE_DETAIL = {"webp": (70, 0.0, 0.6), "jpeg": (90, 5.5, 0.35)}
+
+
+def dense_detail_bytes_per_pixel(fmt: str, quality: int) -> float:
+    """What incompressible detail adds per output pixel to ``fmt`` at ``quality``."""
+    if fmt not in DENSE_DETAIL:
+        return 0.0
+    start, step, slope = DENSE_DETAIL[fmt]
+    if quality < start:
+        return 0.0
+    return step + slope * (quality - start)
+
+
 #: A render in a child process: the interpreter with the pipeline imported
 #: (measured 25-31 MiB over the render's own memory), besides which it holds
 #: its own copy of the source.
@@ -363,12 +384,14 @@ def linear_light_bytes(sizes: Sizes, info: SourceInfo) -> float:
 def output_bytes(plan: Plan, sizes: Sizes, frames: int, source: bytes) -> float:
     """Peak bytes of the output side: the encoder, the frames of an animation, a child process.
 
-    Encoders hold one frame at a time; an animation adds its frames'
-    buffers (:data:`ANIMATION_BYTES_PER_OUTPUT_PIXEL` and the source
-    frame's share).
+    The encoder's weight grows with the quality it starts at
+    (:func:`dense_detail_bytes_per_pixel`). Encoders hold one frame at a
+    time; an animation adds its frames' buffers
+    (:data:`ANIMATION_BYTES_PER_OUTPUT_PIXEL` and the source frame's share).
     """
     table = ALPHA_OUTPUT_BYTES_PER_PIXEL if plan.alpha else {}
     per_pixel = table.get(plan.format, OUTPUT_BYTES_PER_PIXEL.get(plan.format, DEFAULT_OUTPUT))
+    per_pixel += dense_detail_bytes_per_pixel(plan.format, plan.quality)
     held = per_pixel * sizes.output_pixels
     if frames > 1:
         per_frame = (

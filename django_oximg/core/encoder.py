@@ -127,8 +127,8 @@ def encode(
     included) are embedded when given. The settings are the ones
     :func:`django_oximg.core.pipeline.encode.save` gives libvips: JPEG with
     optimised Huffman tables and :func:`quant_table`'s tables, WebP lossy at
-    effort 4. Raises
-    :class:`BufferFull` for a JPEG larger than Pillow's buffer.
+    effort 4. Raises :class:`BufferFull` for a JPEG larger than Pillow's
+    buffer.
     """
     mode = MODES[bands]
     image = PILImage.frombuffer(mode, (width, height), pixels, "raw", mode, 0, 1)
