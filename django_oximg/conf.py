@@ -241,9 +241,9 @@ class OximgSettings:
     QUALITY_MODE: defaults.QualityMode = defaults.QUALITY_MODE
     """``"standard"`` or ``"high"``. High resizes in linear light with
     Lanczos3 from a decode of at least twice the thumbnail's size: a median
-    of 3-4 SSIMULACRA2 points above bare libvips at equal bytes on real
-    photos, up to 20 on fine contrasty detail (foliage, ripples), for about
-    1.5-2x the CPU of a render (docs/quality.md). A URL's ``quality_mode``
+    of 2.6-3.9 SSIMULACRA2 points above bare libvips at equal bytes on real
+    photos, up to 24 on fine contrasty detail (foliage, ripples), for about
+    1.4-2x the CPU of a render (docs/quality.md). A URL's ``quality_mode``
     option (``qm:high``, ``qm:standard``; the tags' ``quality_mode``) wins
     over this. Changing it gives new cache keys and tag URLs."""
 
