@@ -16,11 +16,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
-from wsgiref.util import setup_testing_defaults
 
 import pytest
-from django.core.wsgi import get_wsgi_application
-from django.test import Client
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,8 +28,8 @@ from django_oximg.core.executor import Executor
 from django_oximg.core.options import parse_path
 from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
 from django_oximg.core.thumbnailer import Thumbnailer
-from django_oximg.wsgi import OximgMiddleware
-from tests import images
+from tests import images, shells
+from tests.shells import Answer
 
 #: Generous bound on waiting for a thread; never reached when the code works.
 JOIN_TIMEOUT = 60.0
@@ -59,41 +56,18 @@ def formats() -> list[str]:
 
 # -- two shells -------------------------------------------------------------------------
 
-Answer = tuple[int, dict[str, str], bytes]
+
+def signed_shell(send: Callable[..., Answer]) -> Callable[..., Answer]:
+    """``send`` taking an unsigned path and an Accept header, as these tests ask."""
+
+    def ask(path: str, accept: str, **headers: str) -> Answer:
+        url = "/img" + runtime.get_signer().signed_path(path)
+        return send(url, HTTP_ACCEPT=accept, **headers)
+
+    return ask
 
 
-def through_view(path: str, accept: str, **headers: str) -> Answer:
-    url = "/img" + runtime.get_signer().signed_path(path)
-    response = Client().get(url, HTTP_ACCEPT=accept, RAW_URI=url, **headers)
-    try:
-        body = b"".join(response.streaming_content) if response.streaming else response.content
-    finally:
-        response.close()
-    return response.status_code, {k.lower(): v for k, v in response.headers.items()}, body
-
-
-def through_middleware(path: str, accept: str, **headers: str) -> Answer:
-    url = "/img" + runtime.get_signer().signed_path(path)
-    environ: dict[str, Any] = {"PATH_INFO": url, "RAW_URI": url, "HTTP_ACCEPT": accept, **headers}
-    setup_testing_defaults(environ)
-    started: list[Any] = []
-    body_parts = OximgMiddleware(get_wsgi_application())(
-        environ, lambda status, headers: started.append((status, headers))
-    )
-    try:
-        body = b"".join(body_parts)
-    finally:
-        close = getattr(body_parts, "close", None)
-        if close is not None:
-            close()
-    status, headers = started[0]
-    return int(status.split()[0]), {k.lower(): v for k, v in headers}, body
-
-
-SHELLS: dict[str, Callable[..., Answer]] = {
-    "view": through_view,
-    "middleware": through_middleware,
-}
+SHELLS = {name: signed_shell(send) for name, send in shells.SHELLS.items()}
 
 
 @pytest.fixture

@@ -11,50 +11,19 @@ import base64
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from wsgiref.util import setup_testing_defaults
 
 import pytest
 import pyvips
 from django.core.exceptions import ImproperlyConfigured
-from django.core.wsgi import get_wsgi_application
-from django.test import Client
 
 from django_oximg import runtime
 from django_oximg.core import pipeline
 from django_oximg.core.options import Options, parse_path
 from django_oximg.thumbnails import ThumbnailError, get_thumbnail
-from django_oximg.wsgi import OximgMiddleware
 from tests import images
+from tests.shells import SHELLS, Answer, through_view
 
 LANDSCAPE = "photos/landscape.jpg"
-Answer = tuple[int, dict[str, str], bytes]
-
-
-def through_view(url: str, **headers: str) -> Answer:
-    response = Client().get(url, RAW_URI=url, **headers)
-    try:
-        body = b"".join(response.streaming_content) if response.streaming else response.content
-    finally:
-        response.close()
-    return response.status_code, {k.lower(): v for k, v in response.headers.items()}, body
-
-
-def through_middleware(url: str, **headers: str) -> Answer:
-    environ: dict[str, Any] = {"PATH_INFO": url, "RAW_URI": url, **headers}
-    setup_testing_defaults(environ)
-    started: list[Any] = []
-    parts = OximgMiddleware(get_wsgi_application())(
-        environ, lambda status, found: started.append((status, found))
-    )
-    try:
-        body = b"".join(parts)
-    finally:
-        getattr(parts, "close", lambda: None)()
-    status, found = started[0]
-    return int(status.split()[0]), {k.lower(): v for k, v in found}, body
-
-
-SHELLS: dict[str, Callable[..., Answer]] = {"view": through_view, "middleware": through_middleware}
 
 
 @pytest.fixture(params=sorted(SHELLS))
