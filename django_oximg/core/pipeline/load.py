@@ -122,15 +122,7 @@ def load_thumbnail(data: bytes, plan: Plan, settings: RenderSettings) -> Loaded:
                 width, height=height, size="force", no_rotate=not options.auto_rotate
             )
             return Loaded(image, False)
-    image = pyvips.Image.thumbnail_source(
-        memory_source(data),
-        width,
-        height=height,
-        size="force",
-        no_rotate=not options.auto_rotate,
-        option_string=loader_options(plan.animated),
-    )
-    return Loaded(image, False)
+    return Loaded(libvips_thumbnail(data, plan), False)
 
 
 def load_supersampled(data: bytes, plan: Plan, settings: RenderSettings) -> Loaded:
@@ -145,7 +137,6 @@ def load_supersampled(data: bytes, plan: Plan, settings: RenderSettings) -> Load
     so every pixel is converted to floats: about 4x the CPU of the
     standard mode for a 4 MP PNG (docs/quality.md).
     """
-    width, height = plan.load_size
     info, options = plan.source, plan.options
     if info.format == "jpeg":
         margin = max(settings.jpeg_shrink_margin, HIGH_QUALITY_MARGIN)
@@ -159,16 +150,21 @@ def load_supersampled(data: bytes, plan: Plan, settings: RenderSettings) -> Load
             size[0], height=size[1], size="force", no_rotate=not options.auto_rotate
         )
         return Loaded(image, False)
-    image = pyvips.Image.thumbnail_source(
+    return Loaded(libvips_thumbnail(data, plan, linear=True), False)
+
+
+def libvips_thumbnail(data: bytes, plan: Plan, linear: bool = False) -> Image:
+    """libvips' own thumbnail of ``data`` at the planned size (its shrink-on-load, if any)."""
+    width, height = plan.load_size
+    return pyvips.Image.thumbnail_source(
         memory_source(data),
         width,
         height=height,
         size="force",
-        no_rotate=not options.auto_rotate,
-        linear=True,
+        no_rotate=not plan.options.auto_rotate,
+        linear=linear,
         option_string=loader_options(plan.animated),
     )
-    return Loaded(image, False)
 
 
 def dct_shrink(plan: Plan, margin: float) -> int:
