@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from django_oximg.core import jpeg
+from django_oximg.core import encoder, jpeg
 from django_oximg.core.pipeline import Plan, SourceInfo
 
 MIB = 1024 * 1024
@@ -70,7 +70,7 @@ ALPHA_OUTPUT_BYTES_PER_PIXEL = {"webp": 36.0, "avif": 38.0}
 #: reaches 2.8 bytes per pixel, held twice, and one larger than Pillow's
 #: buffer is computed again by libvips' saver (measured up to 5.7 more).
 #: Photos stay far below; ``bench/memory.py dense`` measures the worst case.
-DENSE_DETAIL = {"webp": (70, 0.0, 0.6), "jpeg": (90, 5.5, 0.35)}
+DENSE_DETAIL = {"webp": (70, 0.0, 0.6), "jpeg": (encoder.FULL_CHROMA_QUALITY, 5.5, 0.35)}
 
 
 def dense_detail_bytes_per_pixel(fmt: str, quality: int) -> float:

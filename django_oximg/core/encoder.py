@@ -139,10 +139,12 @@ def encode(
         extra["exif"] = exif
     out = io.BytesIO()
     if fmt == "jpeg":
-        if quality < FULL_CHROMA_QUALITY:
-            jpeg: dict[str, object] = {"subsampling": SUBSAMPLING_420, "qtables": TUNED_TABLES}
-        else:
-            jpeg = {"subsampling": SUBSAMPLING_444}
+        full_chroma = quality >= FULL_CHROMA_QUALITY
+        jpeg: dict[str, object] = {
+            "subsampling": SUBSAMPLING_444 if full_chroma else SUBSAMPLING_420
+        }
+        if quant_table(quality) == TUNED_QUANT_TABLE:
+            jpeg["qtables"] = TUNED_TABLES
         try:
             image.save(out, "JPEG", quality=quality, optimize=True, **jpeg, **extra)
         except OSError as error:

@@ -211,7 +211,6 @@ class Executor:
         self._held = 0
         self._threads: list[threading.Thread] = []
         self._shutting_down = False
-        self._running = 0
         self._running_jobs: set[_Job[Any]] = set()
         self._admitted = 0
         self._reserved = 0
@@ -300,7 +299,7 @@ class Executor:
                 workers=self.workers,
                 admitted=self._admitted,
                 queued=len(self._waiting),
-                running=self._running,
+                running=len(self._running_jobs),
                 reserved_bytes=self._reserved,
                 peak_reserved_bytes=self._peak_reserved,
                 rejected_full=self._rejected_full,
@@ -340,7 +339,7 @@ class Executor:
         if self._admitted >= self.workers + self.queue_size:
             self._rejected_full += 1
             raise Overloaded(
-                f"{self._admitted} requests admitted: {self._running} jobs running and "
+                f"{self._admitted} requests admitted: {len(self._running_jobs)} jobs running and "
                 f"{len(self._waiting)} waiting (limit {self.workers} + {self.queue_size})"
             )
 
@@ -529,7 +528,6 @@ class Executor:
         job = self._waiting.popleft()
         job.state = _State.RUNNING
         job.started = self._clock()
-        self._running += 1
         self._running_jobs.add(job)
         job.extra = self._extra_for(job, job.cost)
         self._take_budget(job.extra)
@@ -553,7 +551,6 @@ class Executor:
         finally:
             with self._lock:
                 job.state = _State.DONE
-                self._running -= 1
                 self._running_jobs.discard(job)
                 self._reserved -= job.extra
                 self._completed += 1

@@ -57,23 +57,20 @@ def encode(
 ) -> bytes:
     """``image`` encoded as ``plan`` says, in Pillow when ``in_memory`` allows, else libvips."""
     image, keep, exif_block = strip_metadata(image, plan.options)
+    image = watched(image, deadline)
     if in_memory and plan.linear_light:
         # Float pixels pulled through region fetches 64 rows at a time took
         # twice the CPU of one libvips pass (25 against 13 ms for a 2560 px
         # photo into 500 px): compute the 8-bit result once, then fetch it.
-        image = watched(image, deadline).copy_memory()
-    encode_at = (
-        in_memory_encoder(image, plan.format, keep, exif_block, settings, deadline)
-        if in_memory
-        else None
-    )
-    if encode_at is None:
-        if plan.options.max_bytes:
-            # The max_bytes loop may encode again: decode and process only once.
-            image = watched(image, deadline).copy_memory()
-        encode_at = partial(
-            save, watched(image, deadline), plan.format, keep=keep, effort=plan.effort
-        )
+        image = watched(image.copy_memory(), deadline)
+    pillow = None
+    if in_memory:
+        pillow = in_memory_encoder(image, plan.format, keep, exif_block, settings)
+    if pillow is None and plan.options.max_bytes:
+        # The max_bytes loop may encode again: decode and process only once.
+        image = watched(image.copy_memory(), deadline)
+    libvips = partial(save, image, plan.format, keep=keep, effort=plan.effort)
+    encode_at = libvips if pillow is None else partial(pillow_or_libvips, pillow, libvips)
     return encode_within_limit(encode_at, plan)
 
 
@@ -123,7 +120,7 @@ def save(image: Image, fmt: str, quality: int, keep: int, effort: int | None = N
     elif fmt == "png":
         data = image.pngsave_buffer(compression=6, keep=keep)
     elif fmt == "webp":
-        data = image.webpsave_buffer(Q=quality, effort=4, keep=keep)
+        data = image.webpsave_buffer(Q=quality, effort=encoder.WEBP_EFFORT, keep=keep)
     elif fmt == "avif":
         data = image.heifsave_buffer(
             Q=quality,
@@ -146,9 +143,8 @@ def in_memory_encoder(
     keep: int,
     exif_block: bytes | None,
     settings: RenderSettings,
-    deadline: Deadline,
 ) -> Callable[[int], bytes] | None:
-    """Compute ``image`` on this thread and return its encoder by quality, or None.
+    """Compute ``image`` on this thread and return its Pillow encoder by quality, or None.
 
     None leaves the result to libvips' savers: with ``settings.encoder``
     "libvips", when the result keeps all its metadata (``strip_metadata``
@@ -158,7 +154,8 @@ def in_memory_encoder(
     thread pool, :data:`FETCH_ROWS` rows at a time, so the
     caller must know every pixel upstream is in memory already
     (:attr:`~django_oximg.core.pipeline.load.Loaded.in_memory`); the result
-    is held once. ``exif_block`` (``keep_copyright``) is written as it is.
+    is held once. ``image`` is :func:`watched` already: the deadline stops
+    the fetches. ``exif_block`` (``keep_copyright``) is written as it is.
     """
     width, height, bands = image.width, image.height, image.bands
     if (
@@ -167,7 +164,7 @@ def in_memory_encoder(
         or not encoder.can_encode(fmt, width, height, bands)
     ):
         return None
-    region = pyvips.Region.new(watched(image, deadline))
+    region = pyvips.Region.new(image)
     pixels = bytearray(width * height * bands)
     row_bytes = width * bands
     for top in range(0, height, FETCH_ROWS):
@@ -176,7 +173,7 @@ def in_memory_encoder(
     icc_profile = None
     if keep & int(pyvips.enums.ForeignKeep.ICC) and image.get_typeof(ICC_FIELD):
         icc_profile = bytes(image.get(ICC_FIELD))
-    pillow = partial(
+    return partial(
         encoder.encode,
         pixels,
         width,
@@ -185,9 +182,6 @@ def in_memory_encoder(
         fmt,
         icc_profile=icc_profile,
         exif=exif_block,
-    )
-    return partial(
-        pillow_or_libvips, pillow, partial(save, watched(image, deadline), fmt, keep=keep)
     )
 
 
@@ -198,7 +192,8 @@ def pillow_or_libvips(
 
     The fallback computes the result again from the pixels upstream (in
     memory already) and writes what ``ENCODER = "libvips"`` would: the same
-    pixels and metadata (:class:`django_oximg.core.encoder.BufferFull`).
+    pixels and metadata (:class:`django_oximg.core.encoder.BufferFull`, a
+    JPEG of noise-like detail at quality 90 and above).
     """
     try:
         return pillow(quality)

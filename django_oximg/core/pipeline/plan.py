@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from django_oximg.core import defaults
+from django_oximg.core import defaults, encoder
 from django_oximg.core.geometry import Geometry, plan_geometry
 from django_oximg.core.options import Options, lowered_limit
 from django_oximg.core.pipeline.probe import SourceInfo
@@ -220,17 +220,14 @@ class UnstoppableEncoder:
 #: time (docs/pipeline.md). GIF is always encoded at effort 1: libvips'
 #: default, 7, took 13-23 us a pixel, a second for a 256x256 thumbnail, for
 #: a file about 15 % smaller.
+GIF_RATE = EncodeRate(1, 0.03, 1.8e-6, per_pixel_next=0.4e-6)
+WEBP_RATE = EncodeRate(encoder.WEBP_EFFORT, 0.0, 0.05e-6)  # one effort, core/encoder.py's
 UNSTOPPABLE_ENCODERS = {
     "avif": UnstoppableEncoder(
         EncodeRate(2, 0.01, 0.6e-6), EncodeRate(0, 0.01, 0.125e-6), alpha_factor=1.7
     ),
-    "gif": UnstoppableEncoder(
-        EncodeRate(1, 0.03, 1.8e-6, per_pixel_next=0.4e-6),
-        EncodeRate(1, 0.03, 1.8e-6, per_pixel_next=0.4e-6),
-    ),
-    "webp": UnstoppableEncoder(  # one effort: 4, as core/encoder.py's
-        EncodeRate(4, 0.0, 0.05e-6), EncodeRate(4, 0.0, 0.05e-6), alpha_factor=3.0
-    ),
+    "gif": UnstoppableEncoder(GIF_RATE, GIF_RATE),
+    "webp": UnstoppableEncoder(WEBP_RATE, WEBP_RATE, alpha_factor=3.0),
 }
 
 #: The longest an unstoppable encoder may run in the server process, in
