@@ -17,23 +17,24 @@ the options, so of the cache key.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from django_oximg.core.geometry import round_half_up
-from django_oximg.core.options import MAX_DIMENSION, MAX_DPR, Options, ParsedPath
+from django_oximg.core.options import (
+    INTEGER_TEXT,
+    MAX_DIMENSION,
+    MAX_DPR,
+    REAL_TEXT,
+    Options,
+    ParsedPath,
+)
 
 #: The request headers carrying each hint, the standard name first (WSGI
 #: environ key, header name as sent in ``Vary``), as imgproxy reads them.
 DPR_HEADERS = (("HTTP_SEC_CH_DPR", "Sec-CH-DPR"), ("HTTP_DPR", "DPR"))
 WIDTH_HEADERS = (("HTTP_SEC_CH_WIDTH", "Sec-CH-Width"), ("HTTP_WIDTH", "Width"))
-
-# What Go's strconv.ParseFloat and Atoi take (int() and float() also take
-# spaces, "_" and non-ASCII digits).
-_REAL = re.compile(r"[+-]?(?:[0-9]{1,20}(?:\.[0-9]{0,20})?|\.[0-9]{1,20})(?:[eE][+-]?[0-9]{1,3})?")
-_INTEGER = re.compile(r"[+-]?[0-9]{1,18}")
 
 
 @dataclass(frozen=True)
@@ -56,12 +57,12 @@ def read_hints(request_headers: Mapping[str, str]) -> ClientHints:
     """The hints in ``request_headers`` (WSGI environ names): the first valid one of each."""
     dpr = 0.0
     for text in _sent(request_headers, DPR_HEADERS):
-        if _REAL.fullmatch(text) and 0 < (value := float(text)) <= MAX_DPR:
+        if REAL_TEXT.fullmatch(text) and 0 < (value := float(text)) <= MAX_DPR:
             dpr = value
             break
     width = 0
     for text in _sent(request_headers, WIDTH_HEADERS):
-        if _INTEGER.fullmatch(text) and 0 < (number := int(text)) <= MAX_DIMENSION:
+        if INTEGER_TEXT.fullmatch(text) and 0 < (number := int(text)) <= MAX_DIMENSION:
             width = number
             break
     return ClientHints(dpr, width)

@@ -605,10 +605,9 @@ class HttpSourceStore:
         the whole body: at most ``limit`` bytes of it are read, then the
         connection is closed.
         """
-        ranged = {"Range": f"bytes=0-{limit - 1}"}
         with (
             TimeLimit(self.config.timeout) as time_limit,
-            self._final(name, "GET", time_limit, ranged) as (response, url),
+            self._final(name, "GET", time_limit, f"bytes=0-{limit - 1}") as (response, url),
         ):
             if response.status == RANGE_NOT_SATISFIABLE:
                 return b""  # an empty body has no first byte to range over
@@ -649,25 +648,26 @@ class HttpSourceStore:
         name: str,
         method: str,
         time_limit: TimeLimit,
-        extra_headers: dict[str, str] | None = None,
+        byte_range: str = "",
     ) -> Iterator[tuple[Response, HttpUrl]]:
         """The response after redirects (each hop checked), closed on exit.
 
-        With ``extra_headers`` holding a ``Range``, a partial answer (206) or
+        With a ``byte_range`` (sent as ``Range``), a partial answer (206) or
         an unsatisfiable range (416) is as good as a 200.
         """
+        extra_headers = {"Range": byte_range} if byte_range else {}
+        accepted = RANGE_STATUSES if byte_range else frozenset({200})
         text = name
         for _hop in range(self.config.max_redirects + 1):
             url = self.checked_url(text)
             pin = Pin(resolve(url, self.config.allow_private_networks), time_limit)
             with contextlib.closing(pool_for(url, pin, self.config.ca_certs)) as pool:
-                response = self._send(pool, url, method, time_limit, extra_headers or {})
+                response = self._send(pool, url, method, time_limit, extra_headers)
                 try:
                     if response.status in REDIRECT_STATUSES:
                         text = redirect_target(response, url)
                         continue
-                    ranged = extra_headers is not None and "Range" in extra_headers
-                    if not (ranged and response.status in RANGE_STATUSES):
+                    if response.status not in accepted:
                         check_status(response, url)
                     with translated_errors(url, time_limit):
                         yield response, url
@@ -785,14 +785,21 @@ def declared_length(response: Response) -> int | None:
     return int(value.strip())
 
 
-def decoded(data: bytes, encoding: str, max_bytes: int, url: HttpUrl) -> bytes:
-    """``data`` with its Content-Encoding undone, complete and within ``max_bytes``."""
+def gzip_inflater(encoding: str, url: HttpUrl) -> zlib._Decompress | None:
+    """A gzip decompressor for a body sent with ``encoding``, or None when it is not encoded."""
     encoding = encoding.strip().lower()
     if encoding in ("", "identity"):
-        return data
+        return None
     if encoding not in GZIP_ENCODINGS:
         raise InvalidImage(f"{url}: unsupported Content-Encoding {encoding!r}")
-    inflater = zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
+    return zlib.decompressobj(wbits=zlib.MAX_WBITS | 16)
+
+
+def decoded(data: bytes, encoding: str, max_bytes: int, url: HttpUrl) -> bytes:
+    """``data`` with its Content-Encoding undone, complete and within ``max_bytes``."""
+    inflater = gzip_inflater(encoding, url)
+    if inflater is None:
+        return data
     try:
         body = inflater.decompress(data, max_bytes + 1)
     except zlib.error as exc:
@@ -806,13 +813,11 @@ def decoded(data: bytes, encoding: str, max_bytes: int, url: HttpUrl) -> bytes:
 
 def decoded_prefix(data: bytes, encoding: str, limit: int, url: HttpUrl) -> bytes:
     """The first ``limit`` bytes of what ``data``, the start of a body, decodes to."""
-    encoding = encoding.strip().lower()
-    if encoding in ("", "identity"):
+    inflater = gzip_inflater(encoding, url)
+    if inflater is None:
         return data
-    if encoding not in GZIP_ENCODINGS:
-        raise InvalidImage(f"{url}: unsupported Content-Encoding {encoding!r}")
     try:
-        return zlib.decompressobj(wbits=zlib.MAX_WBITS | 16).decompress(data, limit)
+        return inflater.decompress(data, limit)
     except zlib.error as exc:
         raise InvalidImage(f"{url}: broken gzip body: {exc}") from exc
 

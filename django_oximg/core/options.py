@@ -252,8 +252,10 @@ BOOLEANS = {
 # Numbers are matched before conversion because int() and float() also accept
 # whitespace, "_", non-ASCII digits, "inf" and "nan", and int() refuses more than
 # 4300 digits with a ValueError. The length caps keep every match in range.
-_INTEGER = re.compile(r"[+-]?[0-9]{1,18}")
-_REAL = re.compile(r"[+-]?(?:[0-9]{1,20}(?:\.[0-9]{0,20})?|\.[0-9]{1,20})(?:[eE][+-]?[0-9]{1,3})?")
+INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,18}")
+REAL_TEXT = re.compile(
+    r"[+-]?(?:[0-9]{1,20}(?:\.[0-9]{0,20})?|\.[0-9]{1,20})(?:[eE][+-]?[0-9]{1,3})?"
+)
 _HEX_COLOR = re.compile(r"[0-9a-fA-F]{3}|[0-9a-fA-F]{6}")
 _BASE64URL = re.compile(r"[A-Za-z0-9_-]*")
 
@@ -319,7 +321,7 @@ def _single(option: str, args: list[str]) -> str:
 
 
 def _integer(option: str, text: str, low: int, high: int) -> int:
-    if _INTEGER.fullmatch(text) is None:
+    if INTEGER_TEXT.fullmatch(text) is None:
         raise _invalid(option, text, "not an integer")
     value = int(text)
     if not low <= value <= high:
@@ -329,7 +331,7 @@ def _integer(option: str, text: str, low: int, high: int) -> int:
 
 def _real(option: str, text: str, low: float, high: float, *, above_low: bool = False) -> float:
     """A finite float in ``low..high`` (``low`` itself excluded when ``above_low``)."""
-    if _REAL.fullmatch(text) is None:
+    if REAL_TEXT.fullmatch(text) is None:
         raise _invalid(option, text, "not a number")
     value = float(text)
     if not low <= value <= high or (above_low and value == low):
@@ -584,10 +586,6 @@ def _apply_trim(draft: Draft, args: list[str]) -> None:
         draft["trim_equal_vertical"] = _boolean("trim", args[3])
 
 
-def _apply_pixelate(draft: Draft, args: list[str]) -> None:
-    draft["pixelate"] = _dimension("pixelate", _single("pixelate", args))
-
-
 def _apply_watermark(draft: Draft, args: list[str]) -> None:
     """``wm:%opacity:%position:%x_offset:%y_offset:%scale``; empty arguments are skipped."""
     if len(args) > 5:
@@ -694,7 +692,7 @@ def _handler_table() -> dict[str, Handler]:
         (("zoom", "z"), _apply_zoom),
         (("extend_aspect_ratio", "extend_ar", "exar"), _extend_handler("extend_aspect_ratio")),
         (("trim", "t"), _apply_trim),
-        (("pixelate", "pix"), _apply_pixelate),
+        (("pixelate", "pix"), _dimension_handler("pixelate", "pixelate")),
         (("watermark", "wm"), _apply_watermark),
         (("filename", "fn"), _apply_filename),
         (
