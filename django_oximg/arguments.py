@@ -229,11 +229,6 @@ def flag(name: str, value: Any) -> bool:
     raise ThumbnailError(f"bad {name} {value!r}: use True or False")
 
 
-def upscale(value: Any) -> bool:
-    """``upscale`` as a bool (see :func:`flag`)."""
-    return flag("upscale", value)
-
-
 def number(name: str, value: Any, convert: type[int] | type[float]) -> int | float:
     """A numeric keyword; its range is checked when the built path is parsed."""
     try:

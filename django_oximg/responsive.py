@@ -32,7 +32,7 @@ from django_oximg.arguments import (
     parse_geometry,
     tag_options,
 )
-from django_oximg.core.geometry import QUARTER_TURN_ORIENTATIONS, round_half_up
+from django_oximg.core.geometry import round_half_up
 from django_oximg.core.keys import CONTENT_TYPES
 from django_oximg.thumbnails import (
     SourceMetadata,
@@ -240,9 +240,7 @@ def widest_keeping_shape(
     cropped = crop_gravity(kwargs.get("crop")) is not None
     if not cropped or not (width and height) or flag("upscale", kwargs.get("upscale")):
         return None
-    source_width, source_height = metadata.width, metadata.height
-    if metadata.orientation in QUARTER_TURN_ORIENTATIONS:
-        source_width, source_height = source_height, source_width
+    source_width, source_height = metadata.upright_size
     return max(1, min(source_width, math.floor(source_height * width / height)))
 
 

@@ -51,7 +51,6 @@ from django_oximg.arguments import (
     KEYWORDS,
     UNSUPPORTED,
     check_arguments,
-    geometry_text,
     parse_geometry,
 )
 from django_oximg.core.errors import OximgError
@@ -421,9 +420,7 @@ def thumbnail_srcset(source: Any, geometry: Any, widths: Any = None, **kwargs: A
     default size for ``src`` and the intrinsic size. "" for an empty source
     or a failure.
     """
-    return tolerant(
-        lambda: get_srcset(source, geometry_text(given(geometry)), widths, **kwargs), source, ""
-    )
+    return tolerant(lambda: get_srcset(source, given(geometry), widths, **kwargs), source, "")
 
 
 @call_tag("picture", extra=PICTURE_KEYWORDS)
@@ -446,9 +443,7 @@ def picture(
     attrs = {name: kwargs.pop(name) for name in IMG_ATTRIBUTES if name in kwargs}
 
     def build() -> SafeString:
-        built = get_picture(
-            source, geometry_text(given(geometry)), widths, formats, placeholder, **kwargs
-        )
+        built = get_picture(source, given(geometry), widths, formats, placeholder, **kwargs)
         return picture_html(built, sizes, attrs)
 
     return tolerant(build, source, SafeString(""))
@@ -463,8 +458,7 @@ def thumbnail_url_filter(source: Any, preset: str) -> str:
 
     "" for an empty source or a failure, an unknown preset included.
     """
-    thumbnail = tolerant(lambda: get_thumbnail(source, preset=preset), source, None)
-    return thumbnail.url if thumbnail else ""
+    return thumbnail_url(source, preset=preset)
 
 
 @register.filter
