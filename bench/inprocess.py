@@ -43,7 +43,6 @@ sys.path.insert(0, str(ROOT))
 import pyvips  # noqa: E402
 
 from bench.cases import CASES, Case, oximg_path  # noqa: E402
-from django_oximg.core import encoder  # noqa: E402
 
 #: Renders before timing starts (loads code, warms the allocator).
 WARM_UP = 4
@@ -57,23 +56,10 @@ SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
 
 
 def save(image: pyvips.Image, case: Case) -> bytes:
-    """The pipeline's encoder settings (core/pipeline/encode.py ``save``)."""
-    if case.format == "jpeg":
-        return bytes(
-            image.jpegsave_buffer(
-                Q=case.quality,
-                optimize_coding=True,
-                quant_table=encoder.quant_table(case.quality),
-                keep=0,
-            )
-        )
-    if case.format == "webp":
-        return bytes(image.webpsave_buffer(Q=case.quality, effort=4, keep=0))
-    if case.format == "avif":
-        return bytes(
-            image.heifsave_buffer(Q=case.quality, compression="av1", effort=2, bitdepth=8, keep=0)
-        )
-    raise ValueError(case.format)
+    """The pipeline's own libvips saver, metadata dropped."""
+    from django_oximg.core.pipeline.encode import save as pipeline_save
+
+    return pipeline_save(image, case.format, case.quality, keep=0)
 
 
 def bare_pyvips(case: Case, data: bytes) -> Callable[[int], bytes]:

@@ -141,9 +141,10 @@ def drawers() -> dict[str, Callable[..., bytes]]:
         strip = pyvips.Image.new_from_buffer(images.animated_gif(w, h, frames), "", n=-1)
         return bytes(strip.webpsave_buffer(Q=75, effort=0))
 
-    def noise(w: int, h: int) -> bytes:
-        bands = [pyvips.Image.gaussnoise(w, h, sigma=80, seed=seed) for seed in range(3)]
-        return bytes(bands[0].bandjoin(bands[1:]).cast("uchar").jpegsave_buffer(Q=98))
+    def noise_jpeg(w: int, h: int) -> bytes:
+        from tests.images import noise
+
+        return bytes(noise(w, h).jpegsave_buffer(Q=98))
 
     def avif(w: int, h: int) -> bytes:
         return bytes(
@@ -157,7 +158,7 @@ def drawers() -> dict[str, Callable[..., bytes]]:
         "gif": gif,
         "anim_webp": anim_webp,
         "avif": avif,
-        "noise": noise,
+        "noise_jpeg": noise_jpeg,
     }
 
 
@@ -186,7 +187,7 @@ SOURCES: list[tuple[str, str, tuple[Any, ...]]] = [
 #: Noise sources for ``dense``: square, drawn as Q98 JPEGs.
 DENSE_SIDES = (1000, 1400)
 DENSE_SOURCES: list[tuple[str, str, tuple[Any, ...]]] = [
-    (f"noise-{side}", "noise", (side, side)) for side in DENSE_SIDES
+    (f"noise-{side}", "noise_jpeg", (side, side)) for side in DENSE_SIDES
 ]
 
 
@@ -198,8 +199,7 @@ def ensure_images(
     made: dict[str, Path] = {}
     draw: dict[str, Callable[..., bytes]] | None = None
     for name, drawer, args in sources:
-        extension = "jpeg" if drawer == "noise" else drawer.split("_")[-1]
-        path = directory / f"{name}.{extension}"
+        path = directory / f"{name}.{drawer.split('_')[-1]}"
         if not path.exists():
             draw = draw or drawers()
             print(f"drawing {path.name}", file=sys.stderr, flush=True)

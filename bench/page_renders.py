@@ -56,9 +56,6 @@ PHOTOS = 10
 SIZES_PER_PHOTO = 5
 TAGS = PHOTOS * SIZES_PER_PHOTO
 
-#: The peers' venv, made by bench/peers/setup_django_peers.sh.
-PEERS_PYTHON = ROOT / "bench" / "peers" / ".venv-django-peers" / "bin" / "python"
-
 #: Modules django-oximg's tags must never load (they come with the pipeline).
 HEAVY_MODULES = ("pyvips", "numpy", "simplejpeg", "PIL")
 
@@ -180,6 +177,8 @@ def draw_photos(directory: Path) -> None:
 
 
 def python_for(contender: str) -> Path | None:
+    from bench.servers import PEERS_PYTHON
+
     if contender == "oximg":
         return Path(sys.executable)
     return PEERS_PYTHON if PEERS_PYTHON.exists() else None

@@ -388,26 +388,25 @@ def versus_table(results: dict[str, Any], case: Case, base: str, keys: list[str]
     """Per photo, at django-oximg's default bytes: ``base``'s score and each key's gain on it."""
     default = f"q{case.default_quality}"
     header = ["photo", f"`{base}` score", *(f"`{k}` - `{base}`" for k in keys)]
-    gains: dict[str, list[float]] = {key: [] for key in keys}
+    gains: dict[str, dict[str, float]] = {key: {} for key in keys}
     rows = []
     for photo, result in results[case.name].items():
         row = result["matched"].get(default, {})
         if base not in row:
             continue
-        cells = [photo.removesuffix(".jpg"), matched.number(row[base]["score"])]
+        name = photo.removesuffix(".jpg")
+        cells = [name, matched.number(row[base]["score"])]
         for key in keys:
             gain = row[key]["score"] - row[base]["score"] if key in row else math.nan
-            gains[key].append(gain)
+            gains[key][name] = gain
             cells.append(matched.number(gain, signed=True))
         rows.append(cells)
-    medians = [matched.number(matched.median(gains[key]), signed=True) for key in keys]
+    medians = [matched.number(matched.median(gains[key].values()), signed=True) for key in keys]
     rows.append(["**median**", "", *medians])
-    photos = [row[0] for row in rows[:-1]]
     worst = []
     for key in keys:
-        found = [(g, p) for g, p in zip(gains[key], photos, strict=True) if not math.isnan(g)]
-        low = min(found, default=(math.nan, ""))
-        worst.append(f"{matched.number(low[0], signed=True)} ({low[1]})")
+        name, low = matched.worst(gains[key])
+        worst.append(f"{matched.number(low, signed=True)} ({name})")
     rows.append(["**worst**", "", *worst])
     return matched.markdown_table(header, rows)
 

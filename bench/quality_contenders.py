@@ -197,7 +197,8 @@ def pillow_jpeg(
         pil = PILImage.frombytes(mode, (image.width, image.height), image.write_to_memory())
         chroma = subsampling
         if chroma is None:
-            chroma = 0 if quality >= encoder.FULL_CHROMA_QUALITY else 2
+            full = quality >= encoder.FULL_CHROMA_QUALITY
+            chroma = encoder.SUBSAMPLING_444 if full else encoder.SUBSAMPLING_420
         out = io.BytesIO()
         with roomy_pillow_buffer():
             pil.save(
@@ -250,7 +251,11 @@ def libvips_thumbnail(photo: Photo, case: Case, quality: int, fmt: str) -> bytes
 
 
 def pipeline_encoder_options(fmt: str) -> dict[str, Any]:
-    """The saver options ``pipeline.encode`` gives libvips."""
+    """The saver options ``pipeline.encode`` gives libvips, but its quantisation tables.
+
+    Bare libvips keeps libjpeg's own (Annex K): that is the baseline the
+    quality tables read against (docs/quality.md).
+    """
     return {"jpeg": {"optimize_coding": True}, "webp": {"effort": 4}}.get(fmt, {})
 
 
@@ -385,10 +390,18 @@ CONTENDERS = (
     Contender("resize-crop", "pyvips decode, resize then crop", ordered_fill(False), WEBP),
     Contender("crop-resize", "pyvips decode, crop then resize", ordered_fill(True), WEBP),
     Contender(
-        "enc-turbo-420", "libjpeg-turbo 4:2:0 (Pillow)", pillow_jpeg(subsampling=2), JPEG, False
+        "enc-turbo-420",
+        "libjpeg-turbo 4:2:0 (Pillow)",
+        pillow_jpeg(subsampling=encoder.SUBSAMPLING_420),
+        JPEG,
+        False,
     ),
     Contender(
-        "enc-turbo-444", "libjpeg-turbo 4:4:4 (Pillow)", pillow_jpeg(subsampling=0), JPEG, False
+        "enc-turbo-444",
+        "libjpeg-turbo 4:4:4 (Pillow)",
+        pillow_jpeg(subsampling=encoder.SUBSAMPLING_444),
+        JPEG,
+        False,
     ),
     Contender(
         "enc-turbo-prog",
