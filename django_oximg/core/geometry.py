@@ -187,8 +187,6 @@ class _Sizes:
     target: tuple[int, int]
     scaled: tuple[int, int]
     result_crop: tuple[int, int]
-    #: The result extended to the box's aspect ratio; (0, 0) for none.
-    aspect_ratio: tuple[int, int] = (0, 0)
 
 
 def compute_sizes(
@@ -211,12 +209,7 @@ def compute_sizes(
             crop_w, crop_h = scaled_w, scale_size(scaled_w, target_h / target_w)
         elif diff_h > diff_w and diff_h > 1:
             crop_w, crop_h = scale_size(scaled_h, target_w / target_h), scaled_h
-    aspect_ratio = (0, 0)
-    if options.extend_aspect_ratio and target_w > 0 and target_h > 0:
-        aspect_ratio = aspect_ratio_size(
-            min_non_zero(scaled_w, crop_w), min_non_zero(scaled_h, crop_h), target_w, target_h
-        )
-    return _Sizes((target_w, target_h), (scaled_w, scaled_h), (crop_w, crop_h), aspect_ratio)
+    return _Sizes((target_w, target_h), (scaled_w, scaled_h), (crop_w, crop_h))
 
 
 def aspect_ratio_size(width: int, height: int, box_width: int, box_height: int) -> tuple[int, int]:
@@ -250,9 +243,11 @@ def _result_and_canvas(sizes: _Sizes, options: Options) -> tuple[int, ...]:
         extended_w = max(result_w, sizes.target[0])
         extended_h = max(result_h, sizes.target[1])
     canvas_w, canvas_h = extended_w, extended_h
-    if all(sizes.aspect_ratio):  # never smaller than the image, as imgproxy's extend
-        canvas_w = max(canvas_w, sizes.aspect_ratio[0])
-        canvas_h = max(canvas_h, sizes.aspect_ratio[1])
+    if options.extend_aspect_ratio and all(sizes.target):
+        aspect_w, aspect_h = aspect_ratio_size(result_w, result_h, *sizes.target)
+        if aspect_w and aspect_h:  # never smaller than the image, as imgproxy's extend
+            canvas_w = max(canvas_w, aspect_w)
+            canvas_h = max(canvas_h, aspect_h)
     return result_w, result_h, canvas_w, canvas_h, extended_w, extended_h
 
 
