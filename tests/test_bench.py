@@ -786,3 +786,19 @@ def test_a_fill_keeps_the_centred_region_of_the_box_aspect_ratio() -> None:
     assert cover_region(2560, 1600, 320, 320) == (1600, 1600)
     assert cover_region(1600, 2560, 320, 320) == (1600, 1600)
     assert cover_region(2000, 1000, 400, 100) == (2000, 500)
+
+
+@pytest.mark.parametrize("eighths", [2, 3, 4])
+def test_dct_scales_decodes_at_the_eighths_it_names(eighths: int) -> None:
+    """The scale bench/dct_scales.py times is the one it names, and its pixels are whole."""
+    import pyvips
+
+    from bench.dct_scales import decode
+    from bench.images import photo
+
+    data = bytes(photo(800, 600).jpegsave_buffer(Q=90))
+    decoded = decode(data, eighths)
+    assert decoded.size == (100 * eighths, 75 * eighths)
+    reference = pyvips.Image.new_from_buffer(data, "").resize(eighths / 8)
+    ours = pyvips.Image.new_from_memory(decoded.tobytes(), *decoded.size, 3, "uchar")
+    assert (ours - reference).abs().avg() < 4  # the image, not garbage
