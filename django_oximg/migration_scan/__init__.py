@@ -1,0 +1,61 @@
+"""What moving from sorl-thumbnail or easy-thumbnails to django-oximg takes, place by place.
+
+``manage.py oximg_migration_scan`` finds a project's templates and Python
+files; this package reads them. It is pure functions over text with no Django
+import, so its rules can be read and tested alone. :func:`scan_template` and
+:func:`scan_python` return :class:`Finding` objects, each a place (path and
+line), the code found there and a verdict:
+
+- ``unchanged``: runs as it is on django-oximg (once the template loads
+  ``oximg`` and the import names django-oximg's module);
+- ``edit``: needs an edit, written out in ``replacement`` where one piece of
+  text can say it exactly, and described in ``advice``;
+- ``unsupported``: django-oximg has no equivalent; ``advice`` says why and
+  what comes closest.
+
+What django-oximg supports today is written down once, in :data:`SUPPORT`,
+keyed by library and feature: when the tag learns an option, its row changes
+there and nowhere else. The translations (a crop, a colour, an alias into a
+preset) are used only for the rows that say ``edit``.
+
+The modules, one job each: ``findings`` (the verdicts and a finding),
+``support`` (the table, and a finding's verdict and advice from it),
+``options`` (sorl's and easy-thumbnails' options as django-oximg's keywords
+and presets), ``templates`` and ``python`` (the two scanners) and ``report``
+(text and JSON).
+"""
+
+from __future__ import annotations
+
+from django_oximg.migration_scan.findings import (
+    EASY,
+    EDIT,
+    SORL,
+    UNCHANGED,
+    UNSUPPORTED,
+    VERDICTS,
+    Finding,
+    Rule,
+)
+from django_oximg.migration_scan.python import scan_python
+from django_oximg.migration_scan.report import json_report, summary, text_report
+from django_oximg.migration_scan.support import SUPPORT, rule
+from django_oximg.migration_scan.templates import scan_template
+
+__all__ = [
+    "EASY",
+    "EDIT",
+    "SORL",
+    "SUPPORT",
+    "UNCHANGED",
+    "UNSUPPORTED",
+    "VERDICTS",
+    "Finding",
+    "Rule",
+    "json_report",
+    "rule",
+    "scan_python",
+    "scan_template",
+    "summary",
+    "text_report",
+]

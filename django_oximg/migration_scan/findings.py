@@ -1,0 +1,49 @@
+"""What the scanner says about one place: the libraries, the verdicts, a rule and a finding.
+
+These are the words every other module of the scanner speaks, kept apart
+from the support table so that the table, the scanners and the report can
+all import them without importing each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+SORL = "sorl-thumbnail"
+EASY = "easy-thumbnails"
+
+UNCHANGED = "unchanged"
+EDIT = "edit"
+UNSUPPORTED = "unsupported"
+#: Verdicts from best to worst: a tag is as bad as its worst part.
+VERDICTS = (UNCHANGED, EDIT, UNSUPPORTED)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What django-oximg makes of one feature: a verdict and, unless unchanged, why or how."""
+
+    verdict: str
+    advice: str = ""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One place that uses sorl-thumbnail or easy-thumbnails, and what it takes to move."""
+
+    path: str
+    line: int
+    library: str
+    #: The SUPPORT row (library, feature) that decided; several for a tag.
+    features: tuple[str, ...]
+    #: The code as found (one tag, filter, import or setting).
+    code: str
+    verdict: str
+    #: The code as it reads on django-oximg, when one piece of text says it exactly.
+    replacement: str = ""
+    advice: str = ""
+
+
+def worst(verdicts: Iterable[str]) -> str:
+    return max(verdicts, key=VERDICTS.index, default=UNCHANGED)
