@@ -34,6 +34,9 @@ from django_oximg.migration_scan import (
     scan_python,
     scan_template,
 )
+from django_oximg.migration_scan.options import rewritten, sorl_option
+from django_oximg.migration_scan.python import python_value
+from django_oximg.migration_scan.support import judged
 
 FIXTURES = Path(__file__).parent / "migration_fixtures"
 SORL_PROJECT = FIXTURES / "sorl_project"
@@ -422,6 +425,31 @@ def test_the_library_follows_the_template_syntax() -> None:
     sorl_syntax = '{% load thumbnail %}{% thumbnail p "9" as im %}{% endthumbnail %}'
     [_, tag] = scan_template("a.html", sorl_syntax, EASY)
     assert tag.library == SORL
+
+
+def test_a_finding_is_as_bad_as_its_worst_feature_and_replaced_only_when_it_needs_to_be() -> None:
+    """Every scanner's findings come from judged(): the table decides, not the scanner."""
+    unchanged = judged("a.html", 3, SORL, ("geometry", "crop"), "{% thumbnail %}", "ignored")
+    assert (unchanged.verdict, unchanged.replacement, unchanged.advice) == (UNCHANGED, "", "")
+    mixed = judged("a.html", 3, SORL, ("geometry", "rounded", "progressive"), "code", "new")
+    assert (mixed.verdict, mixed.replacement) == (UNSUPPORTED, "new")
+    assert mixed.advice == (
+        "no rounded corners; remove it: JPEGs are written baseline, with optimised Huffman tables"
+    )
+
+
+def test_edited_arguments_follow_the_unchanged_ones_with_raw_options_joined() -> None:
+    parts = [
+        sorl_option("cropbox", "0,0,100,50", 'cropbox="0,0,100,50"'),
+        sorl_option("crop", "center", 'crop="center"'),
+        sorl_option("orientation", False, "orientation=False"),
+        sorl_option("quality", 80, "quality=80"),
+    ]
+    assert rewritten(SORL, parts, python_value) == [
+        'crop="center"',
+        "quality=80",
+        'options="c:100:50:nowe:0:0/ar:0"',
+    ]
 
 
 def test_python_that_does_not_parse_is_skipped() -> None:
