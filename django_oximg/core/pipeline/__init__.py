@@ -55,7 +55,8 @@ from django_oximg.core.pipeline.probe import (
     probe,
     web_format,
 )
-from django_oximg.core.pipeline.render import Rendered, render
+from django_oximg.core.pipeline.render import render
+from django_oximg.core.pipeline.rendered import Rendered
 from django_oximg.core.pipeline.summary import SUMMARY_SIZE, Summary, summarise, summary_plan
 
 __all__ = [
