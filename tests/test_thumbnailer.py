@@ -21,6 +21,7 @@ import pyvips
 from django_oximg.core import budget, pipeline
 from django_oximg.core.executor import Executor
 from django_oximg.core.http_source import URL_ALIAS, HttpSourceConfig, HttpSourceStore
+from django_oximg.core.negotiation import negotiate
 from django_oximg.core.responders import Reply
 from django_oximg.core.signing import URLSigner, pairs_from_hex
 from django_oximg.core.stores import (
@@ -30,7 +31,7 @@ from django_oximg.core.stores import (
     FileSystemSourceStore,
     Reserve,
 )
-from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig, negotiate
+from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 from tests import images
 
 KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
@@ -53,7 +54,7 @@ class CountingSourceStore:
         self.inner = FileSystemSourceStore(root)
         self.reads = 0
         self._lock = threading.Lock()
-        #: False: read like a remote store, on the request thread (see Thumbnailer.make).
+        #: False: read like a remote store, on the request thread (see making.Maker.make).
         self.read_on_worker = False
 
     def check_name(self, name: str) -> None:
@@ -802,7 +803,7 @@ def test_the_memory_estimate_plans_with_the_configured_result_limit(
     thumbnailer = make(render=pipeline.RenderSettings(max_result_dimension=16384))
     job = thumbnailer.job_for(SIGNER.signed_path("/w:16000/el:1/plain/wide.png@png"), "")
     with thumbnailer.executor.admit() as admission:
-        cost, _render = thumbnailer.prepare(job, admission)
+        cost = thumbnailer.maker.stage(job, admission).cost
     assert cost > 16000 * 10664 * budget.OUTPUT_BYTES_PER_PIXEL["png"]
 
 
