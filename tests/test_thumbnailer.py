@@ -132,9 +132,10 @@ def make(
         queue_size: int = 16,
         queue_timeout: float = 5.0,
         clock: Callable[[], float] | None = None,
+        memory_budget: int = 512 * MIB,
         **config: Any,
     ) -> Thumbnailer:
-        executor = Executor(workers, queue_size, queue_timeout, 512 * MIB)
+        executor = Executor(workers, queue_size, queue_timeout, memory_budget)
         executors.append(executor)
         extra = {"clock": clock} if clock is not None else {}
         return Thumbnailer(
