@@ -21,7 +21,6 @@ import pyvips
 from django_oximg.core import budget, pipeline
 from django_oximg.core.executor import Executor
 from django_oximg.core.http_source import URL_ALIAS, HttpSourceConfig, HttpSourceStore
-from django_oximg.core.negotiation import negotiate
 from django_oximg.core.responders import Reply
 from django_oximg.core.signing import URLSigner, pairs_from_hex
 from django_oximg.core.stores import (
@@ -283,24 +282,6 @@ def test_range_on_a_hit_gives_206_with_that_slice(thumbnailer: Thumbnailer) -> N
     assert partial.status == 206
     assert header(partial, "Content-Range") == f"bytes 0-99/{len(full)}"
     assert body_of(partial) == full[:100]
-
-
-# -- negotiation ---------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("accept", "expected"),
-    [
-        ("image/avif,image/webp,*/*", "avif"),
-        ("image/webp,*/*;q=0.8", "webp"),
-        ("image/avif;q=0,image/webp", "webp"),
-        ("*/*", "jpeg"),
-        ("", "jpeg"),
-        ("image/*", "jpeg"),
-    ],
-)
-def test_negotiate_prefers_avif_then_webp_and_ignores_wildcards(accept: str, expected: str) -> None:
-    assert negotiate(accept, "jpeg") == expected
 
 
 def test_negotiated_formats_are_separate_cache_objects_with_vary(
