@@ -21,6 +21,8 @@ plan computed once. A render walks these modules, top to bottom:
 ``encode``          metadata kept, quality, libvips' savers or Pillow, and
                     the ``max_bytes`` loop
 ``render``          :func:`render`: the walk itself
+``rendered``        :class:`Rendered`, what the walk (here or in a child
+                    process) answers
 ``summary``         the ``/info`` endpoint's BlurHash and dominant colour
 ==================  ========================================================
 
