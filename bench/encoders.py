@@ -174,7 +174,7 @@ def measure_one(case: Case, timeout: float, kill: bool) -> Outcome:
     from django_oximg.core.errors import OximgError
     from django_oximg.core.options import parse_path
     from django_oximg.core.responders import status_for
-    from django_oximg.core.thumbnailer import ANIMATED_FORMATS
+    from django_oximg.core.staging import ANIMATED_FORMATS
 
     pipeline.configure(concurrency=1)
     data = Path(case.file).read_bytes()
@@ -241,7 +241,7 @@ def estimate_of(case: Case) -> tuple[int, int]:
     from django_oximg.core import pipeline
     from django_oximg.core.budget import estimate_peak_bytes, output_bytes, sizes_of
     from django_oximg.core.options import parse_path
-    from django_oximg.core.thumbnailer import ANIMATED_FORMATS
+    from django_oximg.core.staging import ANIMATED_FORMATS
 
     data = Path(case.file).read_bytes()
     info = pipeline.probe(data)

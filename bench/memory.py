@@ -302,7 +302,7 @@ def estimate_for(measured: Measured) -> int:
     from django_oximg.core.budget import estimate_peak_bytes
     from django_oximg.core.options import parse_path
     from django_oximg.core.pipeline import RenderSettings, SourceInfo, plan_render
-    from django_oximg.core.thumbnailer import ANIMATED_FORMATS
+    from django_oximg.core.staging import ANIMATED_FORMATS
 
     info = SourceInfo(
         measured.width,

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from django_oximg.core.errors import Overloaded, ProcessingTimeout, SourceTooLarge
-from django_oximg.core.executor import Executor
+from django_oximg.core.executor import Executor, Ready
 
 # Upper bound on any wait in these tests: long enough never to trip on a slow CI
 # machine, short enough that a bug fails the test instead of hanging it.
@@ -381,10 +381,10 @@ class Staged(threading.Thread):
         self.result: Any = None
         self.error: BaseException | None = None
 
-    def prepare(self) -> tuple[int, Callable[[], str]]:
+    def prepare(self) -> Ready[str]:
         self.log.append(f"{self.label}-prepare")
         self.prepared.set()
-        return self.cost, self.work
+        return Ready(self.cost, self.work)
 
     def run(self) -> None:
         try:
@@ -489,7 +489,7 @@ def test_staged_errors_reach_the_caller_and_free_the_slot(
 ) -> None:
     executor = make_executor(workers=1, memory_budget=100)
 
-    def failing_prepare() -> tuple[int, Callable[[], str]]:
+    def failing_prepare() -> Ready[str]:
         raise ValueError("unreadable source")
 
     def failing_work() -> str:
@@ -498,8 +498,8 @@ def test_staged_errors_reach_the_caller_and_free_the_slot(
     with pytest.raises(ValueError, match="unreadable"):
         executor.run_staged(failing_prepare)
     with pytest.raises(KeyError, match="render failed"):
-        executor.run_staged(lambda: (40, failing_work))
-    assert executor.run_staged(lambda: (100, lambda: "fits")) == "fits"
+        executor.run_staged(lambda: Ready(40, failing_work))
+    assert executor.run_staged(lambda: Ready(100, lambda: "fits")) == "fits"
     stats = executor.stats()
     assert (stats.running, stats.reserved_bytes, stats.completed) == (0, 0, 3)
 

@@ -22,6 +22,7 @@ import pytest
 from django_oximg.core import pipeline
 from django_oximg.core.executor import Executor
 from django_oximg.core.hits import ENTRY_OVERHEAD, CachedFile, HitCache
+from django_oximg.core.negotiation import accept_class
 from django_oximg.core.responders import Reply
 from django_oximg.core.signing import URLSigner, pairs_from_hex
 from django_oximg.core.stores import (
@@ -30,7 +31,7 @@ from django_oximg.core.stores import (
     FileSystemSourceStore,
     write_atomically,
 )
-from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig, accept_class
+from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 from tests import images
 
 KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"

@@ -46,8 +46,9 @@ from django_oximg.core.options import (
 )
 from django_oximg.core.responders import content_disposition
 from django_oximg.core.signing import URLSigner, pairs_from_hex
+from django_oximg.core.staging import RenderWork
 from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
-from django_oximg.core.thumbnailer import RenderWork, Thumbnailer, ThumbnailerConfig
+from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 from tests import images
 
 KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"

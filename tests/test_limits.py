@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from django_oximg.core.executor import Executor
 from django_oximg.core.pipeline import RenderSettings
 from django_oximg.core.thumbnailer import Thumbnailer
 from tests import images
@@ -97,12 +96,9 @@ def test_results_are_clamped_to_the_largest_dimension(make: Callable[..., Thumbn
 
 
 def test_a_job_alone_above_the_memory_budget_gets_422(
-    make: Callable[..., Thumbnailer], executors: list[Executor], cache_dir: Path
+    make: Callable[..., Thumbnailer], cache_dir: Path
 ) -> None:
-    thumbnailer = make()
-    thumbnailer.executor.shutdown()
-    thumbnailer.executor = Executor(1, 4, 5.0, memory_budget=1024 * 1024)
-    executors.append(thumbnailer.executor)
+    thumbnailer = make(workers=1, queue_size=4, memory_budget=1024 * 1024)
     reply = get(thumbnailer, CONTROL)
     assert reply.status == 422
     assert reply.body == b"Source image is too large\n"
@@ -110,7 +106,7 @@ def test_a_job_alone_above_the_memory_budget_gets_422(
 
 
 def test_a_budget_between_two_estimates_admits_the_small_job_and_refuses_the_large(
-    make: Callable[..., Thumbnailer], executors: list[Executor], source_dir: Path, cache_dir: Path
+    make: Callable[..., Thumbnailer], source_dir: Path, cache_dir: Path
 ) -> None:
     """The budget is compared with each job's own estimate, not with a constant."""
     from django_oximg.core import pipeline
@@ -132,11 +128,8 @@ def test_a_budget_between_two_estimates_admits_the_small_job_and_refuses_the_lar
         )
         estimates[name] = estimate_peak_bytes(plan, 1, data)
     assert estimates["small"] * 4 < estimates["large"]
-    thumbnailer = make()
-    thumbnailer.executor.shutdown()
     budget = int((estimates["small"] * estimates["large"]) ** 0.5)
-    thumbnailer.executor = Executor(1, 4, 5.0, memory_budget=budget)
-    executors.append(thumbnailer.executor)
+    thumbnailer = make(workers=1, queue_size=4, memory_budget=budget)
     assert get(thumbnailer, requests["small"]).status == 200
     large = get(thumbnailer, requests["large"])
     assert (large.status, large.body) == (422, b"Source image is too large\n")

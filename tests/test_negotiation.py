@@ -25,6 +25,7 @@ from django_oximg import conf, runtime
 from django_oximg.core import pipeline
 from django_oximg.core.client_hints import NO_HINTS, read_hints
 from django_oximg.core.executor import Executor
+from django_oximg.core.negotiation import negotiate, output_format
 from django_oximg.core.options import parse_path
 from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
 from django_oximg.core.thumbnailer import Thumbnailer
@@ -52,6 +53,52 @@ SPELLINGS = {
 
 def formats() -> list[str]:
     return [fmt for fmt in ACCEPT_FOR if pipeline.saver_available(fmt)]
+
+
+# -- the choice itself -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("accept", "expected"),
+    [
+        ("image/avif,image/webp,*/*", "avif"),
+        ("image/webp,*/*;q=0.8", "webp"),
+        ("image/avif;q=0,image/webp", "webp"),
+        ("*/*", "jpeg"),
+        ("", "jpeg"),
+        ("image/*", "jpeg"),
+    ],
+)
+def test_negotiate_prefers_avif_then_webp_and_ignores_wildcards(accept: str, expected: str) -> None:
+    assert negotiate(accept, "jpeg") == expected
+
+
+@pytest.mark.parametrize(
+    ("path", "accept", "auto_format", "expected"),
+    [
+        # The URL's format wins, and nothing was negotiated.
+        ("/f:png/plain/a.jpg", "image/avif,image/webp", True, ("png", False)),
+        # Negotiated: AVIF first, then WebP, then the name's format.
+        ("/plain/a.png", "image/avif,image/webp", True, ("avif", True)),
+        ("/plain/a.png", "image/webp", True, ("webp", True)),
+        ("/plain/a.png", "*/*", True, ("png", True)),
+        ("/plain/a.tiff", "*/*", True, ("jpeg", True)),
+        # A name that may hold an animation is never made AVIF.
+        ("/plain/a.gif", "image/avif,image/webp", True, ("webp", True)),
+        ("/plain/a.webp", "image/avif", True, ("jpeg", True)),
+        # ``raw`` and ``skip_processing`` of the name's format are the source itself.
+        ("/raw:1/plain/a.png", "image/avif", True, ("png", False)),
+        ("/skp:png/plain/a.png", "image/avif", True, ("png", False)),
+        ("/skp:jpg/plain/a.png", "image/avif", True, ("avif", True)),
+        # AUTO_FORMAT off: the name decides.
+        ("/plain/a.png", "image/avif,image/webp", False, ("png", False)),
+    ],
+)
+def test_the_output_format_is_the_urls_or_negotiated_from_the_name_and_accept(
+    path: str, accept: str, auto_format: bool, expected: tuple[str, bool]
+) -> None:
+    parsed = parse_path(path)
+    assert output_format(parsed.options, parsed.source, accept, auto_format) == expected
 
 
 # -- two shells -------------------------------------------------------------------------

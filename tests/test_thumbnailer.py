@@ -30,7 +30,7 @@ from django_oximg.core.stores import (
     FileSystemSourceStore,
     Reserve,
 )
-from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig, negotiate
+from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 from tests import images
 
 KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
@@ -53,7 +53,7 @@ class CountingSourceStore:
         self.inner = FileSystemSourceStore(root)
         self.reads = 0
         self._lock = threading.Lock()
-        #: False: read like a remote store, on the request thread (see Thumbnailer.make).
+        #: False: read like a remote store, on the request thread (see making.Maker.make).
         self.read_on_worker = False
 
     def check_name(self, name: str) -> None:
@@ -131,9 +131,10 @@ def make(
         queue_size: int = 16,
         queue_timeout: float = 5.0,
         clock: Callable[[], float] | None = None,
+        memory_budget: int = 512 * MIB,
         **config: Any,
     ) -> Thumbnailer:
-        executor = Executor(workers, queue_size, queue_timeout, 512 * MIB)
+        executor = Executor(workers, queue_size, queue_timeout, memory_budget)
         executors.append(executor)
         extra = {"clock": clock} if clock is not None else {}
         return Thumbnailer(
@@ -281,24 +282,6 @@ def test_range_on_a_hit_gives_206_with_that_slice(thumbnailer: Thumbnailer) -> N
     assert partial.status == 206
     assert header(partial, "Content-Range") == f"bytes 0-99/{len(full)}"
     assert body_of(partial) == full[:100]
-
-
-# -- negotiation ---------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("accept", "expected"),
-    [
-        ("image/avif,image/webp,*/*", "avif"),
-        ("image/webp,*/*;q=0.8", "webp"),
-        ("image/avif;q=0,image/webp", "webp"),
-        ("*/*", "jpeg"),
-        ("", "jpeg"),
-        ("image/*", "jpeg"),
-    ],
-)
-def test_negotiate_prefers_avif_then_webp_and_ignores_wildcards(accept: str, expected: str) -> None:
-    assert negotiate(accept, "jpeg") == expected
 
 
 def test_negotiated_formats_are_separate_cache_objects_with_vary(
@@ -802,7 +785,7 @@ def test_the_memory_estimate_plans_with_the_configured_result_limit(
     thumbnailer = make(render=pipeline.RenderSettings(max_result_dimension=16384))
     job = thumbnailer.job_for(SIGNER.signed_path("/w:16000/el:1/plain/wide.png@png"), "")
     with thumbnailer.executor.admit() as admission:
-        cost, _render = thumbnailer.prepare(job, admission)
+        cost = thumbnailer.maker.stage(job, admission).cost
     assert cost > 16000 * 10664 * budget.OUTPUT_BYTES_PER_PIXEL["png"]
 
 

@@ -24,7 +24,8 @@ process in three ways:
   (:meth:`Admission.reserve`); its job's cost then covers them.
 * **Staged jobs** (:meth:`Executor.run_staged`) learn their cost only once they
   run: a worker first runs the job's ``prepare`` (read the source, read its
-  header, estimate), then reserves the cost it returned, then runs the work.
+  header, estimate), which returns a :class:`Staged` work, then reserves the
+  work's cost, then runs it.
   Queued requests therefore hold nothing: at most ``workers`` sources are in
   memory, not one per queued request (a deep queue of 13.5 MB photos held
   600-800 MiB before this). While a worker waits for budget, no other job
@@ -53,11 +54,12 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from django_oximg.core.errors import Overloaded, ProcessingTimeout, SourceTooLarge
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 #: The share of the memory budget downloads may hold at once (see
 #: ``Executor._download_can_reserve``): the rest is always there for jobs.
@@ -83,6 +85,34 @@ class ExecutorStats:
     rejected_full: int
     rejected_timeout: int
     completed: int
+
+
+class Staged(Protocol[T_co]):
+    """A job's work once it is known: its estimated peak memory, and the work itself.
+
+    What the ``prepare`` step of :meth:`Executor.run_staged` returns; the
+    worker reserves :attr:`cost` before it calls :meth:`run`.
+    """
+
+    @property
+    def cost(self) -> int:
+        """Peak memory in bytes, reserved from the budget while :meth:`run` runs."""
+        ...
+
+    def run(self) -> T_co:
+        """Do the work (on a worker thread) and return its result."""
+        ...
+
+
+@dataclass(frozen=True)
+class Ready(Generic[T]):
+    """A :class:`Staged` work that is a function: a plain :meth:`Executor.run` job's."""
+
+    cost: int
+    work: Callable[[], T]
+
+    def run(self) -> T:
+        return self.work()
 
 
 class _State(enum.Enum):
@@ -144,12 +174,12 @@ class _Job(Generic[T]):
         self,
         lock: threading.Lock,
         cost: int,
-        prepare: Callable[[], tuple[int, Callable[[], T]]],
+        prepare: Callable[[], Staged[T]],
         staged: bool,
         admission: Admission,
     ) -> None:
-        #: Returns the job's cost and its work; for a plain job, ``cost`` and the
-        #: function itself, known before the job starts.
+        #: Returns the job's work and its cost; for a plain job, the function
+        #: itself with ``cost``, both known before the job starts.
         self.prepare = prepare
         #: Whether the cost is reserved only after ``prepare`` (:meth:`Executor.run_staged`).
         self.staged = staged
@@ -242,22 +272,23 @@ class Executor:
         if admission is None:
             with self.admit() as own:
                 return self.run(fn, cost=cost, admission=own)
-        return self._submit(_Job(self._lock, cost, lambda: (cost, fn), False, admission))
+        ready = Ready(cost, fn)
+        return self._submit(_Job(self._lock, cost, lambda: ready, False, admission))
 
     def run_staged(
         self,
-        prepare: Callable[[], tuple[int, Callable[[], T]]],
+        prepare: Callable[[], Staged[T]],
         *,
         admission: Admission | None = None,
     ) -> T:
-        """Run ``prepare`` on a worker, reserve the cost it returns, then run its work.
+        """Run ``prepare`` on a worker, reserve the cost of the work it returns, then run it.
 
-        ``prepare()`` returns ``(cost, work)``. It runs once a worker takes the
-        job (in arrival order, like :meth:`run`); the worker then waits for
-        ``cost`` bytes of budget (in arrival order among staged jobs, until the
-        job's queue deadline: :class:`ProcessingTimeout`), runs ``work()`` and
-        frees the budget. A cost above the whole budget raises
-        :class:`SourceTooLarge` without running ``work``. For jobs that must
+        ``prepare()`` returns a :class:`Staged` work. It runs once a worker
+        takes the job (in arrival order, like :meth:`run`); the worker then
+        waits for the work's ``cost`` bytes of budget (in arrival order among
+        staged jobs, until the job's queue deadline: :class:`ProcessingTimeout`),
+        runs it and frees the budget. A cost above the whole budget raises
+        :class:`SourceTooLarge` without running the work. For jobs that must
         read something big before their cost is known, so that waiting
         requests hold nothing. ``admission`` as for :meth:`run`.
         """
@@ -541,11 +572,11 @@ class Executor:
     def _execute(self, job: _Job[Any]) -> None:
         """Run one job outside the lock, then record its outcome and free its slot."""
         try:
-            cost, work = job.prepare()
+            work = job.prepare()
             if job.staged:
-                self._check_fits(cost)
-                self._reserve(job, cost)
-            job.result = work()
+                self._check_fits(work.cost)
+                self._reserve(job, work.cost)
+            job.result = work.run()
         except BaseException as error:  # not swallowed: run() re-raises it in the caller
             job.error = error
         finally:

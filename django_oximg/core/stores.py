@@ -215,7 +215,7 @@ class FileSystemSourceStore:
     """Sources read from a directory on local disk."""
 
     #: A read costs about a memory copy, so the thumbnailer reads on the render
-    #: worker, when the render's turn has come (see ``Thumbnailer.make``).
+    #: worker, when the render's turn has come (see ``core.making.Maker.make``).
     read_on_worker = True
 
     def __init__(self, root: str | os.PathLike[str]) -> None:

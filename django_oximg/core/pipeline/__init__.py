@@ -21,6 +21,8 @@ plan computed once. A render walks these modules, top to bottom:
 ``encode``          metadata kept, quality, libvips' savers or Pillow, and
                     the ``max_bytes`` loop
 ``render``          :func:`render`: the walk itself
+``rendered``        :class:`Rendered`, what the walk (here or in a child
+                    process) answers
 ``summary``         the ``/info`` endpoint's BlurHash and dominant colour
 ==================  ========================================================
 
@@ -55,7 +57,8 @@ from django_oximg.core.pipeline.probe import (
     probe,
     web_format,
 )
-from django_oximg.core.pipeline.render import Rendered, render
+from django_oximg.core.pipeline.render import render
+from django_oximg.core.pipeline.rendered import Rendered
 from django_oximg.core.pipeline.summary import SUMMARY_SIZE, Summary, summarise, summary_plan
 
 __all__ = [

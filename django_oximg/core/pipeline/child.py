@@ -5,7 +5,7 @@ Reads from standard input an 8-byte length, that many bytes of a pickled
 renders in this process (:func:`~django_oximg.core.pipeline.render.render_here`,
 with no deadline of its own: the parent kills this process at its
 deadline); writes to standard output the pickled
-:class:`~django_oximg.core.pipeline.render.Rendered`, or the project error
+:class:`~django_oximg.core.pipeline.rendered.Rendered`, or the project error
 that stopped it. Anything else (a bug) is a traceback on standard error and
 a non-zero exit status. Only :mod:`django_oximg.core.pipeline.isolated`
 starts it, and it trusts nothing but its parent's pipe.

@@ -38,10 +38,10 @@ import pyvips
 
 from django_oximg.core.deadlines import Deadline
 from django_oximg.core.errors import InvalidImage, OximgError, ProcessingTimeout
+from django_oximg.core.pipeline.rendered import Rendered
 
 if TYPE_CHECKING:
     from django_oximg.core.pipeline.plan import Plan, RenderSettings
-    from django_oximg.core.pipeline.render import Rendered
 
 #: The child's entry point, run with ``python -m``.
 CHILD_MODULE = "django_oximg.core.pipeline.child"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import pyvips
 
@@ -10,30 +10,14 @@ from django_oximg.core.deadlines import Deadline
 from django_oximg.core.geometry import plan_geometry
 from django_oximg.core.options import Options
 from django_oximg.core.pipeline import animation, steps
-from django_oximg.core.pipeline.encode import CONTENT_TYPES, check_format, encode
+from django_oximg.core.pipeline.encode import check_format, encode
 from django_oximg.core.pipeline.isolated import render_isolated
 from django_oximg.core.pipeline.libvips import Image, ensure_configured, failure, watched
 from django_oximg.core.pipeline.load import Loaded, load
 from django_oximg.core.pipeline.plan import Plan, RenderSettings, plan_render
 from django_oximg.core.pipeline.probe import embedded_thumbnail, probe
+from django_oximg.core.pipeline.rendered import Rendered
 from django_oximg.core.pipeline.steps.trim import trimmed
-
-
-@dataclass(frozen=True)
-class Rendered:
-    """An encoded result."""
-
-    data: bytes
-    format: str
-    width: int
-    #: Height of one frame (the whole image for still output).
-    height: int
-    #: Frames in the output (1 unless an animation was kept).
-    frames: int = 1
-
-    @property
-    def content_type(self) -> str:
-        return CONTENT_TYPES[self.format]
 
 
 def render(

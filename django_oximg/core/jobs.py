@@ -1,0 +1,142 @@
+"""A request's path into a :class:`Job`: verified, parsed, resolved, and named by its cache key.
+
+Nothing here touches a storage: the signature is checked (403), the options
+parsed (400), ``expires`` checked (404), the source resolved to its store,
+which checks the name without I/O (404), the output format chosen
+(:mod:`~django_oximg.core.negotiation`) and the cache key computed from the
+*canonical* request (:mod:`~django_oximg.core.keys`), so that every URL
+meaning the same answer names one cache object. Thumbnails and ``/info``
+documents differ only in how their path is parsed and in what the job
+makes (:class:`~django_oximg.core.staging.RenderWork`,
+:class:`~django_oximg.core.staging.InfoWork`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+
+from django_oximg.core import errors, keys, responders
+from django_oximg.core import info as info_endpoint
+from django_oximg.core.client_hints import NO_HINTS, ClientHints, with_hints
+from django_oximg.core.negotiation import VARY_ACCEPT, output_format
+from django_oximg.core.options import URLRules, build_path, parse_path
+from django_oximg.core.signing import URLSigner, verified_rest
+from django_oximg.core.sources import Resolved, SourceResolver
+from django_oximg.core.staging import InfoWork, RenderWork
+from django_oximg.core.stores import CachedResult
+
+
+@dataclass(frozen=True)
+class Job:
+    """A verified, parsed request: what to make of which source, and where it is kept."""
+
+    source: Resolved
+    work: RenderWork | InfoWork
+    key: str
+    #: Request headers the answer depends on (sent as ``Vary``).
+    vary: tuple[str, ...] = ()
+    #: The URL's ``expires`` (unix time), 0 when it has none.
+    expires: int = 0
+    #: ``Content-Disposition`` of the answer ("": none is sent).
+    disposition: str = ""
+
+    @property
+    def etag(self) -> str:
+        return keys.etag(self.key)
+
+    @property
+    def needs_worker(self) -> bool:
+        """Whether making the answer decodes pixels (an ``/info`` from the header does not)."""
+        return self.work.needs_worker
+
+    @property
+    def content_type(self) -> str:
+        return keys.content_type(self.key)
+
+    def result(self, found: CachedResult) -> responders.Result:
+        """This request's answer with ``found``'s content.
+
+        Built per request, never shared: requests that share one cache
+        object or one render may still differ in their ``Vary``.
+        """
+        return responders.Result(
+            self.content_type,
+            self.etag,
+            self.vary,
+            data=found.data,
+            path=found.path,
+            size=found.size,
+            stream=found.stream,
+            url=found.url,
+            disposition=self.disposition,
+        )
+
+
+@dataclass(frozen=True)
+class JobReader:
+    """Reads request paths into jobs for one thumbnailer (thread-safe: it holds no state)."""
+
+    signer: URLSigner
+    sources: SourceResolver
+    #: :func:`~django_oximg.core.keys.cache_version`: part of every cache key.
+    version: str
+    #: Unix time now (``expires`` is checked against it).
+    clock: Callable[[], float]
+    presets: Mapping[str, str]
+    #: What URLs may say (``ALLOWED_PROCESSING_OPTIONS``, ``ONLY_PRESETS``).
+    rules: URLRules
+    allow_unsigned: bool
+    #: Whether a URL without a format negotiates one from ``Accept``.
+    auto_format: bool
+    #: Whether ``DPR``/``Width`` client hints fill in ``dpr``/``width``.
+    client_hints: bool
+    #: Whether a watermark image is configured (``WATERMARK``).
+    watermark: bool
+
+    def job_for(self, path: str, accept: str, hints: ClientHints = NO_HINTS) -> Job:
+        """Verify and parse ``path`` into a :class:`Job`. No storage is touched.
+
+        The source is resolved here, before any cache lookup, so a source the
+        configuration no longer allows (a host removed from ``HTTP_SOURCES``)
+        is refused rather than served from the cache. ``hints`` are the
+        request's client hints (only read with ``client_hints`` on).
+        """
+        if info_endpoint.is_info_path(path):
+            return self.info_job(info_endpoint.signed_part(path))
+        rest = verified_rest(path, self.signer, self.allow_unsigned)
+        parsed = parse_path(rest, self.presets, self.rules)
+        options, hinted = parsed.options, tuple[str, ...]()
+        if self.client_hints:
+            options, hinted = with_hints(parsed, hints)
+        self.check_expiry(options.expires)
+        if options.watermark.opacity and not self.watermark:
+            raise errors.InvalidOptions(
+                detail="watermark: OXIMG['WATERMARK'] is not set", public="Invalid watermark"
+            )
+        source = self.sources.resolve(parsed.source)
+        fmt, negotiated = output_format(options, source.name, accept, self.auto_format)
+        # The canonical request: what decides the bytes. ``expires`` decides
+        # only whether there is an answer, so URLs that differ in it share one.
+        canonical = build_path(replace(options, format=fmt, expires=0), parsed.source)
+        key = keys.result_key(parsed.source, canonical, self.version, fmt)
+        vary = (VARY_ACCEPT if negotiated else ()) + hinted
+        disposition = ""
+        if options.filename or options.return_attachment:
+            disposition = responders.content_disposition(
+                parsed.source, options.filename, fmt, attachment=options.return_attachment
+            )
+        return Job(source, RenderWork(options, fmt), key, vary, options.expires, disposition)
+
+    def info_job(self, signed: str) -> Job:
+        """An ``/info`` path (after ``/info``) into its job."""
+        rest = verified_rest(signed, self.signer, self.allow_unsigned)
+        request = info_endpoint.parse_info_path(rest)
+        self.check_expiry(request.expires)
+        source = self.sources.resolve(request.source)
+        key = keys.result_key(request.source, request.canonical(), self.version, "json")
+        return Job(source, InfoWork(request), key, (), request.expires)
+
+    def check_expiry(self, expires: int) -> None:
+        if expires and expires < self.clock():
+            raise errors.ExpiredURL(f"expired at {expires}")

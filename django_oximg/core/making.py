@@ -1,0 +1,121 @@
+"""A miss made: its source read once, its work staged and run on the executor, the result stored.
+
+Called once per key in flight (:mod:`~django_oximg.core.lookup` sees to
+that), with the request's place in the executor. The source is read where
+it costs least: a store that reads on the worker (local disk) is read there,
+once the job's turn has come, so requests waiting in the queue hold no
+source bytes; any other (S3, HTTP) on the request thread, in a bounded
+number of read slots, so a network wait never holds a render slot. Either
+way the read and the header are shared by every job on that source made at
+the same time, then the job's work is staged
+(:mod:`~django_oximg.core.staging`) and run within the memory budget, and
+the result is written to the cache; a failed write is logged and the result
+still served.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from django_oximg.core import metrics, pipeline
+from django_oximg.core.executor import Admission, Executor
+from django_oximg.core.jobs import Job
+from django_oximg.core.reads import SourceReads
+from django_oximg.core.singleflight import SingleFlight
+from django_oximg.core.staging import Limits, SourceRead, Staged
+from django_oximg.core.stores import CachedResult, CacheStore
+
+logger = logging.getLogger("django_oximg")
+
+#: Seconds between two log lines about failing cache writes.
+CACHE_ERROR_LOG_INTERVAL = 60.0
+
+
+class Maker:
+    """Makes and stores the answers of one thumbnailer's misses (thread-safe)."""
+
+    def __init__(
+        self,
+        cache: CacheStore,
+        executor: Executor,
+        limits: Limits,
+        reads: SourceReads,
+        source_reads: SingleFlight,
+        recorder: metrics.Recorder,
+    ) -> None:
+        """``reads``: the remote read slots; ``source_reads``: reads shared by source."""
+        self.cache = cache
+        self.executor = executor
+        self.limits = limits
+        self.reads = reads
+        self.source_reads = source_reads
+        self.metrics = recorder
+        self.renders = 0
+        self.source_loads = 0
+        #: Answers made; a miss seen before a change of it may have been
+        #: filled by one of them since (see :class:`~django_oximg.core.lookup.Lookup`).
+        self.made = 0
+        # -inf, not 0: time.monotonic() may be below the interval just after boot.
+        self._last_cache_error = float("-inf")
+        self.lock = threading.Lock()
+
+    def make(self, job: Job, admission: Admission) -> CachedResult:
+        """Read, check, make within budget and deadline, then cache the answer.
+
+        ``admission`` is the request's place in the executor. A source whose
+        store reads on the worker is read there, in a staged job; other
+        sources are read here, the bytes reserved from the memory budget as
+        they arrive (:meth:`read_source`). An ``/info`` answered from the
+        header alone takes no worker.
+        """
+        if not job.needs_worker:
+            data = self.stage(job, admission).run()
+        elif job.source.store.read_on_worker:
+            data = self.executor.run_staged(lambda: self.stage(job, admission), admission=admission)
+        else:
+            staged = self.stage(job, admission)
+            data = self.executor.run(staged.run, cost=staged.cost, admission=admission)
+        self.store(job.key, data)
+        with self.lock:
+            self.made += 1
+            if job.work.is_render:
+                self.renders += 1
+        return CachedResult(size=len(data), data=data)
+
+    def stage(self, job: Job, admission: Admission) -> Staged:
+        """Read and check the source; the job's work with its memory estimate."""
+        source, _shared = self.source_reads.do(
+            job.source.source, lambda: self.read_source(job, admission)
+        )
+        return job.work.stage(source, self.limits, self.metrics.observe_render)
+
+    def read_source(self, job: Job, admission: Admission) -> SourceRead:
+        """Read the source and its header (shared by concurrent jobs on one source).
+
+        Local disk is read as it is; any other store in a read slot, within
+        the source timeout, its bytes reserved on ``admission``
+        (:class:`~django_oximg.core.reads.SourceReads`). Jobs that share the
+        read share its bytes; the reading request's reservation counts them
+        once.
+        """
+        store, limit = job.source.store, self.limits.max_src_file_size
+        if store.read_on_worker:
+            data = store.read(job.source.name, limit)
+        else:
+            data = self.reads.read(store, job.source.name, limit, admission)
+        info = pipeline.probe(data)
+        with self.lock:
+            self.source_loads += 1
+        return SourceRead(data, info)
+
+    def store(self, key: str, data: bytes) -> None:
+        """Write to the cache; a failure is logged (rate-limited) and the result still served."""
+        try:
+            self.cache.put(key, data)
+        except OSError as exc:
+            now = time.monotonic()
+            if now - self._last_cache_error >= CACHE_ERROR_LOG_INTERVAL:
+                self._last_cache_error = now
+                logger.error("result cache write failed for %s: %s", key, exc)

@@ -1,0 +1,30 @@
+"""What a render answers: :class:`Rendered`, the encoded result.
+
+Its own module because both ways of rendering make one: the walk in this
+process (:mod:`~django_oximg.core.pipeline.render`) and the walk in a child
+process (:mod:`~django_oximg.core.pipeline.isolated`, which unpickles the
+child's). Kept apart from both, neither has to import the other for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django_oximg.core.pipeline.encode import CONTENT_TYPES
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """An encoded result."""
+
+    data: bytes
+    format: str
+    width: int
+    #: Height of one frame (the whole image for still output).
+    height: int
+    #: Frames in the output (1 unless an animation was kept).
+    frames: int = 1
+
+    @property
+    def content_type(self) -> str:
+        return CONTENT_TYPES[self.format]
