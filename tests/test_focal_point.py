@@ -271,6 +271,20 @@ def test_a_preset_that_fills_without_a_gravity_follows_the_point(
     assert is_red(served(client, card.url), 100, 150)
     assert "/g:" not in get_thumbnail(photo.image, preset="face").url  # g:sm is the preset's
     assert "/g:" not in get_thumbnail(photo.image, preset="fit").url
+    filtered = Template('{% load oximg %}{{ p.image|thumbnail_url:"card" }}').render(
+        Context({"p": photo})
+    )
+    assert filtered == card.url
+
+
+def test_only_presets_urls_carry_no_point(settings: Any) -> None:
+    settings.OXIMG = {
+        **settings.OXIMG,
+        "PRESETS": {"card": "rs:fill:200:300"},
+        "ONLY_PRESETS": True,
+    }
+    url = get_thumbnail(spot_photo().image, preset="card").url
+    assert "/card/plain/photos/spot.jpg" in url and "fp" not in url
 
 
 def test_srcsets_and_their_placeholder_follow_the_point(client: Client) -> None:
@@ -403,3 +417,15 @@ def test_the_page_shows_the_example_app_as_it_is(module: str) -> None:
     page = (REPO_ROOT / "docs" / "focal-point.md").read_text()
     body = module_body(REPO_ROOT / "tests" / "photosapp" / module)
     assert f"```python\n# {module}\n{body}```" in page
+
+
+def test_a_plain_model_admin_gets_the_widget_too() -> None:
+    from django.contrib import admin
+    from django.test import RequestFactory
+
+    plain = admin.ModelAdmin(Photo, admin.AdminSite(name="plain"))
+    field = plain.formfield_for_dbfield(
+        Photo._meta.get_field("focal_point"), RequestFactory().get("/")
+    )
+    assert isinstance(field, FocalPointFormField)
+    assert isinstance(field.widget, FocalPointWidget)
