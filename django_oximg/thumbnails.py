@@ -431,7 +431,7 @@ def _url_request(geometry: str, kwargs: dict[str, Any], fallback_format: str) ->
     prefix = hint_pins(settings) + option_prefix(kwargs)
     presets = settings.PRESETS
     point = focal_point(kwargs.get("focal_point"))
-    if point is not None and kwargs.get("crop") is None and crops_anywhere(prefix, presets):
+    if point is not None and kwargs.get("crop") is None and crops_without_gravity(prefix, presets):
         options = replace(options, gravity=focal_gravity(point))
     effective = effective_options(prefix, options, presets)
     if not effective.format and fallback_format:
@@ -447,7 +447,7 @@ PLACEHOLDER_SOURCE = "x"
 FILLING = frozenset({"fill", "fill-down"})
 
 
-def crops_anywhere(prefix: str, presets: Mapping[str, str]) -> bool:
+def crops_without_gravity(prefix: str, presets: Mapping[str, str]) -> bool:
     """Whether the presets and raw options before the tag's own crop without saying where.
 
     A preset such as ``"rs:fill:400:300"`` crops at the default gravity, so
