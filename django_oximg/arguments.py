@@ -24,6 +24,7 @@ from django_oximg.core.options import (
     Watermark,
     parse_path,
 )
+from django_oximg.focal import FocalPoint, InvalidFocalPoint, parse_focal_point
 
 
 class ThumbnailError(ValueError):
@@ -85,6 +86,7 @@ KEYWORDS = frozenset(
         "padding_color",
         "sizing",
         "quality_mode",
+        "focal_point",
         *NUMBER_KEYWORDS,
         *EFFECT_KEYWORDS,
     }
@@ -116,6 +118,7 @@ UNSUPPORTED = {
 NOT_DEFAULTS = {
     "preset": "a preset named 'default' applies to every request",
     "options": "a preset named 'default' applies to every request",
+    "focal_point": "a point belongs to one image; store it with FocalPointField",
 }
 
 
@@ -146,7 +149,10 @@ def tag_options(geometry: str, kwargs: Mapping[str, Any]) -> Options:
         width, height = parse_geometry(geometry)
     options = Options(width=width, height=height, enlarge=flag("upscale", kwargs.get("upscale")))
     gravity = crop_gravity(kwargs.get("crop"))
+    point = focal_point(kwargs.get("focal_point"))
     if gravity is not None:
+        if point is not None and crop_names_no_place(kwargs.get("crop")):
+            gravity = focal_gravity(point)
         options = replace(options, resizing_type="fill", gravity=gravity)
     if kwargs.get("format"):
         options = replace(options, format=output_format(kwargs["format"]))
@@ -265,6 +271,29 @@ def crop_gravity(crop: Any) -> Gravity | None:
         if x <= 100 and y <= 100:
             return Gravity("fp", x / 100, y / 100)
     raise ThumbnailError(f"bad crop {crop!r}: {crop_hint(text)}")
+
+
+def crop_names_no_place(crop: Any) -> bool:
+    """Whether ``crop`` asks for a crop without saying where (``crop``, ``crop=True``).
+
+    Such a crop centres on the image's focal point when it has one; a crop
+    that names a place (``"center"``, ``"top"``, ``"smart"``, ``"30% 60%"``)
+    keeps it.
+    """
+    return crop is True or (isinstance(crop, str) and crop.strip().lower() in CENTRE_CROP)
+
+
+def focal_point(value: Any) -> FocalPoint | None:
+    """The ``focal_point`` keyword: a point, "x,y", an ``(x, y)`` pair; None or False for none."""
+    try:
+        return parse_focal_point(value)
+    except InvalidFocalPoint as exc:
+        raise ThumbnailError(str(exc)) from exc
+
+
+def focal_gravity(point: FocalPoint) -> Gravity:
+    """imgproxy's focus-point gravity (``g:fp:x:y``) at ``point``."""
+    return Gravity("fp", point.x, point.y)
 
 
 def crop_hint(text: str) -> str:

@@ -63,7 +63,7 @@ PLACEHOLDER_OPTIONS: Mapping[str, Any] = {
 
 #: Keywords of the image that a placeholder shares: those that change what
 #: is shown, not how it is encoded.
-PLACEHOLDER_SHARED = ("crop", "background", "options", "preset")
+PLACEHOLDER_SHARED = ("crop", "focal_point", "background", "options", "preset")
 
 #: ``<img>`` attributes :func:`picture_html` accepts, in the order written.
 IMG_ATTRIBUTES = ("alt", "class", "id", "title", "loading", "decoding", "fetchpriority", "style")

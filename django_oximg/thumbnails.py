@@ -40,6 +40,8 @@ from django.urls import (
 from django_oximg import conf, runtime
 from django_oximg.arguments import (
     ThumbnailError,
+    focal_gravity,
+    focal_point,
     geometry_text,
     is_geometry,
     output_format,
@@ -61,6 +63,7 @@ from django_oximg.core.options import (
 )
 from django_oximg.core.signing import split_signed_path
 from django_oximg.core.stores import FileSystemSourceStore, SourceStore
+from django_oximg.focal import stored_focal_point
 from django_oximg.sizing import exact_size_options
 
 __all__ = [
@@ -172,10 +175,16 @@ def resolve_arguments(
     ``TAG_DEFAULTS`` fill in keywords not given; a geometry that is a
     preset's name (easy-thumbnails' ``{% thumbnail photo "avatar" %}``)
     becomes ``preset``; a preset name is looked up in the source's scopes
-    first (:func:`~django_oximg.arguments.scoped_preset`).
+    first (:func:`~django_oximg.arguments.scoped_preset`); a model's image
+    brings the ``focal_point`` stored beside it (:mod:`django_oximg.focal`)
+    unless the call gives one (``focal_point=None`` turns it off).
     """
     settings = conf.get_settings()
     resolved = {**settings.TAG_DEFAULTS, **kwargs}
+    if "focal_point" not in resolved:
+        point = stored_focal_point(source)
+        if point is not None:
+            resolved["focal_point"] = point
     text = geometry_text(geometry)
     named = text.strip()
     preset_named = named and not resolved.get("preset") and not is_geometry(named)
@@ -308,7 +317,8 @@ def presets_only_path(kwargs: dict[str, Any], fmt: str, source: str) -> str:
     There is no room for the version token (``cb``): a replaced source
     keeps its URL.
     """
-    extra = set(kwargs) - {"preset", "format", "sizing"}
+    # A focal point has no place in such a URL: the preset's gravity stays.
+    extra = set(kwargs) - {"preset", "format", "sizing", "focal_point"}
     if not kwargs.get("preset") or extra:
         raise ThumbnailError("ONLY_PRESETS: the tags take a preset (and a format) only")
     tail = build_path(Options(format=fmt), source, encode=encoding_for(source))
@@ -420,6 +430,9 @@ def _url_request(geometry: str, kwargs: dict[str, Any], fallback_format: str) ->
     options = tag_options(geometry, kwargs)
     prefix = hint_pins(settings) + option_prefix(kwargs)
     presets = settings.PRESETS
+    point = focal_point(kwargs.get("focal_point"))
+    if point is not None and kwargs.get("crop") is None and crops_without_gravity(prefix, presets):
+        options = replace(options, gravity=focal_gravity(point))
     effective = effective_options(prefix, options, presets)
     if not effective.format and fallback_format:
         options = replace(options, format=fallback_format)
@@ -429,6 +442,19 @@ def _url_request(geometry: str, kwargs: dict[str, Any], fallback_format: str) ->
 
 #: The source name the options are parsed back with; options never depend on it.
 PLACEHOLDER_SOURCE = "x"
+
+#: Resizing types that crop to fill the box, where a gravity says what is kept.
+FILLING = frozenset({"fill", "fill-down"})
+
+
+def crops_without_gravity(prefix: str, presets: Mapping[str, str]) -> bool:
+    """Whether the presets and raw options before the tag's own crop without saying where.
+
+    A preset such as ``"rs:fill:400:300"`` crops at the default gravity, so
+    a focal point should place it; one that names a gravity (``g:sm``) keeps it.
+    """
+    parsed = parse_path(f"{prefix}/plain/{PLACEHOLDER_SOURCE}", presets)
+    return parsed.options.resizing_type in FILLING and "gravity" not in parsed.assigned
 
 
 def option_prefix(kwargs: dict[str, Any]) -> str:

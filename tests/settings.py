@@ -16,6 +16,7 @@ INSTALLED_APPS = [
     "tests.testapp",
     "django.contrib.admin.apps.SimpleAdminConfig",  # no autodiscovery: tests/adminapp's own site
     "tests.adminapp",
+    "tests.photosapp",  # docs/drf.md's and docs/focal-point.md's examples
 ]
 # The test database is a file (one per process), not ":memory:", so that a test
 # module can really close its connection when done (tests/test_signals.py):

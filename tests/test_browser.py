@@ -447,3 +447,62 @@ def test_admin_shows_previews_that_load(
         assert image["src"].startswith("/img/"), image
         assert image["naturalWidth"] == int(image["width"]) > 0, image
     assert len(previews) == 1
+
+
+#: A second admin user, so this test does not depend on the one above having run.
+FOCAL_EDITOR = "focal-editor"
+
+#: Where the test clicks on the focal point widget's preview, as fractions of it.
+CLICK_AT = (0.25, 0.75)
+
+
+def test_a_click_on_the_preview_sets_the_focal_point_that_crops_follow(
+    browser_context: BrowserContext, server: str, demo_var: Path
+) -> None:
+    made = run_manage(
+        demo_var,
+        "createsuperuser",
+        "--noinput",
+        "--username",
+        FOCAL_EDITOR,
+        "--email",
+        "focal@example.com",
+        DJANGO_SUPERUSER_PASSWORD=ADMIN_PASSWORD,
+    )
+    assert made.returncode == 0, made.stderr
+    page: Page = browser_context.new_page()
+    try:
+        page.goto(server + "/", timeout=LOAD_TIMEOUT_MS)  # the first visit adds the photos
+        page.goto(server + "/admin/gallery/photo/", timeout=LOAD_TIMEOUT_MS)
+        if page.locator("#id_username").count():  # not logged in by an earlier test
+            page.fill("#id_username", FOCAL_EDITOR)
+            page.fill("#id_password", ADMIN_PASSWORD)
+            page.click("input[type=submit]")
+            page.wait_for_url(re.compile(r"/admin/gallery/photo/$"), timeout=LOAD_TIMEOUT_MS)
+        page.locator("#result_list tbody tr a").first.click()
+        page.wait_for_url(re.compile(r"/admin/gallery/photo/\d+/change/$"))
+        change_path = page.url.removeprefix(server)
+        loaded_images(page, ".oximg-focal-image")
+        preview = page.locator("[data-oximg-focal] .oximg-focal-image")
+        box = preview.bounding_box()
+        assert box is not None and box["width"] > 0
+        marker = page.locator("[data-oximg-focal] .oximg-focal-marker")
+        assert not marker.is_visible()
+        preview.click(position={"x": box["width"] * CLICK_AT[0], "y": box["height"] * CLICK_AT[1]})
+        typed = page.locator("[data-oximg-focal] input").input_value()
+        assert marker.is_visible()
+        marker_box = marker.bounding_box()
+        page.click("input[name=_save]")
+        page.wait_for_url(re.compile(r"/admin/gallery/photo/$"), timeout=LOAD_TIMEOUT_MS)
+        row = page.locator(f'#result_list tbody tr:has(a[href="{change_path}"])')
+        listed = row.locator("img").get_attribute("src") or ""
+    finally:
+        page.close()
+    x, y = (float(part) for part in typed.split(","))
+    pixel = 1 / min(box["width"], box["height"])
+    assert abs(x - CLICK_AT[0]) <= pixel and abs(y - CLICK_AT[1]) <= pixel, typed
+    assert marker_box is not None  # centred on the click
+    centre = (marker_box["x"] + marker_box["width"] / 2, marker_box["y"] + marker_box["height"] / 2)
+    assert abs(centre[0] - (box["x"] + box["width"] * CLICK_AT[0])) <= 2
+    assert abs(centre[1] - (box["y"] + box["height"] * CLICK_AT[1])) <= 2
+    assert f"/g:fp:{x:g}:{y:g}/" in listed  # the change list's crop follows the point

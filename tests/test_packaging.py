@@ -79,6 +79,9 @@ def test_the_wheel_holds_the_package_and_the_licence(dist: Path) -> None:
         "django_oximg/templatetags/oximg.py",
         "django_oximg/management/commands/oximg_migration_scan.py",
         "django_oximg/core/pipeline/render.py",
+        # The focal point widget's static files (django_oximg/fields.py).
+        "django_oximg/static/django_oximg/focal_point.js",
+        "django_oximg/static/django_oximg/focal_point.css",
     } <= names
     assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names)
     assert not [name for name in names if name.split("/")[0] in ("tests", "bench", "docs")]

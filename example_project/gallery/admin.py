@@ -2,7 +2,8 @@
 
 The change list gets a ``thumbnail_preview`` column; the change form shows
 the current image above the file input (``ThumbnailAdminMixin`` gives every
-``ImageField`` its previewing widget).
+``ImageField`` its previewing widget), and the focal point's widget: click
+the preview to set the point the list's crops centre on.
 """
 
 from __future__ import annotations
@@ -20,5 +21,5 @@ class PhotoAdmin(ThumbnailAdminMixin, admin.ModelAdmin):
     list_display = ("thumbnail_preview", "title", "uploaded_at")
     list_display_links = ("thumbnail_preview", "title")
     search_fields = ("title",)
-    # Square tiles in the list: the middle of each image.
-    thumbnail_options = MappingProxyType({"crop": "center"})
+    # Square tiles in the list: around each photo's focal point, else the middle.
+    thumbnail_options = MappingProxyType({"crop": True})

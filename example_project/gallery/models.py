@@ -4,16 +4,20 @@ from __future__ import annotations
 
 from django.db import models
 
+from django_oximg.fields import FocalPointField
+
 
 class Photo(models.Model):
     """An uploaded image (or one of the drawn samples) with a title.
 
-    Nothing here is django-oximg's: the templates and the admin thumbnail
-    ``image`` as it is, a plain ``ImageField`` in the default storage.
+    ``image`` is a plain ``ImageField`` in the default storage; beside it,
+    ``focal_point`` (set in the admin by clicking the preview) is where crops
+    that name no place of their own centre (docs/focal-point.md).
     """
 
     title = models.CharField(max_length=100)
     image = models.ImageField(upload_to="photos/")
+    focal_point = FocalPointField(image_field="image")
     uploaded_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
