@@ -466,7 +466,7 @@ def test_jpeg_shrink_margin_is_validated(margin: object) -> None:
 def test_bare_thumbnail_is_the_plain_libvips_fit() -> None:
     import pyvips
 
-    from django_oximg.management.bare_libvips import bare_thumbnail, sample_jpeg
+    from django_oximg.benchmarking.bare_libvips import bare_thumbnail, sample_jpeg
     from tests import images
 
     data = bare_thumbnail(images.jpeg(800, 600), 200, 200, "jpeg", 80)
@@ -558,7 +558,7 @@ def test_overhead_hello_app_answers_a_thumbnail_sized_body(monkeypatch: pytest.M
 
 def test_threads_vs_processes_reports_each_variant(tmp_path: Path) -> None:
     from bench import threads_vs_processes
-    from django_oximg.management.bare_libvips import sample_jpeg
+    from django_oximg.benchmarking.bare_libvips import sample_jpeg
 
     source = tmp_path / "photo.jpg"
     source.write_bytes(sample_jpeg(640, 480))
