@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -33,48 +31,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.driver import OtherLoad  # noqa: E402
+
 WORKERS = (1, 2, 4)
 LIBVIPS_CONCURRENCY = (1, 2)
 
 #: Renders before timing starts in each subprocess (loads libvips' code and
 #: warms the allocator, so the first trial is not penalised).
 WARM_UP = 6
-
-
-class OtherLoad:
-    """CPU used by processes other than this one and its children, as a number of CPUs.
-
-    Start it, run the work (children must have been waited for), then call
-    :meth:`cpus`: the machine's busy time from /proc/stat, less our own and our
-    children's CPU time, over the wall time.
-    """
-
-    def __init__(self) -> None:
-        self.busy = machine_busy_seconds()
-        self.ours = own_cpu_seconds()
-        self.wall = time.perf_counter()
-
-    def cpus(self) -> float:
-        wall = time.perf_counter() - self.wall
-        busy = machine_busy_seconds() - self.busy
-        ours = own_cpu_seconds() - self.ours
-        return max(0.0, (busy - ours) / wall)
-
-
-def machine_busy_seconds() -> float:
-    """All CPUs' non-idle time since boot (Linux /proc/stat, first line)."""
-    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle + iowait
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-def own_cpu_seconds() -> float:
-    """CPU time of this process plus its waited-for descendants."""
-    total = 0.0
-    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
-        usage = resource.getrusage(who)
-        total += usage.ru_utime + usage.ru_stime
-    return total
 
 
 def child(

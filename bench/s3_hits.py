@@ -50,8 +50,8 @@ from urllib.error import URLError
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.cases import KEY, SALT  # noqa: E402
 from bench.driver import cpu_seconds, percentile  # noqa: E402
-from bench.inprocess import KEY, SALT  # noqa: E402
 from bench.servers import free_port  # noqa: E402
 
 VARIANTS = ("disk", "disk-lookup", "s3", "s3-redirect")
@@ -214,9 +214,8 @@ def main() -> None:
     args = parser.parse_args()
     threads = [int(t) for t in args.threads.split(",")]
 
-    from bench.cases import CASES
+    from bench.cases import CASES, oximg_path
     from bench.images import write_set
-    from bench.load import oximg_path
 
     media = Path(tempfile.mkdtemp(prefix="oximg-s3-hits-"))
     write_set(media)

@@ -789,15 +789,15 @@ def test_a_fill_keeps_the_centred_region_of_the_box_aspect_ratio() -> None:
 
 
 @pytest.mark.parametrize("eighths", [2, 3, 4])
-def test_dct_scales_decodes_at_the_eighths_it_names(eighths: int) -> None:
-    """The scale bench/dct_scales.py times is the one it names, and its pixels are whole."""
+def test_the_dct_scales_decode_at_the_eighths_they_name(eighths: int) -> None:
+    """The scale ``jpeg_decoders.py --dct-scales`` times is the one it names, its pixels whole."""
     import pyvips
 
-    from bench.dct_scales import decode
     from bench.images import photo
+    from bench.jpeg_decoders import decode_eighths
 
     data = bytes(photo(800, 600).jpegsave_buffer(Q=90))
-    decoded = decode(data, eighths)
+    decoded = decode_eighths(data, eighths)
     assert decoded.size == (100 * eighths, 75 * eighths)
     reference = pyvips.Image.new_from_buffer(data, "").resize(eighths / 8)
     ours = pyvips.Image.new_from_memory(decoded.tobytes(), *decoded.size, 3, "uchar")

@@ -14,6 +14,7 @@ contender in :mod:`.bare_libvips`.
 - :mod:`.gunicorn`: a gunicorn (or any server) started on 127.0.0.1 and stopped;
 - :mod:`.served`: the same misses over HTTP through the site's WSGI application;
 - :mod:`.hits`: cache hits through each way in, against whitenoise;
-- :mod:`.pages`: page renders of ``{% thumbnail %}`` tags;
+- :mod:`.pages`: the page of ``{% thumbnail %}`` tags and its timing (Django only);
+- :mod:`.page_runs`: ``--pages``: the page's sources and the run;
 - :mod:`.report`: the tables and the chart.
 """

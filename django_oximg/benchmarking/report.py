@@ -14,7 +14,7 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
-from django_oximg.benchmarking.pages import PagesRun
+from django_oximg.benchmarking.page_runs import PagesRun
 
 Write = Callable[[str], None]
 

@@ -41,7 +41,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from django_oximg import runtime
-from django_oximg.benchmarking import hits, misses, pages, report, served
+from django_oximg.benchmarking import hits, misses, page_runs, report, served
 from django_oximg.benchmarking.sources import clean_up, run_sources
 from django_oximg.management.progress import Progress
 
@@ -120,7 +120,7 @@ class Command(BaseCommand):
             report.plot(found, options["plot"], self.stdout.write)
 
     def handle_pages(self, options: dict[str, Any]) -> None:
-        run = pages.run(
+        run = page_runs.run(
             options["source"], options["template"], options["renders"], options["compare"]
         )
         report.print_pages(run, options, self.stdout.write)
