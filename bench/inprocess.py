@@ -105,18 +105,22 @@ def pipeline_render(
     """``core.pipeline.render`` with a render deadline, as the thumbnailer calls it.
 
     With ``read_from`` (a file) every render reads and probes the source
-    first, as a served miss does; otherwise all renders share ``data`` and
-    one probe, and the source stays in the CPU's cache between renders.
+    first, as a served miss does: through the local source store's bounded
+    read (``MAX_SRC_FILE_SIZE``), the one the thumbnailer calls. Otherwise all
+    renders share ``data`` and one probe, and the source stays in the CPU's
+    cache between renders.
     """
-    from django_oximg.core import pipeline
+    from django_oximg.core import defaults, pipeline
     from django_oximg.core.options import parse_path
+    from django_oximg.core.stores import FileSystemSourceStore
 
     shared = (data, pipeline.probe(data))
+    store = FileSystemSourceStore(read_from.parent if read_from else Path("."))
 
     def source() -> tuple[bytes, pipeline.SourceInfo]:
         if read_from is None:
             return shared
-        fresh = read_from.read_bytes()
+        fresh = store.read(read_from.name, defaults.MAX_SRC_FILE_SIZE)
         return fresh, pipeline.probe(fresh)
 
     def run(width: int) -> bytes:
