@@ -6,7 +6,8 @@ Each combination runs in a fresh subprocess (libvips' thread count is set
 once per process, as ``runtime`` does it, through
 ``core.pipeline.configure(concurrency=...)``). In it, ``WORKERS`` threads
 render the bench image (bench/images.py: medium 2000x1333 or large
-7360x4912) fitted into (485-500)x500 as JPEG q80 through
+7360x4912) fitted into (485-500)x500 as JPEG q80 (bench/cases.py's
+``medium-jpeg`` operation) through
 ``core.pipeline.render``, pulling from one shared count of images, exactly
 the work the executor's worker threads do. Combinations are interleaved and
 the whole set repeated, and the medians reported: images/s, process CPU
@@ -49,18 +50,20 @@ def child(
     With ``deadline``, each render gets a (never reached) deadline as the server
     gives it, which turns on libvips progress callbacks into Python.
     """
+    from bench.cases import CASES, oximg_path
     from django_oximg.core import pipeline
-    from django_oximg.core.options import Options
+    from django_oximg.core.options import parse_path
 
     pipeline.configure(concurrency=concurrency)
     data = image.read_bytes()
     settings = pipeline.RenderSettings()
+    case = CASES["medium-jpeg"]  # its operation; the image is --image's
 
     def render(index: int) -> float:
         start = time.perf_counter()
-        options = Options(width=485 + index % 16, height=500)
+        options = parse_path(oximg_path(case, case.widths(1, index)[0], "")[1:]).options
         at = time.monotonic() + 60 if deadline else None
-        pipeline.render(data, options, "jpeg", settings, deadline=at)
+        pipeline.render(data, options, case.format, settings, deadline=at)
         return time.perf_counter() - start
 
     for index in range(WARM_UP):
