@@ -3,7 +3,8 @@
 Django-free and pyvips-free (the harness, the wrk script and the unit tests
 use it). A case is one source and one operation; each server spells the same
 operation in its own URL language: imgproxy's for django-oximg, thumbor's for
-thumbor.
+thumbor. Every django-oximg server and in-process thumbnailer of the
+benchmarks signs with the same key and salt (:data:`KEY`, :data:`SALT`).
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ CASES = {
     )
 }
 
+#: imgproxy's documented example key and salt, as tests/settings.py and
+#: bench/bench_settings.py have them: every benchmark signs with these.
+KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
+SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
+
 #: The cases most sites serve most (and `--quick` runs): a photo fitted as JPEG.
 PRIORITY_CASES = ("medium-jpeg", "large-jpeg")
 
@@ -59,6 +65,18 @@ def oximg_path(case: Case, width: int, tag: str) -> str:
         f"/rs:{resize}:{width}:{case.height}/q:{case.quality}{bust}"
         f"/plain/{case.source}@{case.format}"
     )
+
+
+def signed(path: str) -> str:
+    """``path`` signed (tests/servers.py's independent signer) under the servers' /img/."""
+    from tests.servers import imgproxy_signature
+
+    return f"/img/{imgproxy_signature(path)}{path}"
+
+
+def oximg_url(case: Case, width: int, tag: str) -> str:
+    """The signed path a django-oximg server of the benchmarks answers for ``case``."""
+    return signed(oximg_path(case, width, tag))
 
 
 def thumbor_path(case: Case, width: int, tag: str) -> str:

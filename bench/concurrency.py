@@ -6,7 +6,8 @@ Each combination runs in a fresh subprocess (libvips' thread count is set
 once per process, as ``runtime`` does it, through
 ``core.pipeline.configure(concurrency=...)``). In it, ``WORKERS`` threads
 render the bench image (bench/images.py: medium 2000x1333 or large
-7360x4912) fitted into (485-500)x500 as JPEG q80 through
+7360x4912) fitted into (485-500)x500 as JPEG q80 (bench/cases.py's
+``medium-jpeg`` operation) through
 ``core.pipeline.render``, pulling from one shared count of images, exactly
 the work the executor's worker threads do. Combinations are interleaved and
 the whole set repeated, and the medians reported: images/s, process CPU
@@ -20,8 +21,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -33,48 +32,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.driver import OtherLoad  # noqa: E402
+
 WORKERS = (1, 2, 4)
 LIBVIPS_CONCURRENCY = (1, 2)
 
 #: Renders before timing starts in each subprocess (loads libvips' code and
 #: warms the allocator, so the first trial is not penalised).
 WARM_UP = 6
-
-
-class OtherLoad:
-    """CPU used by processes other than this one and its children, as a number of CPUs.
-
-    Start it, run the work (children must have been waited for), then call
-    :meth:`cpus`: the machine's busy time from /proc/stat, less our own and our
-    children's CPU time, over the wall time.
-    """
-
-    def __init__(self) -> None:
-        self.busy = machine_busy_seconds()
-        self.ours = own_cpu_seconds()
-        self.wall = time.perf_counter()
-
-    def cpus(self) -> float:
-        wall = time.perf_counter() - self.wall
-        busy = machine_busy_seconds() - self.busy
-        ours = own_cpu_seconds() - self.ours
-        return max(0.0, (busy - ours) / wall)
-
-
-def machine_busy_seconds() -> float:
-    """All CPUs' non-idle time since boot (Linux /proc/stat, first line)."""
-    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle + iowait
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-def own_cpu_seconds() -> float:
-    """CPU time of this process plus its waited-for descendants."""
-    total = 0.0
-    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
-        usage = resource.getrusage(who)
-        total += usage.ru_utime + usage.ru_stime
-    return total
 
 
 def child(
@@ -85,18 +50,20 @@ def child(
     With ``deadline``, each render gets a (never reached) deadline as the server
     gives it, which turns on libvips progress callbacks into Python.
     """
+    from bench.cases import CASES, oximg_path
     from django_oximg.core import pipeline
-    from django_oximg.core.options import Options
+    from django_oximg.core.options import parse_path
 
     pipeline.configure(concurrency=concurrency)
     data = image.read_bytes()
     settings = pipeline.RenderSettings()
+    case = CASES["medium-jpeg"]  # its operation; the image is --image's
 
     def render(index: int) -> float:
         start = time.perf_counter()
-        options = Options(width=485 + index % 16, height=500)
+        options = parse_path(oximg_path(case, case.widths(1, index)[0], "")[1:]).options
         at = time.monotonic() + 60 if deadline else None
-        pipeline.render(data, options, "jpeg", settings, deadline=at)
+        pipeline.render(data, options, case.format, settings, deadline=at)
         return time.perf_counter() - start
 
     for index in range(WARM_UP):

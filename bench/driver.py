@@ -12,7 +12,8 @@ a proxy that does not pool would.
 
 Figures per run: completed requests and statuses, req/s, latency percentiles
 (nearest rank), bytes per response. Server-side figures (CPU per request,
-RSS) come from :class:`ProcessSample` over the server's process tree.
+RSS) come from :class:`ProcessSample` over the server's process tree, and
+what other processes took meanwhile from :class:`OtherLoad`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import json
 import math
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -499,3 +501,46 @@ def wait_until_idle(
             break
         before = after
     return time.monotonic() - started
+
+
+# --- the machine ---------------------------------------------------------------
+
+
+def machine_busy_seconds() -> float:
+    """All CPUs' non-idle time since boot (Linux /proc/stat, first line)."""
+    fields = [int(value) for value in Path("/proc/stat").read_text().split("\n")[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields[:8]) - idle) / CLOCK_TICKS
+
+
+def own_cpu_seconds() -> float:
+    """CPU time of this process plus its waited-for descendants."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    return total
+
+
+class OtherLoad:
+    """CPU used by processes other than this one and its children, as a number of CPUs.
+
+    Start it, run the work (children must have been waited for), then call
+    :meth:`cpus`: the machine's busy time from /proc/stat, less our own and our
+    children's CPU time (and ``also_ours``: a server's, measured apart), over
+    the wall time. On a shared machine that, not the contender, can decide
+    a result, so every harness reports it.
+    """
+
+    def __init__(self) -> None:
+        self.busy = machine_busy_seconds()
+        self.ours = own_cpu_seconds()
+        self.wall = time.perf_counter()
+
+    def cpus(self, also_ours: float = 0.0) -> float:
+        wall = time.perf_counter() - self.wall
+        if wall <= 0:
+            return math.nan
+        busy = machine_busy_seconds() - self.busy
+        ours = own_cpu_seconds() - self.ours + also_ours
+        return max(0.0, (busy - ours) / wall)

@@ -48,6 +48,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.driver import own_cpu_seconds as cpu_seconds  # noqa: E402
 from bench.memory import DEFAULT_IMAGES, MIB, Case, reset_peak, status_bytes  # noqa: E402
 
 #: The fields of :class:`Outcome` that :func:`estimate_of` gives.
@@ -155,12 +156,6 @@ def matrix_cases(paths: dict[str, Path]) -> list[Case]:
 
 
 # --- one case (child process) ----------------------------------------------------
-
-
-def cpu_seconds() -> float:
-    own = resource.getrusage(resource.RUSAGE_SELF)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def measure_one(case: Case, timeout: float, kill: bool) -> Outcome:

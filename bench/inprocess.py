@@ -28,7 +28,6 @@ import argparse
 import json
 import os
 import resource
-import statistics
 import sys
 import tempfile
 import threading
@@ -42,17 +41,14 @@ sys.path.insert(0, str(ROOT))
 
 import pyvips  # noqa: E402
 
-from bench.cases import CASES, Case, oximg_path  # noqa: E402
+from bench.cases import CASES, KEY, SALT, Case, oximg_path  # noqa: E402
+from django_oximg.benchmarking.measure import process_cpu, timed_loop  # noqa: E402
 
 #: Renders before timing starts (loads code, warms the allocator).
 WARM_UP = 4
 
 #: The render deadline both in-process contenders run with (the setting's default).
 RENDER_TIMEOUT = 10.0
-
-# imgproxy's documented example key/salt, as tests/settings.py.
-KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
-SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
 
 
 def save(image: pyvips.Image, case: Case) -> bytes:
@@ -109,18 +105,22 @@ def pipeline_render(
     """``core.pipeline.render`` with a render deadline, as the thumbnailer calls it.
 
     With ``read_from`` (a file) every render reads and probes the source
-    first, as a served miss does; otherwise all renders share ``data`` and
-    one probe, and the source stays in the CPU's cache between renders.
+    first, as a served miss does: through the local source store's bounded
+    read (``MAX_SRC_FILE_SIZE``), the one the thumbnailer calls. Otherwise all
+    renders share ``data`` and one probe, and the source stays in the CPU's
+    cache between renders.
     """
-    from django_oximg.core import pipeline
+    from django_oximg.core import defaults, pipeline
     from django_oximg.core.options import parse_path
+    from django_oximg.core.stores import FileSystemSourceStore
 
     shared = (data, pipeline.probe(data))
+    store = FileSystemSourceStore(read_from.parent if read_from else Path("."))
 
     def source() -> tuple[bytes, pipeline.SourceInfo]:
         if read_from is None:
             return shared
-        fresh = read_from.read_bytes()
+        fresh = store.read(read_from.name, defaults.MAX_SRC_FILE_SIZE)
         return fresh, pipeline.probe(fresh)
 
     def run(width: int) -> bytes:
@@ -170,47 +170,26 @@ def thumbnailer_reply(
 def measure(
     run: Callable[[int], bytes], case: Case, threads: int, seconds: float, kind: str
 ) -> dict[str, object]:
+    """``threads`` threads run the case for ``seconds`` (oximg_bench's loop); one JSON line."""
     for index in range(WARM_UP):
         run(case.widths(1, index)[0])
-    next_index = iter(range(10**9))
-    lock = threading.Lock()
-    durations: list[float] = []
-    sizes: list[int] = []
-    stop_at = time.perf_counter() + seconds
 
-    def worker() -> None:
-        while time.perf_counter() < stop_at:
-            with lock:
-                index = next(next_index)
-            width = case.width if kind == "same" else case.widths(1, index)[0]
-            start = time.perf_counter()
-            size = len(run(width))
-            with lock:
-                durations.append(time.perf_counter() - start)
-                sizes.append(size)
+    def one(index: int) -> int:
+        return len(run(case.width if kind == "same" else case.widths(1, index)[0]))
 
-    cpu = time.process_time()
-    wall = time.perf_counter()
-    pool = [threading.Thread(target=worker) for _ in range(threads)]
-    for thread in pool:
-        thread.start()
-    for thread in pool:
-        thread.join()
-    wall = time.perf_counter() - wall
-    cpu = time.process_time() - cpu
-    durations.sort()
-    count = len(durations)
+    measured = timed_loop(one, threads, seconds, process_cpu)
+    figures = measured.figures()
     return {
-        "requests": count,
-        "seconds": wall,
-        "rps": count / wall,
-        "p50_ms": 1000 * durations[count // 2] if count else None,
-        "p95_ms": 1000 * durations[min(count - 1, int(count * 0.95))] if count else None,
-        "p99_ms": 1000 * durations[min(count - 1, int(count * 0.99))] if count else None,
-        "cpu_ms_per_request": 1000 * cpu / count if count else None,
-        "cores_used": cpu / wall,
+        "requests": measured.images,
+        "seconds": measured.seconds,
+        "rps": measured.rps,
+        "p50_ms": figures["p50_ms"],
+        "p95_ms": figures["p95_ms"],
+        "p99_ms": figures["p99_ms"],
+        "cpu_ms_per_request": figures["cpu_ms_per_image"],
+        "cores_used": measured.cpu_seconds / measured.seconds,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "bytes_per_response": statistics.fmean(sizes) if sizes else None,
+        "bytes_per_response": figures["bytes_per_image"],
     }
 
 

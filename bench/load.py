@@ -48,9 +48,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import servers  # noqa: E402
-from bench.cases import CASES, PRIORITY_CASES, Case, oximg_path, thumbor_path, url_list  # noqa: E402
-from bench.concurrency import machine_busy_seconds  # noqa: E402
+from bench.cases import (  # noqa: E402
+    CASES,
+    PRIORITY_CASES,
+    Case,
+    oximg_url,
+    thumbor_path,
+    url_list,
+)
 from bench.driver import (  # noqa: E402
+    OtherLoad,
     ProcessSample,
     RunStats,
     closed_loop,
@@ -110,38 +117,6 @@ class Point:
         }
 
 
-def signed(path: str) -> str:
-    from tests.servers import imgproxy_signature
-
-    return f"/img/{imgproxy_signature(path)}{path}"
-
-
-def oximg_url(case: Case, width: int, tag: str) -> str:
-    return signed(oximg_path(case, width, tag))
-
-
-class Machine:
-    """CPU time of the whole machine, to report what others took meanwhile."""
-
-    def __init__(self) -> None:
-        self.busy = machine_busy_seconds()
-        self.wall = time.perf_counter()
-
-    def others(self, ours: float) -> float:
-        wall = time.perf_counter() - self.wall
-        return max(0.0, (machine_busy_seconds() - self.busy - ours) / wall) if wall else math.nan
-
-
-def own_cpu() -> float:
-    import resource
-
-    total = 0.0
-    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
-        usage = resource.getrusage(who)
-        total += usage.ru_utime + usage.ru_stime
-    return total
-
-
 def measure_http(
     server: servers.Running,
     urls: list[str],
@@ -152,24 +127,24 @@ def measure_http(
 ) -> dict[str, Any]:
     lists = per_connection(urls, concurrency)
     sample = ProcessSample(server.pid)
-    machine, mine = Machine(), own_cpu()
+    other = OtherLoad()
     sample.start()
     stats: RunStats = closed_loop(server.port, lists, seconds, close=close, use_wrk=use_wrk)
     sample.stop(stats)
     server_cpu = stats.cpu_ms_per_request * stats.ok / 1000 if stats.ok else 0.0
     result = stats.to_dict()
-    result["other_cpus"] = machine.others(server_cpu + own_cpu() - mine)
+    result["other_cpus"] = other.cpus(also_ours=server_cpu)
     result["settle_s"] = wait_until_idle(server.pid)
     return result
 
 
 def run_json(command: list[str], timeout: float) -> dict[str, Any]:
-    machine = Machine()
+    other = OtherLoad()
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(command[:4])}... failed:\n{done.stderr[-3000:]}")
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    result["other_cpus"] = machine.others(result["cpu_ms_per_request"] * result["requests"] / 1000)
+    result["other_cpus"] = other.cpus()  # the child's CPU is ours: it was waited for
     return result
 
 

@@ -43,10 +43,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import servers  # noqa: E402
-from bench.cases import CASES, url_list  # noqa: E402
-from bench.driver import closed_loop, cpu_seconds, per_connection, process_tree, spread  # noqa: E402
+from bench.cases import CASES, oximg_url, url_list  # noqa: E402
+from bench.driver import (  # noqa: E402
+    ProcessSample,
+    closed_loop,
+    per_connection,
+    process_tree,
+    spread,
+)
 from bench.images import write_set  # noqa: E402
-from bench.load import oximg_url  # noqa: E402
 
 #: What ``hello`` answers: the size of a medium-case thumbnail.
 HELLO_BYTES = 10_214
@@ -100,13 +105,12 @@ def start(variant: str, media: Path, logs: Path) -> contextlib.AbstractContextMa
 
 def measure(server: servers.Running, urls: list[str], concurrency: int, seconds: float) -> float:
     """CPU ms per request of the server's process tree over one closed-loop run."""
-    pids = process_tree(server.pid)
-    before = sum(cpu_seconds(pid) for pid in pids)
-    stats = closed_loop(server.port, per_connection(urls, concurrency), seconds)
-    after = sum(cpu_seconds(pid) for pid in process_tree(server.pid))
+    sample = ProcessSample(server.pid)
+    sample.start()
+    stats = sample.stop(closed_loop(server.port, per_connection(urls, concurrency), seconds))
     if stats.ok != stats.requests:
         raise RuntimeError(f"{server.name}: statuses {stats.statuses}")
-    return 1000 * (after - before) / stats.requests
+    return stats.cpu_ms_per_request
 
 
 def perf_shares(report: str) -> dict[str, float]:

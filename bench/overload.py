@@ -6,9 +6,10 @@
    project (tests/servers.py) with the default executor: ``WORKERS`` = usable
    CPUs, ``QUEUE_SIZE`` = workers x 16, ``QUEUE_TIMEOUT`` 5 s.
 2. Measures the sustainable rate: a closed loop at concurrency = ``WORKERS``
-   of diverse URLs (the medium 2000x1333 JPEG of bench/images.py fitted into
-   (485-500)x500, JPEG q80, each URL with its own cachebuster, so every
-   request is a cache miss and single-flight never shares one).
+   of diverse URLs (bench/cases.py's ``medium-jpeg``: the 2000x1333 JPEG of
+   bench/images.py fitted into (485-500)x500, JPEG q80, each URL with its own
+   cachebuster, so every request is a cache miss and single-flight never
+   shares one).
 3. Offers ``--factor`` times that rate as an open loop: arrivals on a fixed
    schedule, whatever the answers (a bounded number, a bounded time).
 
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import math
 import sys
 import tempfile
 import time
@@ -35,10 +35,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.concurrency import OtherLoad  # noqa: E402
+from bench.cases import CASES, oximg_url, url_list  # noqa: E402
+from bench.driver import OtherLoad, parse_head, percentile  # noqa: E402
 from bench.images import SIZES, photo  # noqa: E402
 from django_oximg.core.cgroups import usable_cpus  # noqa: E402
-from tests.servers import gunicorn, imgproxy_signature  # noqa: E402
+from tests.servers import gunicorn  # noqa: E402
 
 #: A request that takes longer than this is counted as a client timeout.
 REQUEST_TIMEOUT = 30.0
@@ -72,14 +73,6 @@ class Report:
         return sorted(getattr(a, attr) for a in self.answers if a.status == status)
 
 
-def percentile(sorted_values: list[float], share: float) -> float:
-    """Nearest-rank percentile of already sorted values (nan when empty)."""
-    if not sorted_values:
-        return math.nan
-    rank = max(1, math.ceil(share * len(sorted_values)))
-    return sorted_values[rank - 1]
-
-
 async def get(port: int, path: str, scheduled: float) -> Answer:
     """GET ``path`` on a fresh connection and read the status line and headers."""
     sent = time.perf_counter()
@@ -99,25 +92,22 @@ async def get(port: int, path: str, scheduled: float) -> Answer:
     finally:
         writer.close()
     now = time.perf_counter()
-    head = data.partition(b"\r\n\r\n")[0].decode("latin-1").lower()
-    parts = head.split(" ", 2)
-    status = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0
+    try:
+        status, headers = parse_head(data.partition(b"\r\n\r\n")[0])
+    except ValueError:  # nothing, or not HTTP: a client-side failure
+        return Answer(0, now - scheduled, now - sent)
     return Answer(
         status,
         now - scheduled,
         now - sent,
-        retry_after="\r\nretry-after:" in head,
-        no_store="\r\ncache-control: no-store" in head,
+        retry_after="retry-after" in headers,
+        no_store=headers.get("cache-control", "").startswith("no-store"),
     )
 
 
 def signed_paths(count: int, tag: str) -> list[str]:
-    """``count`` distinct cache misses: width 485-500, a cachebuster each."""
-    paths = []
-    for index in range(count):
-        path = f"/rs:fit:{485 + index % 16}:500/cb:{tag}{index}/plain/medium.jpg@jpeg"
-        paths.append(f"/img/{imgproxy_signature(path)}{path}")
-    return paths
+    """``count`` distinct misses of the medium-JPEG case: width 485-500, a cachebuster each."""
+    return url_list(CASES["medium-jpeg"], count, "diverse", tag, oximg_url)
 
 
 async def closed_loop(port: int, paths: list[str], concurrency: int, seconds: float) -> Report:

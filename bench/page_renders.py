@@ -8,7 +8,7 @@ sorl-thumbnail and easy-thumbnails run in their own venv
 missing is skipped with a note.
 
 The page is the same for all three, ``manage.py oximg_bench --pages``'s
-synthetic page (django_oximg/management/pages.py): 10 model instances whose
+synthetic page (django_oximg/benchmarking/pages.py): 10 model instances whose
 ``ImageField`` names a 2000x1333 JPEG, each shown at 5 sizes (two crops,
 three fits), with each package's own tag and its ``url``/``width``/``height``. Every package
 runs with its defaults and a file-based Django cache (``FileBasedCache``),
@@ -132,7 +132,7 @@ def child(contender: str, state: Path, renders: int, migrate: bool) -> dict[str,
     # The page is ``manage.py oximg_bench --pages``'s synthetic page: that
     # module needs only Django, so the peers' venv imports it from the checkout.
     from bench.page_app.models import Photo
-    from django_oximg.management.pages import PAGE_SIZES, template_for
+    from django_oximg.benchmarking.pages import PAGE_SIZES, template_for
 
     assert len(PAGE_SIZES) == SIZES_PER_PHOTO
 

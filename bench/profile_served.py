@@ -28,10 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import servers  # noqa: E402
-from bench.cases import CASES, url_list  # noqa: E402
+from bench.cases import CASES, oximg_url, url_list  # noqa: E402
 from bench.driver import closed_loop, per_connection, process_tree  # noqa: E402
 from bench.images import write_set  # noqa: E402
-from bench.load import oximg_url  # noqa: E402
 
 
 def main() -> None:

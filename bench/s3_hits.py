@@ -41,18 +41,17 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.error import URLError
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.cases import KEY, SALT  # noqa: E402
 from bench.driver import cpu_seconds, percentile  # noqa: E402
-from bench.inprocess import KEY, SALT  # noqa: E402
-from bench.servers import free_port  # noqa: E402
+from bench.servers import free_port, stop  # noqa: E402
+from django_oximg.benchmarking.gunicorn import wait_for_answer  # noqa: E402
 
 VARIANTS = ("disk", "disk-lookup", "s3", "s3-redirect")
 CREDENTIALS = {"access_key": "testing", "secret_key": "testing", "region_name": "us-east-1"}
@@ -70,22 +69,13 @@ def moto_server() -> Iterator[tuple[str, int]]:
         [program, "-H", "127.0.0.1", "-p", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,  # stopped as one group, as bench/servers.py stops its servers
     )
-    endpoint = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(endpoint, timeout=5).close()
-                break
-            except URLError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    raise
-                time.sleep(0.1)
-        yield endpoint, process.pid
+        wait_for_answer(process, port, "/", timeout=30.0, ok_only=False)
+        yield f"http://127.0.0.1:{port}", process.pid
     finally:
-        process.terminate()
-        process.wait(timeout=20)
+        stop(process)
 
 
 def configure_django(media: Path, endpoint: str) -> None:
@@ -214,9 +204,8 @@ def main() -> None:
     args = parser.parse_args()
     threads = [int(t) for t in args.threads.split(",")]
 
-    from bench.cases import CASES
+    from bench.cases import CASES, oximg_path
     from bench.images import write_set
-    from bench.load import oximg_path
 
     media = Path(tempfile.mkdtemp(prefix="oximg-s3-hits-"))
     write_set(media)

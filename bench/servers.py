@@ -10,25 +10,35 @@
   ceiling for a cache hit served from local disk by Python.
 
 Start-up time to the first thumbnail is recorded for each (cold start).
+Each runs in a process group of its own and is stopped as one, by
+``django_oximg.benchmarking.gunicorn`` (which also builds gunicorn's
+command line).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.error import HTTPError, URLError
+
+# One start and stop for every server of the benchmarks, shared with
+# ``manage.py oximg_bench --gunicorn``: the same gunicorn command line, the
+# same wait for the first answer, the same process-group stop.
+from django_oximg.benchmarking.gunicorn import (
+    free_port,
+    gunicorn_command,
+    stop,
+    wait_for_answer,
+)
+
+__all__ = ["free_port", "gunicorn_command", "stop"]
 
 ROOT = Path(__file__).resolve().parent.parent
 THUMBOR_VENV = ROOT / "bench" / "peers" / ".venv-thumbor"
@@ -52,50 +62,9 @@ class Running:
         return self.process.pid
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def get_status(port: int, path: str, timeout: float = 30.0) -> int:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as answer:
-            answer.read()
-            return int(answer.status)
-    except HTTPError as error:
-        with error:
-            return int(error.code)
-
-
 def wait_for_first(process: subprocess.Popen[bytes], port: int, path: str, log: Path) -> float:
     """Poll ``path`` until it answers 200; seconds since the call (the cold start)."""
-    start = time.perf_counter()
-    deadline = start + STARTUP_TIMEOUT
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited at start-up:\n{log.read_text(errors='replace')}")
-        try:
-            status = get_status(port, path)
-            if status == 200:
-                return time.perf_counter() - start
-            raise RuntimeError(f"{path} answered {status}:\n{log.read_text(errors='replace')}")
-        except (URLError, ConnectionError, TimeoutError):
-            if time.perf_counter() > deadline:
-                raise
-            time.sleep(0.05)
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the server's process group, then SIGKILL after 20 s."""
-    if process.poll() is not None:
-        return
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+    return wait_for_answer(process, port, path, timeout=STARTUP_TIMEOUT, ok_only=True, log=log)
 
 
 @contextmanager
@@ -124,35 +93,6 @@ def spawn(
         yield Running(name, port, process, time.perf_counter() - started)
     finally:
         stop(process)
-
-
-def gunicorn_command(
-    app: str, port: int, threads: int, workers: int = 1, worker_class: str = "gthread"
-) -> list[str]:
-    """gunicorn's command line; a ``sync`` worker gets one thread (more would make it gthread)."""
-    from tests.servers import without_control_socket
-
-    return [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--worker-class",
-        worker_class,
-        "--workers",
-        str(workers),
-        "--threads",
-        str(threads if worker_class == "gthread" else 1),
-        "--backlog",
-        "2048",
-        "--keep-alive",
-        "30",
-        "--log-level",
-        "warning",
-        *without_control_socket(),
-        app,
-    ]
 
 
 #: gunicorn's ``--threads`` for django-oximg's servers: above ``WORKERS +

@@ -466,7 +466,7 @@ def test_jpeg_shrink_margin_is_validated(margin: object) -> None:
 def test_bare_thumbnail_is_the_plain_libvips_fit() -> None:
     import pyvips
 
-    from django_oximg.management.bare_libvips import bare_thumbnail, sample_jpeg
+    from django_oximg.benchmarking.bare_libvips import bare_thumbnail, sample_jpeg
     from tests import images
 
     data = bare_thumbnail(images.jpeg(800, 600), 200, 200, "jpeg", 80)
@@ -558,7 +558,7 @@ def test_overhead_hello_app_answers_a_thumbnail_sized_body(monkeypatch: pytest.M
 
 def test_threads_vs_processes_reports_each_variant(tmp_path: Path) -> None:
     from bench import threads_vs_processes
-    from django_oximg.management.bare_libvips import sample_jpeg
+    from django_oximg.benchmarking.bare_libvips import sample_jpeg
 
     source = tmp_path / "photo.jpg"
     source.write_bytes(sample_jpeg(640, 480))
@@ -789,15 +789,15 @@ def test_a_fill_keeps_the_centred_region_of_the_box_aspect_ratio() -> None:
 
 
 @pytest.mark.parametrize("eighths", [2, 3, 4])
-def test_dct_scales_decodes_at_the_eighths_it_names(eighths: int) -> None:
-    """The scale bench/dct_scales.py times is the one it names, and its pixels are whole."""
+def test_the_dct_scales_decode_at_the_eighths_they_name(eighths: int) -> None:
+    """The scale ``jpeg_decoders.py --dct-scales`` times is the one it names, its pixels whole."""
     import pyvips
 
-    from bench.dct_scales import decode
     from bench.images import photo
+    from bench.jpeg_decoders import decode_eighths
 
     data = bytes(photo(800, 600).jpegsave_buffer(Q=90))
-    decoded = decode(data, eighths)
+    decoded = decode_eighths(data, eighths)
     assert decoded.size == (100 * eighths, 75 * eighths)
     reference = pyvips.Image.new_from_buffer(data, "").resize(eighths / 8)
     ours = pyvips.Image.new_from_memory(decoded.tobytes(), *decoded.size, 3, "uchar")

@@ -26,7 +26,7 @@ PYVIPS_HOME = CORE_DIR / "pipeline"
 #: Outside the core, the benchmark's bare-libvips ceiling imports pyvips too:
 #: it must not go through the pipeline it is compared with. Nothing that
 #: serves requests does.
-PYVIPS_OUTSIDE_CORE = {"management/bare_libvips.py"}
+PYVIPS_OUTSIDE_CORE = {"benchmarking/bare_libvips.py"}
 
 
 def core_module_names() -> list[str]:

@@ -487,7 +487,7 @@ def libvips_log(configure: bool) -> str:
     script = (
         "import logging, pyvips\n"
         "from django_oximg.core import pipeline\n"
-        "from django_oximg.management.bare_libvips import sample_jpeg\n"
+        "from django_oximg.benchmarking.bare_libvips import sample_jpeg\n"
         "logging.basicConfig(level=logging.DEBUG, format='%(levelname)s %(message)s')\n"
         f"if {configure}: pipeline.configure(concurrency=1)\n"
         "data = sample_jpeg(120, 80)\n"

@@ -16,6 +16,11 @@ with their own tags when they are installed and in ``INSTALLED_APPS`` (they
 make their thumbnails during the first render, into their own storage, as
 on a live page). The time a new process takes to import the tag library
 is measured in a subprocess with this site's settings.
+
+This module imports only Django: bench/page_renders.py imports it in the
+peers' venv (no pyvips there) and in a process that must not load an image
+library. Where the page's images come from and the run around it are in
+:mod:`.page_runs`.
 """
 
 from __future__ import annotations
