@@ -1,5 +1,10 @@
 """Tests for django_oximg.core.http_source: HTTP(S) sources behind an SSRF guard.
 
+The store and the modules it is made of are tested together, through real
+servers: ``http_guard`` (URLs, the allowlist, the address guard),
+``http_connections`` (pinned connections, the time limit) and
+``http_bodies`` (reading a body within its limits).
+
 Every server here is started by the test on 127.0.0.1 (``http.server`` in
 threads) and every loop is bounded in count and time. No test can reach
 another machine: ``socket.socket.connect`` is replaced for every test by a
@@ -37,15 +42,10 @@ from django.core.exceptions import ImproperlyConfigured
 from django_oximg import conf, runtime
 from django_oximg.core import errors
 from django_oximg.core.executor import Executor
-from django_oximg.core.http_source import (
-    URL_ALIAS,
-    Allowlist,
-    HttpSourceConfig,
-    HttpSourceStore,
-    address_refusal,
-    has_dot_segment,
-    parse_url,
-)
+from django_oximg.core.http_bodies import ignore, read_body, read_prefix
+from django_oximg.core.http_connections import TimeLimit
+from django_oximg.core.http_guard import Allowlist, address_refusal, has_dot_segment, parse_url
+from django_oximg.core.http_source import URL_ALIAS, HttpSourceConfig, HttpSourceStore
 from django_oximg.core.responders import Reply
 from django_oximg.core.signing import URLSigner, pairs_from_hex
 from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
@@ -768,18 +768,15 @@ class FakeResponse:
 
 @pytest.mark.parametrize("size", [1000, 1001, 5000, 300_000])
 def test_the_body_read_asks_for_at_most_limit_plus_one_bytes(size: int) -> None:
-    from django_oximg.core import http_source
-
     limit = 1000
     response = FakeResponse(b"x" * size, {})
-    store = HttpSourceStore(HttpSourceConfig(prefixes=()))
     url = parse_url("http://a.test/x")
-    with http_source.TimeLimit(WAIT) as deadline:
+    with TimeLimit(WAIT) as deadline:
         if size > limit:
             with pytest.raises(errors.SourceTooLarge):
-                store._body(response, url, limit, deadline, http_source.ignore)  # type: ignore[arg-type]
+                read_body(response, url, limit, deadline, ignore)  # type: ignore[arg-type]
         else:
-            body = store._body(response, url, limit, deadline, http_source.ignore)  # type: ignore[arg-type]
+            body = read_body(response, url, limit, deadline, ignore)  # type: ignore[arg-type]
             assert len(body) == size
     assert response.taken == min(size, limit + 1)
 
@@ -795,13 +792,10 @@ def test_the_body_read_asks_for_at_most_limit_plus_one_bytes(size: int) -> None:
 def test_the_body_is_reserved_before_it_is_read(
     headers: dict[str, str], expected: list[int]
 ) -> None:
-    from django_oximg.core import http_source
-
-    store = HttpSourceStore(HttpSourceConfig(prefixes=()))
     reserved: list[int] = []
     response = FakeResponse(b"x" * (3 * MIB), headers)
-    with http_source.TimeLimit(WAIT) as deadline:
-        body = store._body(
+    with TimeLimit(WAIT) as deadline:
+        body = read_body(
             response, parse_url("http://a.test/x"), 50 * MIB, deadline, reserved.append
         )  # type: ignore[arg-type]
     assert len(body) == 3 * MIB
@@ -1151,13 +1145,10 @@ def test_a_server_ignoring_the_range_is_read_no_further_than_the_limit(
 
 @pytest.mark.parametrize("size", [10, 1000, 1001, 300_000])
 def test_a_header_read_takes_at_most_the_limit(size: int) -> None:
-    from django_oximg.core import http_source
-
     response = FakeResponse(b"x" * size, {})
-    store = HttpSourceStore(HttpSourceConfig(prefixes=()))
     url = parse_url("http://a.test/x")
-    with http_source.TimeLimit(WAIT) as deadline:
-        data = store._prefix(response, url, 1000, deadline)  # type: ignore[arg-type]
+    with TimeLimit(WAIT) as deadline:
+        data = read_prefix(response, url, 1000, deadline)  # type: ignore[arg-type]
     assert len(data) == min(size, 1000)
     assert response.taken == min(size, 1000)
 

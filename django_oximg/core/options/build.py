@@ -1,0 +1,59 @@
+""":class:`~.model.Options` and a source written back as the canonical path.
+
+The canonical path is what the result-cache key is made from (never the raw
+URL), so two requests with the same effect (reordered options, long and
+short names, no-op variants) share one cache object. It holds each option
+the table (:mod:`.table`) writes, in the table's order, by its short name,
+leaving out what is at its default; the format is the extension.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from django_oximg.core.options.model import Options, normalized
+from django_oximg.core.options.table import OPTIONS
+from django_oximg.core.options.values import base64url, invalid, invalid_source
+
+
+def _check_buildable(options: Options, source: str) -> None:
+    """Refuse what no URL can carry, rather than build a path that parses differently."""
+    if not source or "\x00" in source:
+        raise invalid_source("empty or contains NUL")
+    try:
+        source.encode("utf-8")
+        options.cachebuster.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise invalid_source("not encodable text") from error
+    if ":" in options.cachebuster:
+        raise invalid("cachebuster", options.cachebuster, "contains ':'")
+    try:
+        options.filename.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise invalid("filename", options.filename, "not encodable text") from error
+
+
+def build_path(options: Options, source: str, *, encode: str = "plain") -> str:
+    """Build the canonical path for ``options`` and ``source``.
+
+    Only options that differ from the defaults appear, in a fixed order, by
+    their short names, with the output format as the extension. ``encode`` is
+    ``"plain"`` (source percent-encoded, "/" and ":" kept) or ``"base64"``.
+    ``parse_path(build_path(o, s)) == ParsedPath(o, s)`` for every valid,
+    normalised ``o`` (no-op variants such as a 0x0 crop are folded first, so
+    requests with the same effect share one path, and so one cache key).
+    """
+    if encode not in ("plain", "base64"):
+        raise ValueError(f"encode must be 'plain' or 'base64', not {encode!r}")
+    _check_buildable(options, source)
+    options = normalized(options)
+    segments = [segment for option in OPTIONS if (segment := option.segment(options)) is not None]
+    if encode == "plain":
+        segments.append("plain")
+        tail = quote(source, safe="/:")
+        mark = "@"
+    else:
+        tail = base64url(source)
+        mark = "."
+    segments.append(f"{tail}{mark}{options.format}" if options.format else tail)
+    return "/" + "/".join(segments)

@@ -1,0 +1,272 @@
+"""What a request asks for: the frozen :class:`Options` and its parts, their limits.
+
+Everything here is data: the option values as the pipeline reads them, the
+bounds that keep a URL's numbers out of absurd arithmetic, the draft a parse
+fills in, and the normal form (:func:`normalized`) in which requests with
+the same effect compare equal, and so build one canonical path and share one
+cache key. How the values are written in a URL is :mod:`.table`'s concern.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+#: Gravity types as imgproxy names them. ``sm`` is libvips' attention crop,
+#: ``fp`` a focus point given as fractions of the image.
+GRAVITY_TYPES = ("no", "so", "ea", "we", "noea", "nowe", "soea", "sowe", "ce", "sm", "fp")
+
+#: Where a watermark may go: the compass points and the centre, or ``re``,
+#: replicated over the whole image (imgproxy's watermark positions).
+WATERMARK_POSITIONS = ("no", "so", "ea", "we", "noea", "nowe", "soea", "sowe", "ce", "re")
+
+RESIZING_TYPES = ("fit", "fill", "fill-down", "force", "auto")
+
+#: Output formats we can encode, by the extension used in URLs.
+OUTPUT_FORMATS = ("jpeg", "png", "webp", "avif", "gif")
+
+#: ``quality_mode`` values (a django-oximg extension, not an imgproxy option):
+#: "high" resizes in linear light from a decode of at least twice the target.
+QUALITY_MODES = ("standard", "high")
+
+
+@dataclass(frozen=True)
+class Gravity:
+    """Where to anchor a crop or an extension.
+
+    ``type`` is one of :data:`GRAVITY_TYPES`. For compass types ``x`` and ``y``
+    are offsets in pixels (imgproxy's ``x_offset``/``y_offset``); for ``fp``
+    they are the focus point as fractions 0..1 of width and height.
+    """
+
+    type: str = "ce"
+    x: float = 0.0
+    y: float = 0.0
+
+
+@dataclass(frozen=True)
+class Crop:
+    """Crop the source before resizing (imgproxy ``crop``).
+
+    ``width``/``height`` are pixels of the source, or fractions of it when below
+    1; 0 means the full dimension. ``gravity`` None means the request's gravity.
+    """
+
+    width: float = 0.0
+    height: float = 0.0
+    gravity: Gravity | None = None
+
+
+@dataclass(frozen=True)
+class Watermark:
+    """The site's watermark image laid over the result (imgproxy ``watermark``).
+
+    ``opacity`` 0 means no watermark. ``position`` is one of
+    :data:`WATERMARK_POSITIONS`; ``x``/``y`` are offsets in pixels (times the
+    dpr) or fractions of the image below 1, as for gravity, and for ``re``
+    the spacing between copies. ``scale`` > 0 fits the watermark into that
+    share of the image's size; 0 keeps its own size.
+    """
+
+    opacity: float = 0.0
+    position: str = "ce"
+    x: float = 0.0
+    y: float = 0.0
+    scale: float = 0.0
+
+
+@dataclass(frozen=True)
+class Options:
+    """One request's processing options, fully parsed and validated.
+
+    Defaults are imgproxy's defaults, except ``format`` (empty means: from the
+    URL extension, else negotiated from Accept) and the quality (0 means the
+    configured per-format default).
+    """
+
+    resizing_type: str = "fit"
+    width: int = 0
+    height: int = 0
+    min_width: int = 0
+    min_height: int = 0
+    dpr: float = 1.0
+    enlarge: bool = False
+    extend: bool = False
+    extend_gravity: Gravity | None = None
+    gravity: Gravity = field(default_factory=Gravity)
+    crop: Crop | None = None
+    #: top, right, bottom, left in CSS pixels (multiplied by ``dpr``).
+    padding: tuple[int, int, int, int] = (0, 0, 0, 0)
+    #: RGB, or None for the default (white when flattening, transparent otherwise).
+    background: tuple[int, int, int] | None = None
+    blur: float = 0.0
+    sharpen: float = 0.0
+    #: Clockwise, a multiple of 90 in 0..270.
+    rotate: int = 0
+    flip_horizontal: bool = False
+    flip_vertical: bool = False
+    #: 0 means the per-format default from ``format_quality`` or settings.
+    quality: int = 0
+    #: Per-format qualities as sorted (format, quality) pairs.
+    format_quality: tuple[tuple[str, int], ...] = ()
+    #: One of :data:`OUTPUT_FORMATS`, or "" for extension/negotiation.
+    format: str = ""
+    strip_metadata: bool = True
+    keep_copyright: bool = True
+    strip_color_profile: bool = True
+    auto_rotate: bool = True
+    cachebuster: str = ""
+    #: Unix timestamp after which the URL answers 404; 0 for never.
+    expires: int = 0
+    #: Encode again at lower quality until the result fits; 0 for no limit.
+    max_bytes: int = 0
+    #: Multiply the requested box (``zoom``), per axis.
+    zoom_width: float = 1.0
+    zoom_height: float = 1.0
+    #: Extend the result to the requested aspect ratio (``extend_aspect_ratio``).
+    extend_aspect_ratio: bool = False
+    extend_aspect_ratio_gravity: Gravity | None = None
+    #: ``trim``: cut away a border of one colour, before anything else. None
+    #: for no trim; the colour None means the top-left pixel's.
+    trim_threshold: float | None = None
+    trim_color: tuple[int, int, int] | None = None
+    trim_equal_horizontal: bool = False
+    trim_equal_vertical: bool = False
+    #: Size of the ``pixelate`` blocks in output pixels; 0 for none.
+    pixelate: int = 0
+    watermark: Watermark = field(default_factory=Watermark)
+    #: ``Content-Disposition``: the file name (without extension), and
+    #: ``attachment`` rather than ``inline``. Headers only, never the bytes.
+    filename: str = ""
+    return_attachment: bool = False
+    #: Source formats served as they are when the output format is theirs.
+    skip_processing: tuple[str, ...] = ()
+    #: Serve the source as it is (checked, never processed).
+    raw: bool = False
+    #: Render an embedded thumbnail (HEIF/AVIF) instead of the main image.
+    enforce_thumbnail: bool = False
+    #: Per-URL limits; each can only lower the configured one; 0: as configured.
+    max_src_resolution: int = 0
+    max_src_file_size: int = 0
+    max_animation_frames: int = 0
+    max_animation_frame_resolution: int = 0
+    #: One of :data:`QUALITY_MODES`, or "" for the site's ``QUALITY_MODE``.
+    quality_mode: str = ""
+
+
+@dataclass(frozen=True)
+class ParsedPath:
+    """A parsed request path: options plus the source name and its encoding."""
+
+    options: Options
+    #: The source, percent-decoded exactly once (a storage name or an http(s) URL).
+    source: str
+    #: Fields some option or preset set (even to their default): what a client
+    #: hint may no longer change.
+    assigned: frozenset[str] = field(default=frozenset(), compare=False)
+
+
+@dataclass(frozen=True)
+class URLRules:
+    """What a site lets URLs say: imgproxy's ``ALLOWED_PROCESSING_OPTIONS`` and
+    ``ONLY_PRESETS``."""
+
+    #: Option names a URL may use, as written there (``w`` and ``width`` are
+    #: two names); presets may use any. Empty: every option.
+    allowed_options: frozenset[str] = frozenset()
+    #: The URL names presets only: its first segment is ``name:name...``,
+    #: then the source.
+    only_presets: bool = False
+
+
+#: No rules: every option, written as options.
+ANY_URL = URLRules()
+
+
+#: Largest width, height, minimum size, padding, crop size or gravity offset, in
+#: pixels. Far above any real output (the pipeline clamps results to
+#: MAX_RESULT_DIMENSION); it only keeps absurd numbers out of the arithmetic.
+MAX_DIMENSION = 100_000
+
+#: imgproxy caps the client-hint DPR at 8; a larger factor only multiplies work.
+MAX_DPR = 8.0
+
+#: Blur and sharpen sigma: past this the mask is larger than any thumbnail.
+MAX_SIGMA = 100.0
+
+#: ``zoom`` factors: past this every result is clamped by MAX_RESULT_DIMENSION
+#: anyway; it only keeps absurd numbers out of the arithmetic.
+MAX_ZOOM = 1000.0
+
+#: ``trim`` compares 8-bit sRGB pixels: a threshold of 255 already keeps everything.
+MAX_TRIM_THRESHOLD = 255.0
+
+#: Characters of a ``filename``: a header, not a document.
+MAX_FILENAME_LENGTH = 255
+
+#: ``max_src_resolution`` and ``max_animation_frame_resolution`` are given in
+#: megapixels, as imgproxy takes them; this keeps the pixel count an int64.
+MAX_MEGAPIXELS = 10.0**9
+
+#: Options applied for one request, presets expanded. Bounds the work a URL can
+#: cause by naming presets that name presets many times over.
+MAX_APPLIED_OPTIONS = 500
+
+
+DEFAULTS = Options()
+FIELD_NAMES = tuple(f.name for f in fields(Options))
+
+
+class Draft(dict[str, Any]):
+    """A parse in progress: Options' fields by name, mutated option by option.
+
+    Remembers which fields an option (or a preset) set, even to their
+    default: a client hint sets ``width`` or ``dpr`` only where no option did.
+    """
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        super().__init__(values)
+        self.assigned: set[str] = set()
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        self.assigned.add(name)
+        super().__setitem__(name, value)
+
+
+def lowered_limit(configured: int, requested: int) -> int:
+    """A limit as a URL may set it (``max_src_resolution`` and friends): only lower.
+
+    ``requested`` 0 means the URL set none.
+    """
+    return min(configured, requested) if requested else configured
+
+
+def normalized(options: Options) -> Options:
+    """``options`` with no-op variants folded, so equal effects compare equal.
+
+    An extend gravity of plain centre or without extend is None; a crop of the
+    full image (0 by 0) is None; so are the trim colour and flags without a
+    trim, a watermark of opacity 0, blocks of 1 pixel; ``raw`` serves the
+    source as it is, so no format or skipped format applies to it.
+    """
+    changes: dict[str, Any] = {}
+    for enabled, gravity in (
+        ("extend", "extend_gravity"),
+        ("extend_aspect_ratio", "extend_aspect_ratio_gravity"),
+    ):
+        value = getattr(options, gravity)
+        if value is not None and (not getattr(options, enabled) or value == Gravity()):
+            changes[gravity] = None
+    if options.crop is not None and options.crop.width == 0 and options.crop.height == 0:
+        changes["crop"] = None
+    if options.trim_threshold is None:
+        changes.update(trim_color=None, trim_equal_horizontal=False, trim_equal_vertical=False)
+    if options.pixelate == 1:
+        changes["pixelate"] = 0
+    if options.watermark.opacity == 0:
+        changes["watermark"] = Watermark()
+    if options.raw:
+        changes.update(format="", skip_processing=())
+    changes = {name: value for name, value in changes.items() if getattr(options, name) != value}
+    return replace(options, **changes) if changes else options
