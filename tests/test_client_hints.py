@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,15 +12,12 @@ import pyvips
 
 from django_oximg import runtime
 from django_oximg.core.client_hints import ClientHints, read_hints, with_hints
-from django_oximg.core.executor import Executor
 from django_oximg.core.options import Options, parse_path
-from django_oximg.core.signing import URLSigner, pairs_from_hex
-from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
-from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.thumbnailer import Thumbnailer
 from tests import images
+from tests.constants import MIB, SIGNER
 from tests.shells import SHELLS, through_middleware
 
-SIGNER = URLSigner(pairs_from_hex(["00"], ["00"]))
 DPR = ("Sec-CH-DPR", "DPR")
 WIDTH = ("Sec-CH-Width", "Width")
 
@@ -71,18 +69,23 @@ def test_a_bad_standard_hint_falls_back_to_the_older_header() -> None:
 
 
 @pytest.fixture
-def thumbnailer(tmp_path: Path) -> Iterator[Thumbnailer]:
+def source_dir(tmp_path: Path) -> Path:
     (tmp_path / "a.jpg").write_bytes(images.jpeg(640, 480))
-    executor = Executor(1, 8, 10.0, 256 * 1024 * 1024)
-    made = Thumbnailer(
-        ThumbnailerConfig(client_hints=True, auto_format=False),
-        SIGNER,
-        {"": FileSystemSourceStore(tmp_path)},
-        FileSystemCacheStore(tmp_path / "cache"),
-        executor,
+    return tmp_path
+
+
+@pytest.fixture
+def make(make: Callable[..., Thumbnailer]) -> Callable[..., Thumbnailer]:
+    """conftest's ``make`` (and so ``thumbnailer``), with client hints on."""
+    return functools.partial(
+        make,
+        workers=1,
+        queue_size=8,
+        queue_timeout=10.0,
+        budget=256 * MIB,
+        client_hints=True,
+        auto_format=False,
     )
-    yield made
-    executor.shutdown(wait=True)
 
 
 def answer(thumbnailer: Thumbnailer, path: str, **headers: str) -> tuple[str, str]:

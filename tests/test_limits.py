@@ -17,17 +17,13 @@ from django_oximg.core.executor import Executor
 from django_oximg.core.pipeline import RenderSettings
 from django_oximg.core.thumbnailer import Thumbnailer
 from tests import images
-from tests.test_thumbnailer import (  # noqa: F401 (fixtures)
+from tests.test_thumbnailer import (  # noqa: F401 (fixtures: the counting stores)
     CONTROL,
     cache,
-    cache_dir,
     cached_files,
     decode,
-    executors,
     get,
     header,
-    make,
-    source_dir,
     sources,
 )
 
