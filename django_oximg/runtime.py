@@ -5,8 +5,8 @@ rebuilt when settings change (``apps.py`` connects :func:`reset` to
 ``setting_changed``), so tests and live reconfiguration see fresh objects.
 
 The template tags import this module for the signer and the source stores
-only, so the thumbnailer's modules (the pipeline, and with it libvips, numpy
-and Pillow) are imported when the thumbnailer is first built, not here.
+only, so the thumbnailer's modules (the pipeline, and with it libvips and
+Pillow) are imported when the thumbnailer is first built, not here.
 """
 
 from __future__ import annotations

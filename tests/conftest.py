@@ -1,16 +1,35 @@
-"""Shared fixtures: a fresh media root with a few drawn sources per test."""
+"""Shared fixtures: a fresh media root with a few drawn sources per test, and core
+thumbnailers over temporary directories.
+
+A module changes what the core fixtures build by overriding one of them:
+``source_dir`` for other sources, ``sources`` or ``cache`` for other stores
+(counting ones, say), ``make`` for other defaults (a ``functools.partial`` of
+this ``make``); ``thumbnailer`` is ``make()`` with the keywords of an
+indirect parameter, if any.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import settings as hypothesis_settings
 
+from django_oximg.core.coordination import Coordinator
+from django_oximg.core.executor import Executor
+from django_oximg.core.signing import URLSigner
+from django_oximg.core.stores import (
+    CacheStore,
+    FileSystemCacheStore,
+    FileSystemSourceStore,
+    SourceStore,
+)
+from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 from tests import images
+from tests.constants import MIB, SIGNER
 
 # No example may fail for taking long: the machine is shared and noisy, and
 # wall-clock limits are measured in bench/, not asserted here.
@@ -35,6 +54,99 @@ def media(settings: Any, tmp_path: Path) -> Path:
         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
     }
     return root
+
+
+# -- core thumbnailers ------------------------------------------------------------------
+
+
+@pytest.fixture
+def source_dir(tmp_path: Path) -> Path:
+    """Sources under ``photos/``, as the ``media`` fixture draws them, without Django."""
+    root = tmp_path / "sources"
+    (root / "photos").mkdir(parents=True)
+    (root / "photos" / "landscape.jpg").write_bytes(images.jpeg(640, 480))
+    (root / "photos" / "alpha.png").write_bytes(images.png_with_alpha())
+    (root / "photos" / "anim.gif").write_bytes(images.animated_gif())
+    return root
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path) -> Path:
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def sources(source_dir: Path) -> SourceStore:
+    """The source store :func:`make` reads from (under the alias "")."""
+    return FileSystemSourceStore(source_dir)
+
+
+@pytest.fixture
+def cache(cache_dir: Path) -> CacheStore:
+    """The result cache :func:`make` writes to."""
+    return FileSystemCacheStore(cache_dir)
+
+
+@pytest.fixture
+def executors() -> Iterator[list[Executor]]:
+    """Executors made by a test, shut down (and their threads joined) after it."""
+    made: list[Executor] = []
+    yield made
+    for executor in made:
+        executor.shutdown(wait=True)
+
+
+@pytest.fixture
+def make(
+    sources: SourceStore, cache: CacheStore, executors: list[Executor]
+) -> Callable[..., Thumbnailer]:
+    """Build a core thumbnailer over ``sources`` and ``cache``, signed with SIGNER.
+
+    ``workers``, ``queue_size``, ``queue_timeout`` and ``budget`` make its
+    executor, unless ``executor`` is given; ``source`` replaces the "" store,
+    ``stores`` all of them, ``cache`` the result cache; the other keywords go
+    to :class:`ThumbnailerConfig`.
+    """
+
+    def build(
+        *,
+        workers: int = 2,
+        queue_size: int = 16,
+        queue_timeout: float = 5.0,
+        budget: int = 512 * MIB,
+        executor: Executor | None = None,
+        source: SourceStore | None = None,
+        stores: Mapping[str, SourceStore] | None = None,
+        cache: CacheStore | None = None,
+        signer: URLSigner = SIGNER,
+        clock: Callable[[], float] | None = None,
+        coordinator: Coordinator | None = None,
+        **config: Any,
+    ) -> Thumbnailer:
+        if executor is None:
+            executor = Executor(workers, queue_size, queue_timeout, budget)
+        executors.append(executor)
+        extra: dict[str, Any] = {"clock": clock} if clock is not None else {}
+        return Thumbnailer(
+            ThumbnailerConfig(**config),
+            signer,
+            stores
+            if stores is not None
+            else {"": source if source is not None else default_sources},
+            cache if cache is not None else default_cache,
+            executor,
+            coordinator=coordinator,
+            **extra,
+        )
+
+    default_sources, default_cache = sources, cache
+    return build
+
+
+@pytest.fixture
+def thumbnailer(make: Callable[..., Thumbnailer], request: pytest.FixtureRequest) -> Thumbnailer:
+    """``make()``; an indirect parameter gives its keywords (a dict)."""
+    return make(**getattr(request, "param", {}))
 
 
 def open_fd_count() -> int:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 from urllib.error import HTTPError, URLError
 
-from tests import settings as test_settings
+from tests.constants import KEY, SALT
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,14 +39,11 @@ HTTP_TIMEOUT = 60.0
 #: Bound on a graceful stop before the server is killed.
 STOP_TIMEOUT = 30.0
 
-KEY = bytes.fromhex(str(test_settings.OXIMG["KEY"]))
-SALT = bytes.fromhex(str(test_settings.OXIMG["SALT"]))
-
 
 def imgproxy_signature(path: str) -> str:
     """imgproxy's scheme: base64url, unpadded, of HMAC-SHA256(key, salt + path)."""
-    digest = hmac.new(KEY, SALT + path.encode(), hashlib.sha256).digest()
-    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+    digest = hmac.new(bytes.fromhex(KEY), bytes.fromhex(SALT) + path.encode(), hashlib.sha256)
+    return base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
 
 
 def imgproxy_url(base: str, path: str) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import tempfile
 
+from tests.constants import KEY, SALT
+
 SECRET_KEY = "tests-only-not-secret"
 DEBUG = False
 USE_TZ = True
@@ -52,10 +54,6 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
-# imgproxy's documented example key and salt (hex), so tests can check
+# imgproxy's example key and salt (hex, tests/constants.py), so tests can check
 # compatibility with its published signatures.
-OXIMG = {
-    "KEY": "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881",
-    "SALT": "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5",
-    "WORKERS": 2,
-}
+OXIMG = {"KEY": KEY, "SALT": SALT, "WORKERS": 2}

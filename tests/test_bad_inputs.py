@@ -94,27 +94,19 @@ from django_oximg.core.signing import URLSigner, pairs_from_hex
 from django_oximg.core.stores import TEMP_PREFIX
 from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 from tests import bombs, images
+from tests.constants import KEY, MIB, SALT, SIGNER
 from tests.servers import Fetched, Server, fetch, gunicorn, imgproxy_url, request
-from tests.test_thumbnailer import (  # noqa: F401 (fixtures)
+from tests.test_thumbnailer import (  # noqa: F401 (fixtures: the counting stores)
     CONTROL,
-    KEY,
-    MIB,
-    SALT,
-    SIGNER,
     CountingCacheStore,
     CountingSourceStore,
     body_of,
     cache,
-    cache_dir,
     cached_files,
     decode,
-    executors,
     get,
     header,
-    make,
-    source_dir,
     sources,
-    thumbnailer,
 )
 
 #: A second key pair: the "new" key of a rotation, or a key that was never ours.

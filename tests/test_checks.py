@@ -9,9 +9,7 @@ import pyvips
 from django.core import checks
 
 from django_oximg import checks as oximg_checks
-
-KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
-SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
+from tests.constants import KEY, SALT
 
 
 def oximg_messages() -> list[checks.CheckMessage]:

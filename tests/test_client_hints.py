@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+import pyvips
 
+from django_oximg import runtime
 from django_oximg.core.client_hints import ClientHints, read_hints, with_hints
-from django_oximg.core.executor import Executor
 from django_oximg.core.options import Options, parse_path
-from django_oximg.core.signing import URLSigner, pairs_from_hex
-from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
-from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.thumbnailer import Thumbnailer
 from tests import images
+from tests.constants import MIB, SIGNER
+from tests.shells import SHELLS, through_middleware
 
-SIGNER = URLSigner(pairs_from_hex(["00"], ["00"]))
 DPR = ("Sec-CH-DPR", "DPR")
 WIDTH = ("Sec-CH-Width", "Width")
 
@@ -67,18 +69,23 @@ def test_a_bad_standard_hint_falls_back_to_the_older_header() -> None:
 
 
 @pytest.fixture
-def thumbnailer(tmp_path: Path) -> Iterator[Thumbnailer]:
+def source_dir(tmp_path: Path) -> Path:
     (tmp_path / "a.jpg").write_bytes(images.jpeg(640, 480))
-    executor = Executor(1, 8, 10.0, 256 * 1024 * 1024)
-    made = Thumbnailer(
-        ThumbnailerConfig(client_hints=True, auto_format=False),
-        SIGNER,
-        {"": FileSystemSourceStore(tmp_path)},
-        FileSystemCacheStore(tmp_path / "cache"),
-        executor,
+    return tmp_path
+
+
+@pytest.fixture
+def make(make: Callable[..., Thumbnailer]) -> Callable[..., Thumbnailer]:
+    """conftest's ``make`` (and so ``thumbnailer``), with client hints on."""
+    return functools.partial(
+        make,
+        workers=1,
+        queue_size=8,
+        queue_timeout=10.0,
+        budget=256 * MIB,
+        client_hints=True,
+        auto_format=False,
     )
-    yield made
-    executor.shutdown(wait=True)
 
 
 def answer(thumbnailer: Thumbnailer, path: str, **headers: str) -> tuple[str, str]:
@@ -107,3 +114,62 @@ def test_a_url_that_sets_width_and_dpr_varies_on_no_hint(thumbnailer: Thumbnaile
     second = answer(thumbnailer, "/w:100/dpr:1/plain/a.jpg")
     assert first == second
     assert first[1] == ""
+
+
+# -- through the view and the middleware ----------------------------------------------------
+
+#: One source and two URLs a hint completes: a fixed format, and a negotiated one
+#: (whose hit-cache entries are kept per ``Accept`` class).
+HINTED = ("/plain/photos/landscape.jpg@png", "/plain/photos/landscape.jpg")
+
+
+def decoded_size(body: bytes) -> tuple[int, int]:
+    image = pyvips.Image.new_from_buffer(body, "")
+    return image.width, image.height
+
+
+@pytest.mark.parametrize("shell", sorted(SHELLS))
+@pytest.mark.parametrize("path", HINTED, ids=["fixed-format", "negotiated"])
+def test_a_hinted_answer_is_never_served_to_another_hint(
+    media: Path, settings: Any, shell: str, path: str
+) -> None:
+    """The second request for a hint is answered from the cached file, where the
+    hit cache would learn it; the next one with another hint must be its own."""
+    settings.OXIMG = {**settings.OXIMG, "CLIENT_HINTS": True}
+    url = "/img" + runtime.get_signer().signed_path(path)
+    for hints, size in [
+        ({"HTTP_WIDTH": "100"}, (100, 75)),
+        ({"HTTP_WIDTH": "100"}, (100, 75)),
+        ({"HTTP_WIDTH": "200"}, (200, 150)),
+        ({"HTTP_WIDTH": "200"}, (200, 150)),
+        ({"HTTP_SEC_CH_WIDTH": "100"}, (100, 75)),
+        ({"HTTP_WIDTH": "100", "HTTP_DPR": "2"}, (100, 75)),  # Width counts physical pixels
+        ({}, (640, 480)),
+    ]:
+        status, headers, body = SHELLS[shell](url, **hints)
+        assert (status, decoded_size(body)) == (200, size), hints
+        assert "Width" in headers["vary"]
+
+
+@pytest.mark.parametrize("shell", sorted(SHELLS))
+def test_a_dpr_answer_is_never_served_to_another_dpr(
+    media: Path, settings: Any, shell: str
+) -> None:
+    settings.OXIMG = {**settings.OXIMG, "CLIENT_HINTS": True}
+    url = "/img" + runtime.get_signer().signed_path("/w:100/plain/photos/landscape.jpg@png")
+    for dpr, size in [("1", (100, 75)), ("1", (100, 75)), ("2", (200, 150)), ("1", (100, 75))]:
+        status, headers, body = SHELLS[shell](url, HTTP_SEC_CH_DPR=dpr)
+        assert (status, decoded_size(body)) == (200, size), dpr
+        assert headers["vary"] == "Sec-CH-DPR, DPR"
+
+
+def test_an_answer_no_hint_changes_is_still_kept_in_the_hit_cache(
+    media: Path, settings: Any
+) -> None:
+    """The hit cache is on in these tests: what the tests above prove is not vacuous."""
+    settings.OXIMG = {**settings.OXIMG, "CLIENT_HINTS": True}
+    signed = runtime.get_signer().signed_path("/w:100/dpr:1/plain/photos/landscape.jpg@png")
+    for _ in range(2):  # a miss, then an answer from the cached file
+        status, headers, _body = through_middleware("/img" + signed, HTTP_WIDTH="300")
+        assert (status, "vary" in headers) == (200, False)
+    assert runtime.get_thumbnailer().hits.lookup(signed, "") is not None

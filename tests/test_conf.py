@@ -16,12 +16,11 @@ from django_oximg.conf import OximgSettings, build_settings, get_settings, setti
 from django_oximg.core.client_hints import ClientHints
 from django_oximg.core.keys import output_fingerprint
 from tests import images
+from tests.constants import KEY, SALT
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SETTINGS_DOC = REPO_ROOT / "docs" / "settings.md"
 
-KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
-SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
 OTHER_KEY = "aa" * 32
 OTHER_SALT = "bb" * 16
 

@@ -20,10 +20,9 @@ from django_oximg.core.executor import Executor
 from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore, Reserve
 from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 from tests import images
-from tests.test_thumbnailer import SIGNER
+from tests.constants import JOIN_TIMEOUT, SIGNER
 
 PATH = "/rs:fit:120:120/plain/photo.jpg@jpeg"
-JOIN_TIMEOUT = 60.0
 
 
 class SharedLeases:

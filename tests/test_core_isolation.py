@@ -1,7 +1,8 @@
 """The core stays free of Django, and pyvips stays inside core/pipeline/.
 
-CONVENTIONS 1 and 3: a plain-WSGI user can run the core without Django, and
-libvips is initialised (and its errors wrapped) in exactly one module.
+A plain-WSGI user can run the core without Django, and libvips is
+initialised (and its errors wrapped) in exactly one package
+(docs/design.md, "Django-free core").
 """
 
 from __future__ import annotations

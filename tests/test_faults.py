@@ -49,18 +49,14 @@ from django_oximg.core.stores import TEMP_PREFIX, FileSystemSourceStore
 from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 from django_oximg.storage import StorageSourceStore
 from tests import images
+from tests.constants import JOIN_TIMEOUT, MIB, SIGNER
 from tests.servers import REPO_ROOT, Fetched, Server, gunicorn, imgproxy_url, request
 from tests.test_executor import wait_until
-from tests.test_thumbnailer import (  # noqa: F401 (fixtures)
+from tests.test_thumbnailer import (  # noqa: F401 (fixtures: the counting cache)
     CONTROL,
-    JOIN_TIMEOUT,
-    MIB,
-    SIGNER,
     CountingCacheStore,
     cache,
-    cache_dir,
     cached_files,
-    executors,
     get,
     header,
 )

@@ -34,8 +34,9 @@ from django_oximg.core.responders import Reply
 from django_oximg.core.stores import CachedResult, CacheEntry, FileSystemCacheStore
 from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 from tests import images
+from tests.constants import MIB, SIGNER
 from tests.test_options import plausible_segments, segments
-from tests.test_thumbnailer import MIB, SIGNER, CountingSourceStore
+from tests.test_thumbnailer import CountingSourceStore
 
 #: Statuses a GET for a thumbnail path may get (304 only with If-None-Match).
 THUMBNAIL_STATUSES = {200, 304, 400, 403, 404, 415, 422}

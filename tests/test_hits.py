@@ -10,33 +10,28 @@ or a render in another process would.
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from django_oximg.core import pipeline
-from django_oximg.core.executor import Executor
 from django_oximg.core.hits import ENTRY_OVERHEAD, CachedFile, HitCache
 from django_oximg.core.negotiation import accept_class
 from django_oximg.core.responders import Reply
-from django_oximg.core.signing import URLSigner, pairs_from_hex
 from django_oximg.core.stores import (
     CachedResult,
     FileSystemCacheStore,
-    FileSystemSourceStore,
     write_atomically,
 )
-from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.thumbnailer import Thumbnailer
 from tests import images
-
-KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
-SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
-SIGNER = URLSigner(pairs_from_hex([KEY], [SALT]))
+from tests.constants import MIB, SIGNER
 
 FIXED = "/rs:fit:200:200/plain/photos/landscape.jpg@jpeg"
 NEGOTIATED = "/rs:fit:200:200/plain/photos/landscape.jpg"
@@ -73,42 +68,16 @@ ACCEPTS = {"neither": "*/*", "webp": "image/webp,*/*", "avif": "image/avif,image
 
 
 @pytest.fixture
-def source_dir(tmp_path: Path) -> Path:
-    root = tmp_path / "sources"
-    (root / "photos").mkdir(parents=True)
-    (root / "photos" / "landscape.jpg").write_bytes(images.jpeg(640, 480))
-    (root / "photos" / "other.jpg").write_bytes(images.jpeg(320, 240))
-    (root / "photos" / "anim.gif").write_bytes(images.animated_gif())
-    return root
+def source_dir(source_dir: Path) -> Path:
+    """conftest's sources, and a second photo."""
+    (source_dir / "photos" / "other.jpg").write_bytes(images.jpeg(320, 240))
+    return source_dir
 
 
 @pytest.fixture
-def cache_dir(tmp_path: Path) -> Path:
-    return tmp_path / "cache"
-
-
-@pytest.fixture
-def make(source_dir: Path, cache_dir: Path) -> Iterator[Callable[..., Thumbnailer]]:
-    """Thumbnailers over the same sources and result cache; keywords go to the config."""
-    executors: list[Executor] = []
-
-    def build(
-        cache: Any = None, clock: Callable[[], float] = lambda: NOW, **config: Any
-    ) -> Thumbnailer:
-        executor = Executor(2, 16, 5.0, 256 * 1024 * 1024)
-        executors.append(executor)
-        return Thumbnailer(
-            ThumbnailerConfig(**config),
-            SIGNER,
-            {"": FileSystemSourceStore(source_dir)},
-            cache or FileSystemCacheStore(cache_dir),
-            executor,
-            clock=clock,
-        )
-
-    yield build
-    for executor in executors:
-        executor.shutdown(wait=True)
+def make(make: Callable[..., Thumbnailer]) -> Callable[..., Thumbnailer]:
+    """Thumbnailers over the same sources and result cache, on this module's clock."""
+    return functools.partial(make, clock=lambda: NOW, budget=256 * MIB)
 
 
 @pytest.fixture

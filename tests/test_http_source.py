@@ -41,21 +41,15 @@ from django.core.exceptions import ImproperlyConfigured
 
 from django_oximg import conf, runtime
 from django_oximg.core import errors
-from django_oximg.core.executor import Executor
 from django_oximg.core.http_bodies import ignore, read_body, read_prefix
 from django_oximg.core.http_connections import TimeLimit
 from django_oximg.core.http_guard import Allowlist, address_refusal, has_dot_segment, parse_url
 from django_oximg.core.http_source import URL_ALIAS, HttpSourceConfig, HttpSourceStore
 from django_oximg.core.responders import Reply
-from django_oximg.core.signing import URLSigner, pairs_from_hex
-from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
-from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.stores import FileSystemSourceStore
+from django_oximg.core.thumbnailer import Thumbnailer
 from tests import images
-
-KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
-SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
-SIGNER = URLSigner(pairs_from_hex([KEY], [SALT]))
-MIB = 1024 * 1024
+from tests.constants import MIB, SIGNER
 
 #: A global (public) address as far as the guard can tell. Connections to it
 #: never leave the machine: the connect recorder maps it to a loopback server.
@@ -255,14 +249,6 @@ def redirect(location: str, status: int = 302) -> Route:
 # -- the thumbnailer around the store ------------------------------------------------
 
 
-@pytest.fixture
-def executors() -> Iterator[list[Executor]]:
-    made: list[Executor] = []
-    yield made
-    for executor in made:
-        executor.shutdown(wait=True)
-
-
 @dataclass
 class Site:
     """A core thumbnailer with an HTTP store, as a plain-WSGI user would wire it."""
@@ -288,18 +274,12 @@ class Site:
 
 
 @pytest.fixture
-def site(tmp_path: Path, executors: list[Executor]) -> Callable[..., Site]:
+def site(make: Callable[..., Thumbnailer], tmp_path: Path, cache_dir: Path) -> Callable[..., Site]:
     def build(*prefixes: str, max_src_file_size: int = 50 * MIB, **http: Any) -> Site:
         store = HttpSourceStore(HttpSourceConfig(prefixes=prefixes, **http))
-        executor = Executor(2, 16, 5.0, 512 * MIB)
-        executors.append(executor)
-        cache_dir = tmp_path / "cache"
-        thumbnailer = Thumbnailer(
-            ThumbnailerConfig(max_src_file_size=max_src_file_size),
-            SIGNER,
-            {"": FileSystemSourceStore(tmp_path), URL_ALIAS: store},
-            FileSystemCacheStore(cache_dir),
-            executor,
+        thumbnailer = make(
+            stores={"": FileSystemSourceStore(tmp_path), URL_ALIAS: store},
+            max_src_file_size=max_src_file_size,
         )
         return Site(thumbnailer, store, cache_dir)
 
@@ -344,16 +324,10 @@ def test_a_host_name_is_checked_and_connected_to_by_its_validated_address(
 
 
 def test_url_sources_are_off_without_an_http_store(
-    tmp_path: Path, executors: list[Executor], canary: Upstream, network: Network
+    make: Callable[..., Thumbnailer], tmp_path: Path, canary: Upstream, network: Network
 ) -> None:
-    executor = Executor(1, 4, 5.0, 64 * MIB)
-    executors.append(executor)
-    thumbnailer = Thumbnailer(
-        ThumbnailerConfig(),
-        SIGNER,
-        {"": FileSystemSourceStore(tmp_path)},
-        FileSystemCacheStore(tmp_path / "cache"),
-        executor,
+    thumbnailer = make(
+        workers=1, queue_size=4, budget=64 * MIB, source=FileSystemSourceStore(tmp_path)
     )
     path = f"/rs:fit:10:10/plain/{canary.url('/a.jpg')}@jpg"
     assert_not_found(thumbnailer.reply(SIGNER.signed_path(path), "GET", {}))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import base64
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -34,7 +34,6 @@ from django.core.exceptions import ImproperlyConfigured
 from django_oximg.conf import build_settings
 from django_oximg.core.client_hints import ClientHints, read_hints
 from django_oximg.core.errors import ExpiredURL, InvalidOptions
-from django_oximg.core.executor import Executor
 from django_oximg.core.http_source import URL_ALIAS, HttpSourceConfig, HttpSourceStore
 from django_oximg.core.options import (
     Crop,
@@ -45,15 +44,11 @@ from django_oximg.core.options import (
     parse_path,
 )
 from django_oximg.core.responders import content_disposition
-from django_oximg.core.signing import URLSigner, pairs_from_hex
 from django_oximg.core.staging import RenderWork
-from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
-from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.stores import FileSystemSourceStore
+from django_oximg.core.thumbnailer import Thumbnailer
 from tests import images
-
-KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
-SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
-SIGNER = URLSigner(pairs_from_hex([KEY], [SALT]))
+from tests.constants import KEY, MIB, SALT, SIGNER
 
 #: The source every imgproxy option test names.
 ORIGIN_URL = "http://images.dev/lorem/ipsum.jpg"
@@ -253,27 +248,17 @@ def test_invalid_preset_is_refused_at_start_up(presets: dict[str, str]) -> None:
 
 
 @pytest.fixture
-def thumbnailers(tmp_path: Path) -> Iterator[Callable[..., Thumbnailer]]:
+def thumbnailers(make: Callable[..., Thumbnailer], tmp_path: Path) -> Callable[..., Thumbnailer]:
     """Thumbnailers over a source directory holding a 640x480 ``photo.jpg``."""
     (tmp_path / "photo.jpg").write_bytes(images.jpeg(640, 480))
-    made: list[Executor] = []
 
     def build(**config: Any) -> Thumbnailer:
-        executor = Executor(1, 4, 5.0, 256 * 1024 * 1024)
-        made.append(executor)
         # URL sources are checked against an allowlist, never fetched here.
         remote = HttpSourceStore(HttpSourceConfig(prefixes=(ORIGIN_URL.rsplit("/", 1)[0] + "/",)))
-        return Thumbnailer(
-            ThumbnailerConfig(**config),
-            SIGNER,
-            {"": FileSystemSourceStore(tmp_path), URL_ALIAS: remote},
-            FileSystemCacheStore(tmp_path / "cache"),
-            executor,
-        )
+        stores = {"": FileSystemSourceStore(tmp_path), URL_ALIAS: remote}
+        return make(workers=1, queue_size=4, budget=256 * MIB, stores=stores, **config)
 
-    yield build
-    for executor in made:
-        executor.shutdown(wait=True)
+    return build
 
 
 def test_parse_expires_expired(thumbnailers: Callable[..., Thumbnailer]) -> None:

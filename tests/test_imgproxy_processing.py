@@ -13,7 +13,7 @@ real render, to confirm the produced image has that size.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +21,12 @@ import pytest
 import pyvips
 
 from django_oximg.core import pipeline
-from django_oximg.core.executor import Executor
 from django_oximg.core.geometry import plan_geometry
 from django_oximg.core.options import Options, parse_path
 from django_oximg.core.signing import URLSigner, pairs_from_hex
-from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
-from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.thumbnailer import Thumbnailer
 from tests import images
+from tests.constants import DOCS_KEY, DOCS_SALT, MIB
 
 #: The size of imgproxy's test2.jpg, which every case here resizes.
 SOURCE_WIDTH, SOURCE_HEIGHT = 200, 100
@@ -222,24 +221,18 @@ def test_rendered_size(
 # -- TestImageResolutionTooLarge -------------------------------------------------------
 
 
-def test_image_resolution_too_large(tmp_path: Path, source_jpeg: bytes) -> None:
+def test_image_resolution_too_large(
+    make: Callable[..., Thumbnailer], source_dir: Path, cache_dir: Path, source_jpeg: bytes
+) -> None:
     # TestImageResolutionTooLarge: a source over max_src_resolution is a 422.
-    (tmp_path / "test2.jpg").write_bytes(source_jpeg)
-    signer = URLSigner(pairs_from_hex(["736563726574"], ["68656C6C6F"]))
-    executor = Executor(1, 4, 5.0, 64 * 1024 * 1024)
-    try:
-        thumbnailer = Thumbnailer(
-            ThumbnailerConfig(max_src_resolution=1),
-            signer,
-            {"": FileSystemSourceStore(tmp_path)},
-            FileSystemCacheStore(tmp_path / "cache"),
-            executor,
-        )
-        reply = thumbnailer.reply(signer.signed_path("/plain/test2.jpg@png"), "GET", {})
-    finally:
-        executor.shutdown(wait=True)
+    (source_dir / "test2.jpg").write_bytes(source_jpeg)
+    signer = URLSigner(pairs_from_hex([DOCS_KEY], [DOCS_SALT]))
+    thumbnailer = make(
+        workers=1, queue_size=4, budget=64 * MIB, signer=signer, max_src_resolution=1
+    )
+    reply = thumbnailer.reply(signer.signed_path("/plain/test2.jpg@png"), "GET", {})
     assert reply.status == 422
-    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.png"))
+    assert not cache_dir.exists() or not any(cache_dir.rglob("*.png"))
 
 
 # -- extend_aspect_ratio ---------------------------------------------------------------

@@ -14,8 +14,7 @@ import hmac
 import json
 import re
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,26 +24,17 @@ import pyvips
 from django.test import Client
 
 from django_oximg.core import errors, info, pipeline
-from django_oximg.core.executor import Executor
 from django_oximg.core.keys import source_directory
 from django_oximg.core.responders import Reply
-from django_oximg.core.signing import URLSigner, pairs_from_hex
 from django_oximg.core.stores import FileSystemCacheStore
-from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.thumbnailer import Thumbnailer
 from django_oximg.purge import purge_source
 from django_oximg.thumbnails import get_info_url
 from tests import bombs, images
+from tests.constants import JOIN_TIMEOUT, KEY, SALT
 from tests.test_thumbnailer import CountingSourceStore
 
-KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
-SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
-
 LANDSCAPE = "/plain/photos/landscape.jpg"
-
-#: Generous bound for threads that must finish; never reached when the code works.
-JOIN_TIMEOUT = 60.0
-
-MIB = 1024 * 1024
 
 RED = (200, 30, 10)
 BLUE = (20, 40, 220)
@@ -118,41 +108,9 @@ def source_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def cache_dir(tmp_path: Path) -> Path:
-    return tmp_path / "cache"
-
-
-@pytest.fixture
 def sources(source_dir: Path) -> CountingSourceStore:
+    """Counted, for conftest's ``make`` (and so ``thumbnailer``)."""
     return CountingSourceStore(source_dir)
-
-
-@pytest.fixture
-def make(sources: CountingSourceStore, cache_dir: Path) -> Iterator[Callable[..., Thumbnailer]]:
-    """Build thumbnailers over the stores; keywords go to ThumbnailerConfig."""
-    made: list[Executor] = []
-
-    def build(clock: Callable[[], float] | None = None, **config: Any) -> Thumbnailer:
-        executor = Executor(2, 16, 5.0, 512 * MIB)
-        made.append(executor)
-        signer = URLSigner(pairs_from_hex([KEY], [SALT]))
-        return Thumbnailer(
-            ThumbnailerConfig(**config),
-            signer,
-            {"": sources},
-            FileSystemCacheStore(cache_dir),
-            executor,
-            clock=clock or time.time,
-        )
-
-    yield build
-    for executor in made:
-        executor.shutdown(wait=True)
-
-
-@pytest.fixture
-def thumbnailer(make: Callable[..., Thumbnailer]) -> Thumbnailer:
-    return make()
 
 
 def ask(thumbnailer: Thumbnailer, path: str, method: str = "GET", **headers: str) -> Reply:

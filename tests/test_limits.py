@@ -16,17 +16,13 @@ import pytest
 from django_oximg.core.pipeline import RenderSettings
 from django_oximg.core.thumbnailer import Thumbnailer
 from tests import images
-from tests.test_thumbnailer import (  # noqa: F401 (fixtures)
+from tests.test_thumbnailer import (  # noqa: F401 (fixtures: the counting stores)
     CONTROL,
     cache,
-    cache_dir,
     cached_files,
     decode,
-    executors,
     get,
     header,
-    make,
-    source_dir,
     sources,
 )
 
@@ -98,7 +94,7 @@ def test_results_are_clamped_to_the_largest_dimension(make: Callable[..., Thumbn
 def test_a_job_alone_above_the_memory_budget_gets_422(
     make: Callable[..., Thumbnailer], cache_dir: Path
 ) -> None:
-    thumbnailer = make(workers=1, queue_size=4, memory_budget=1024 * 1024)
+    thumbnailer = make(workers=1, queue_size=4, budget=1024 * 1024)
     reply = get(thumbnailer, CONTROL)
     assert reply.status == 422
     assert reply.body == b"Source image is too large\n"
@@ -129,7 +125,7 @@ def test_a_budget_between_two_estimates_admits_the_small_job_and_refuses_the_lar
         estimates[name] = estimate_peak_bytes(plan, 1, data)
     assert estimates["small"] * 4 < estimates["large"]
     budget = int((estimates["small"] * estimates["large"]) ** 0.5)
-    thumbnailer = make(workers=1, queue_size=4, memory_budget=budget)
+    thumbnailer = make(workers=1, queue_size=4, budget=budget)
     assert get(thumbnailer, requests["small"]).status == 200
     large = get(thumbnailer, requests["large"])
     assert (large.status, large.body) == (422, b"Source image is too large\n")

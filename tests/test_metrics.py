@@ -7,13 +7,14 @@ with prometheus-client's own parser and values are compared, never text.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,6 @@ from django_oximg.core import metrics, pipeline
 from django_oximg.core.errors import Overloaded, ProcessingTimeout
 from django_oximg.core.executor import Executor
 from django_oximg.core.responders import Reply
-from django_oximg.core.signing import URLSigner, pairs_from_hex
 from django_oximg.core.stores import (
     CachedResult,
     FileSystemCacheStore,
@@ -38,18 +38,12 @@ from django_oximg.core.stores import (
 from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 from django_oximg.storage import PUT_FAILURE_MEMORY, StorageCacheStore
 from tests import images
+from tests.constants import JOIN_TIMEOUT, KEY, MIB, SALT, SIGNER
 from tests.test_wsgi import call, environ_for
 
-KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
-SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
-SIGNER = URLSigner(pairs_from_hex([KEY], [SALT]))
 CONTROL = "/rs:fit:200:200/plain/photos/landscape.jpg@jpeg"
 OTHER = "/rs:fit:100:100/plain/photos/landscape.jpg@jpeg"
 
-#: Generous bound for threads and polls; never reached when the code works.
-JOIN_TIMEOUT = 60.0
-
-MIB = 1024 * 1024
 BUDGET = 64 * MIB
 
 Series = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -133,60 +127,10 @@ class OldProtocolCache:
 
 
 @pytest.fixture
-def source_dir(tmp_path: Path) -> Path:
-    root = tmp_path / "sources"
-    (root / "photos").mkdir(parents=True)
-    (root / "photos" / "landscape.jpg").write_bytes(images.jpeg(640, 480))
-    return root
-
-
-@pytest.fixture
-def cache_dir(tmp_path: Path) -> Path:
-    return tmp_path / "cache"
-
-
-@pytest.fixture
-def executors() -> Iterator[list[Executor]]:
-    made: list[Executor] = []
-    yield made
-    for executor in made:
-        executor.shutdown(wait=True)
-
-
-@pytest.fixture
-def make(
-    source_dir: Path, cache_dir: Path, executors: list[Executor]
-) -> Callable[..., Thumbnailer]:
-    """Build a thumbnailer on disk stores; keywords replace stores, executor or config.
-
-    Metrics are on unless a test says otherwise (the setting's default is off).
-    """
-
-    def build(
-        cache: Any = None,
-        source: FileSystemSourceStore | None = None,
-        executor: Executor | None = None,
-        coordinator: Any = None,
-        **config: Any,
-    ) -> Thumbnailer:
-        if executor is None:
-            executor = Executor(2, 16, 30.0, BUDGET)
-        executors.append(executor)
-        return Thumbnailer(
-            ThumbnailerConfig(**{"metrics": True, **config}),
-            SIGNER,
-            {"": source or FileSystemSourceStore(source_dir)},
-            cache if cache is not None else FileSystemCacheStore(cache_dir),
-            executor,
-            coordinator=coordinator,
-        )
-
-    return build
-
-
-@pytest.fixture
-def thumbnailer(make: Callable[..., Thumbnailer]) -> Thumbnailer:
-    return make()
+def make(make: Callable[..., Thumbnailer]) -> Callable[..., Thumbnailer]:
+    """conftest's ``make`` (keywords replace stores, executor or config), with
+    metrics on unless a test says otherwise (the setting's default is off)."""
+    return functools.partial(make, metrics=True, queue_timeout=30.0, budget=BUDGET)
 
 
 # -- counting through the core --------------------------------------------------------

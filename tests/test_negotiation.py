@@ -30,10 +30,8 @@ from django_oximg.core.options import parse_path
 from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
 from django_oximg.core.thumbnailer import Thumbnailer
 from tests import images, shells
+from tests.constants import JOIN_TIMEOUT, KEY, SALT
 from tests.shells import Answer
-
-#: Generous bound on waiting for a thread; never reached when the code works.
-JOIN_TIMEOUT = 60.0
 
 NEGOTIATED = "/rs:fit:120:120/plain/photos/landscape.jpg"
 
@@ -290,7 +288,7 @@ class World:
         index = tuple(variant[name] for name in SETTING_VALUES)
         if index not in self.thumbnailers:
             raw = {name: SETTING_VALUES[name][variant[name]] for name in SETTING_VALUES}
-            settings_ = conf.build_settings({"KEY": "00", "SALT": "00", **raw})
+            settings_ = conf.build_settings({"KEY": KEY, "SALT": SALT, **raw})
             self.thumbnailers[index] = Thumbnailer(
                 runtime.thumbnailer_config(settings_),
                 runtime.signer(settings_),

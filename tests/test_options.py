@@ -187,6 +187,24 @@ def test_bad_new_option_arguments_are_refused(segment: str) -> None:
         options_of(segment)
 
 
+@pytest.mark.parametrize(
+    ("segment", "expected"),
+    [
+        ("z:1000", Options(zoom_width=1000.0, zoom_height=1000.0)),
+        ("z:0.5:1000", Options(zoom_width=0.5, zoom_height=1000.0)),
+        ("z:1000:0.5", Options(zoom_width=1000.0, zoom_height=0.5)),
+        ("wm:0.5:ce:0:0:1000", Options(watermark=Watermark(0.5, "ce", 0, 0, 1000.0))),
+    ],
+)
+def test_zoom_and_watermark_scale_stop_at_a_thousand(segment: str, expected: Options) -> None:
+    """Past 1000 every result is clamped anyway; the bound keeps absurd factors
+    (and the sizes they multiply into) out of the geometry."""
+    assert options_of(segment) == expected
+    for above in ("1000.001", "1001", "1000000"):
+        with pytest.raises(InvalidOptions):
+            options_of(segment.replace("1000", above))
+
+
 def test_raw_ignores_the_format_and_the_extension_as_imgproxy() -> None:
     parsed = parse_path("/raw:1/f:png/skp:jpg/plain/a.jpg@webp")
     assert parsed.options == Options(raw=True)

@@ -13,6 +13,7 @@ from django_oximg.core.responders import (
     Reply,
     Result,
     cache_control,
+    content_disposition,
     error_reply,
     etag_matches,
     method_not_allowed,
@@ -123,6 +124,70 @@ def test_method_not_allowed() -> None:
     assert reply.status_line == "405 Method Not Allowed"
     assert header(reply, "Allow") == "GET, HEAD"
     assert header(reply, "Cache-Control") == "no-store"
+
+
+# -- Content-Disposition ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "filename", "fmt", "attachment", "expected"),
+    [
+        # A backslash would escape the next character of the quoted string (RFC 9110).
+        ("a.jpg", "back\\slash", "png", False, 'inline; filename="back%5Cslash.png"'),
+        ("a.jpg", "\\", "jpeg", True, 'attachment; filename="%5C.jpg"'),
+        # Outside printable ASCII: "_" in filename, percent-encoded UTF-8 in filename*.
+        (
+            "a.jpg",
+            "café",
+            "png",
+            False,
+            "inline; filename=\"caf_.png\"; filename*=UTF-8''caf%C3%A9.png",
+        ),
+        (
+            "a.jpg",
+            "写真",
+            "webp",
+            True,
+            "attachment; filename=\"__.webp\"; filename*=UTF-8''%E5%86%99%E7%9C%9F.webp",
+        ),
+        # One "_" per character, however many UTF-8 bytes it takes.
+        (
+            "a.jpg",
+            "\U0001f600",
+            "gif",
+            False,
+            "inline; filename=\"_.gif\"; filename*=UTF-8''%F0%9F%98%80.gif",
+        ),
+        # The source's own name is treated the same way.
+        (
+            "photos/Ölbild.jpg",
+            "",
+            "jpeg",
+            False,
+            "inline; filename=\"_lbild.jpg\"; filename*=UTF-8''%C3%96lbild.jpg",
+        ),
+        # All at once; filename* keeps RFC 5987's attr-char as it is and encodes the rest.
+        (
+            "a.jpg",
+            'a\\b é"',
+            "png",
+            False,
+            "inline; filename=\"a%5Cb _%22.png\"; filename*=UTF-8''a%5Cb%20%C3%A9%22.png",
+        ),
+        (
+            "a.jpg",
+            "é!#$&+-^_`|~ '*%;",
+            "png",
+            False,
+            'inline; filename="_!#$&+-^_`|~ \'*%;.png"; '
+            "filename*=UTF-8''%C3%A9!#$&+-^_`|~%20%27%2A%25%3B.png",
+        ),
+    ],
+)
+def test_content_disposition_escapes_backslashes_and_encodes_non_ascii(
+    source: str, filename: str, fmt: str, attachment: bool, expected: str
+) -> None:
+    assert content_disposition(source, filename, fmt, attachment=attachment) == expected
 
 
 # -- ETag matching ---------------------------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -22,7 +22,6 @@ from django_oximg.core import budget, pipeline
 from django_oximg.core.executor import Executor
 from django_oximg.core.http_source import URL_ALIAS, HttpSourceConfig, HttpSourceStore
 from django_oximg.core.responders import Reply
-from django_oximg.core.signing import URLSigner, pairs_from_hex
 from django_oximg.core.stores import (
     TEMP_PREFIX,
     CachedResult,
@@ -32,18 +31,10 @@ from django_oximg.core.stores import (
 )
 from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 from tests import images
-
-KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
-SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
-SIGNER = URLSigner(pairs_from_hex([KEY], [SALT]))
+from tests.constants import JOIN_TIMEOUT, MIB, SIGNER
 
 #: A request the thumbnailer must serve: 640x480 JPEG fitted into 200x200.
 CONTROL = "/rs:fit:200:200/plain/photos/landscape.jpg@jpeg"
-
-#: Generous bound for threads that must finish; never reached when the code works.
-JOIN_TIMEOUT = 60.0
-
-MIB = 1024 * 1024
 
 
 class CountingSourceStore:
@@ -86,19 +77,7 @@ class CountingCacheStore:
         self.inner.put(key, data)
 
 
-@pytest.fixture
-def source_dir(tmp_path: Path) -> Path:
-    root = tmp_path / "sources"
-    (root / "photos").mkdir(parents=True)
-    (root / "photos" / "landscape.jpg").write_bytes(images.jpeg(640, 480))
-    (root / "photos" / "alpha.png").write_bytes(images.png_with_alpha())
-    (root / "photos" / "anim.gif").write_bytes(images.animated_gif())
-    return root
-
-
-@pytest.fixture
-def cache_dir(tmp_path: Path) -> Path:
-    return tmp_path / "cache"
+# The stores of conftest's ``make`` (and so ``thumbnailer``), counting.
 
 
 @pytest.fixture
@@ -109,44 +88,6 @@ def sources(source_dir: Path) -> CountingSourceStore:
 @pytest.fixture
 def cache(cache_dir: Path) -> CountingCacheStore:
     return CountingCacheStore(cache_dir)
-
-
-@pytest.fixture
-def executors() -> Iterator[list[Executor]]:
-    """Executors made by a test, shut down (and their threads joined) after it."""
-    made: list[Executor] = []
-    yield made
-    for executor in made:
-        executor.shutdown(wait=True)
-
-
-@pytest.fixture
-def make(
-    sources: CountingSourceStore, cache: CountingCacheStore, executors: list[Executor]
-) -> Callable[..., Thumbnailer]:
-    """Build a thumbnailer over the counting stores; keywords tune config and executor."""
-
-    def build(
-        workers: int = 2,
-        queue_size: int = 16,
-        queue_timeout: float = 5.0,
-        clock: Callable[[], float] | None = None,
-        memory_budget: int = 512 * MIB,
-        **config: Any,
-    ) -> Thumbnailer:
-        executor = Executor(workers, queue_size, queue_timeout, memory_budget)
-        executors.append(executor)
-        extra = {"clock": clock} if clock is not None else {}
-        return Thumbnailer(
-            ThumbnailerConfig(**config), SIGNER, {"": sources}, cache, executor, **extra
-        )
-
-    return build
-
-
-@pytest.fixture
-def thumbnailer(make: Callable[..., Thumbnailer]) -> Thumbnailer:
-    return make()
 
 
 def get_raw(thumbnailer: Thumbnailer, path: str, method: str = "GET", **headers: str) -> Reply:

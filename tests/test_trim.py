@@ -79,3 +79,72 @@ def test_animations_are_not_trimmed() -> None:
     options = parse_path("/t:10/plain/a.gif").options
     result = pipeline.render(images.animated_gif(), options, "gif", pipeline.RenderSettings())
     assert (result.width, result.height, result.frames) == (120, 90, 6)
+
+
+# -- where the cut falls, on pixels -----------------------------------------------------------
+
+CONTENT = [0, 0, 200]
+#: Marks in two opposite corners of the content, 10x10 each: a cut in the wrong
+#: place, or a flipped one, moves them off the corners of the result.
+TOP_LEFT_MARK = [255, 0, 0]
+BOTTOM_RIGHT_MARK = [255, 220, 0]
+MARK = 10
+
+
+def marked(*, alpha: bool = False) -> bytes:
+    """Flat blue content (PICTURE) with a red mark top left and a yellow one bottom
+    right, on the green border (MARGINS), or on a transparent one with ``alpha``."""
+    left, top, right, bottom = MARGINS
+    width, height = PICTURE
+    content = (pyvips.Image.black(width, height, bands=3) + CONTENT).cast("uchar")
+    content = content.draw_rect(TOP_LEFT_MARK, 0, 0, MARK, MARK, fill=True)
+    content = content.draw_rect(
+        BOTTOM_RIGHT_MARK, width - MARK, height - MARK, MARK, MARK, fill=True
+    )
+    size = (width + left + right, height + top + bottom)
+    if alpha:
+        content = content.bandjoin(255)
+        canvas = pyvips.Image.black(*size, bands=4).cast("uchar")
+    else:
+        canvas = (pyvips.Image.black(*size, bands=3) + BORDER).cast("uchar")
+    return bytes(canvas.insert(content, left, top).copy(interpretation="srgb").pngsave_buffer())
+
+
+def rendered_image(url_options: str, source: bytes) -> pyvips.Image:
+    options = parse_path(f"/{url_options}/plain/a.png").options
+    result = pipeline.render(source, options, "png", pipeline.RenderSettings())
+    return pyvips.Image.new_from_buffer(result.data, "")
+
+
+@pytest.mark.parametrize(
+    ("url_options", "alpha", "kept_border"),
+    [
+        # The border left on each side of the content: left, top, right, bottom.
+        ("t:10", False, (0, 0, 0, 0)),
+        ("t:10:14c828", False, (0, 0, 0, 0)),
+        ("t:10", True, (0, 0, 0, 0)),
+        ("t:10::1", False, (0, 0, 40, 0)),  # left 10, right 50: both cut by 10
+        ("t:10::0:1", False, (0, 20, 0, 0)),  # top 40, bottom 20: both cut by 20
+        ("t:10::1:1", False, (0, 20, 40, 0)),
+    ],
+)
+def test_trim_cuts_the_border_where_it_is(
+    url_options: str, alpha: bool, kept_border: tuple[int, int, int, int]
+) -> None:
+    image = rendered_image(url_options, marked(alpha=alpha))
+    left, top, right, bottom = kept_border
+    width, height = PICTURE
+    assert (image.width, image.height) == (left + width + right, top + height + bottom)
+    x0, y0, x1, y1 = left, top, left + width - 1, top + height - 1  # the content's corners
+
+    def colour(x: int, y: int) -> list[float]:
+        return image.getpoint(x, y)[:3]
+
+    assert colour(x0, y0) == colour(x0 + MARK - 1, y0 + MARK - 1) == TOP_LEFT_MARK
+    assert colour(x1, y1) == colour(x1 - MARK + 1, y1 - MARK + 1) == BOTTOM_RIGHT_MARK
+    assert colour(x1, y0) == colour(x0, y1) == colour(x0 + MARK, y0) == CONTENT
+    border = [0, 0, 0] if alpha else BORDER
+    if right:
+        assert colour(x1 + 1, y0) == colour(image.width - 1, image.height - 1) == border
+    if top:
+        assert colour(x0, y0 - 1) == colour(0, 0) == border

@@ -7,11 +7,12 @@ wrapper ``OximgMiddleware`` over ``get_wsgi_application()`` and the test setting
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -21,11 +22,7 @@ from wsgiref.util import setup_testing_defaults
 import pytest
 import pyvips
 
-from django_oximg.core import defaults
-from django_oximg.core.executor import Executor
-from django_oximg.core.signing import URLSigner, pairs_from_hex
-from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
-from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.thumbnailer import Thumbnailer
 from django_oximg.core.wsgi import (
     ThumbnailMiddleware,
     WSGIApp,
@@ -33,15 +30,10 @@ from django_oximg.core.wsgi import (
     raw_request_path,
 )
 from tests import images
+from tests.constants import JOIN_TIMEOUT, MIB, SIGNER
 
-KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"
-SALT = "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5"
-SIGNER = URLSigner(pairs_from_hex([KEY], [SALT]))
 CONTROL = "/rs:fit:200:200/plain/photos/landscape.jpg@jpeg"
 REPO_ROOT = Path(__file__).resolve().parent.parent
-
-#: Generous bound for a background thread to finish; never reached when the code works.
-JOIN_TIMEOUT = 60.0
 
 
 # -- a tiny WSGI client ----------------------------------------------------------------
@@ -188,23 +180,20 @@ class Downstream:
         return self.answer
 
 
+# conftest's ``thumbnailer``, over these sources; ``HIT_CACHE_BYTES`` by indirect parameter.
+NO_HIT_CACHE = pytest.param({"hit_cache_bytes": 0}, id="0")
+
+
 @pytest.fixture
-def thumbnailer(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Thumbnailer]:
-    """A thumbnailer over a temporary directory; ``HIT_CACHE_BYTES`` by indirect parameter."""
-    config = ThumbnailerConfig(hit_cache_bytes=getattr(request, "param", defaults.HIT_CACHE_BYTES))
-    sources = tmp_path / "sources"
-    (sources / "photos").mkdir(parents=True)
-    (sources / "photos" / "landscape.jpg").write_bytes(images.jpeg(640, 480))
-    (sources / "photos" / "café.jpg").write_bytes(images.jpeg(320, 240))
-    executor = Executor(2, 16, 5.0, 256 * 1024 * 1024)
-    yield Thumbnailer(
-        config,
-        SIGNER,
-        {"": FileSystemSourceStore(sources)},
-        FileSystemCacheStore(tmp_path / "cache"),
-        executor,
-    )
-    executor.shutdown(wait=True)
+def source_dir(source_dir: Path) -> Path:
+    """conftest's sources, and one whose name is not ASCII."""
+    (source_dir / "photos" / "café.jpg").write_bytes(images.jpeg(320, 240))
+    return source_dir
+
+
+@pytest.fixture
+def make(make: Callable[..., Thumbnailer]) -> Callable[..., Thumbnailer]:
+    return functools.partial(make, budget=256 * MIB)
 
 
 @dataclass
@@ -261,7 +250,7 @@ def test_a_miss_and_a_small_hit_are_answered_from_memory(stack: Stack, no_fd_lea
     assert hit.headers["content-length"] == str(len(miss.body))
 
 
-@pytest.mark.parametrize("thumbnailer", [0], indirect=True)
+@pytest.mark.parametrize("thumbnailer", [NO_HIT_CACHE], indirect=True)
 def test_with_the_hit_cache_off_a_hit_goes_through_the_file_wrapper(
     stack: Stack, no_fd_leak: None
 ) -> None:
@@ -283,7 +272,7 @@ def test_with_the_hit_cache_off_a_hit_goes_through_the_file_wrapper(
     assert stack.downstream.calls == []
 
 
-@pytest.mark.parametrize("thumbnailer", [0], indirect=True)
+@pytest.mark.parametrize("thumbnailer", [NO_HIT_CACHE], indirect=True)
 def test_without_a_server_file_wrapper_the_hit_is_still_streamed(
     stack: Stack, no_fd_leak: None
 ) -> None:

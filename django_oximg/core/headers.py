@@ -1,8 +1,8 @@
 """Width, height and EXIF orientation from the first bytes of an image, in pure Python.
 
 The template tags need a source's size to write ``width`` and ``height``;
-asking libvips costs importing it (numpy and Pillow come along with the
-pipeline) and reading the whole file, which on S3 means downloading a
+asking libvips costs importing it (Pillow comes along with the pipeline)
+and reading the whole file, which on S3 means downloading a
 28 MB photo to learn two numbers. The size is in the first few kilobytes of
 every format the server reads, so :func:`parse_header` reads it there, and
 :func:`read_header` asks a store for a short prefix, and for a longer one
