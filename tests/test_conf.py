@@ -405,6 +405,11 @@ SAME_BYTES = {
     "RAISE_TEMPLATE_ERRORS": "whether a failing tag raises, not what any URL answers",
     "ALLOWED_PROCESSING_OPTIONS": "which URLs are accepted; an accepted URL's options are its key",
     "ONLY_PRESETS": "which URLs are accepted; an accepted URL's options are its key",
+    "RENDER_AHEAD": "when results are rendered; each is its URL's, under its key",
+    "RENDER_AHEAD_BACKEND": "where the render-ahead tasks run",
+    "RENDER_AHEAD_QUEUE": "where the render-ahead tasks run",
+    "RENDER_AHEAD_RETRIES": "how often a failed render-ahead task is tried",
+    "RENDER_AHEAD_RETRY_DELAY": "when a failed render-ahead task is tried again",
 }
 
 BASE = {"PRESETS": {"p": "w:50"}}

@@ -140,7 +140,9 @@ def render_batch(
             groups.setdefault(key, []).append(index)
     decodes = shared = 0
     for key, indices in groups.items():
-        decoded = turbo_decoded(data, key.shrink, plans[indices[0]].source, plans[indices[0]].options)
+        decoded = turbo_decoded(
+            data, key.shrink, plans[indices[0]].source, plans[indices[0]].options
+        )
         if decoded is None:  # libjpeg-turbo declined the file: libvips loads it, size by size
             separate.extend(indices)
             continue
