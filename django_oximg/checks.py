@@ -341,6 +341,7 @@ def declared_size_problems(
 ) -> list[str]:
     """What is wrong with ``target`` (``app_label.Model.field``) and its sizes."""
     from django.apps import apps
+    from django.core.exceptions import FieldDoesNotExist
     from django.db.models import FileField
 
     from django_oximg.arguments import ThumbnailError, scoped_preset, tag_options
@@ -349,7 +350,7 @@ def declared_size_problems(
     try:
         model = apps.get_model(label)
         field = model._meta.get_field(field_name)
-    except (LookupError, ValueError) as exc:
+    except (LookupError, ValueError, FieldDoesNotExist) as exc:
         return [f"Sizes are declared for {target}, which is not a model's field: {exc}"]
     if not isinstance(field, FileField):
         return [f"Sizes are declared for {target}, which is not a FileField."]

@@ -24,7 +24,7 @@ import logging
 from collections.abc import Sequence
 from datetime import timedelta
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured
@@ -36,8 +36,6 @@ from django.utils import timezone
 from django_oximg import conf, declared, runtime
 from django_oximg.core.errors import OximgError
 from django_oximg.core.logs import printable
-from django_oximg.core.render_ahead import AheadOutcome, AheadRequest
-from django_oximg.core.render_ahead import render_ahead as render_requests
 from django_oximg.signals import file_is_replaced, purge_after_commit, purge_and_log, source_of
 from django_oximg.thumbnails import (
     resolve_arguments,
@@ -45,6 +43,9 @@ from django_oximg.thumbnails import (
     thumbnail_for,
     thumbnail_path,
 )
+
+if TYPE_CHECKING:
+    from django_oximg.core.render_ahead import AheadOutcome, AheadRequest
 
 logger = logging.getLogger("django_oximg")
 
@@ -255,6 +256,10 @@ def render_file(model: str, pk: Any, field: str, name: str) -> AheadOutcome | No
     ``name``: the file was replaced again, and the task enqueued for the
     new one renders that.
     """
+    # The pipeline (libvips) only here, in the worker: the app's ready()
+    # imports this module in every process, and page renders load no image library.
+    from django_oximg.core.render_ahead import render_ahead as render_requests
+
     model_class = apps.get_model(model)
     instance = model_class._default_manager.filter(pk=pk).first()
     if instance is None or getattr(instance, field).name != name:
@@ -265,6 +270,8 @@ def render_file(model: str, pk: Any, field: str, name: str) -> AheadOutcome | No
 
 def requests_for(instance: Model, field: str) -> list[AheadRequest]:
     """The signed paths the tags write for each of ``field``'s declared sizes."""
+    from django_oximg.core.render_ahead import AheadRequest
+
     file = getattr(instance, field)
     source = source_name(file)
     requests = []
