@@ -46,6 +46,8 @@ DOCS_PAGE = REPO_ROOT / "docs" / "render-ahead.md"
 COMMAND_TIMEOUT = 120.0
 RESULTS_TIMEOUT = 90.0
 
+DJANGO = (sys.executable, "-m", "django")
+
 #: The task backends recording what is enqueued (django.tasks on Django 6).
 TASKS_MODULE = "django.tasks" if importlib.util.find_spec("django.tasks") else "django_tasks"
 DUMMY_BACKEND = f"{TASKS_MODULE}.backends.dummy.DummyBackend"
@@ -143,7 +145,7 @@ class Project:
 
     def manage(self, *args: str) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
-            [sys.executable, "-m", "django", *args],
+            [*DJANGO, *args],
             cwd=self.root,
             env=self.env,
             capture_output=True,
@@ -200,8 +202,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Project]:
     found.manage("migrate", "-v", "0")
     with found.worker_log.open("wb") as log:
         worker = subprocess.Popen(
-            [sys.executable, "-m", "django", "db_worker", "--interval", "0.1"]
-            + ["--no-startup-delay", "--no-reload", "-v", "2"],
+            [*DJANGO, "db_worker", "--interval", "0.1", "--no-startup-delay", "--no-reload", "-v2"],
             cwd=root,
             env=env,
             stdout=log,
@@ -241,8 +242,10 @@ def gunicorn(project: Project) -> Served:
     listener.listen(64)
     with listener, (project.root / "gunicorn.log").open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "--bind", f"fd://{listener.fileno()}"]
-            + ["--workers", "1", "--threads", "2", *without_control_socket(), "mysite.wsgi"],
+            [
+                *(sys.executable, "-m", "gunicorn", "--bind", f"fd://{listener.fileno()}"),
+                *("--workers", "1", "--threads", "2", *without_control_socket(), "mysite.wsgi"),
+            ],
             cwd=project.root,
             env=project.env,
             stdout=log,
