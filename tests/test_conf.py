@@ -529,3 +529,12 @@ def test_the_fingerprint_is_stable_across_processes() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT
     ).stdout.strip()
     assert printed == conf.output_fingerprint(OximgSettings(KEY=("00",), SALT=("00",)))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [["100"], {"gallery.Photo": ["100"]}, {"a.B.c": "100"}, {"a.B.c": [100]}, {"a.B.c": {"n": ""}}],
+)
+def test_render_ahead_of_the_wrong_shape_is_refused(value: Any) -> None:
+    with pytest.raises(ImproperlyConfigured, match="RENDER_AHEAD"):
+        build_settings({"RENDER_AHEAD": value})

@@ -25,14 +25,11 @@ from typing import Any
 
 import pytest
 import pyvips
-from django.core import checks
-from django.core.exceptions import ImproperlyConfigured
 from django.core.files.base import ContentFile
 from django.db import connections
 from django.template import Context, Template, TemplateSyntaxError
 
-from django_oximg import conf, declared, render_ahead, runtime
-from django_oximg.checks import check_render_ahead
+from django_oximg import conf, render_ahead, runtime
 from django_oximg.core.keys import source_directory
 from django_oximg.thumbnails import get_thumbnail
 from tests import images
@@ -494,63 +491,6 @@ def test_a_missing_source_fails_the_task_and_enqueues_a_retry(
     assert retry.task.run_after is not None
     assert "failed (attempt 1 of 4)" in caplog.text
     assert "trying again in 30 s" in caplog.text
-
-
-@pytest.mark.parametrize(
-    ("declaration", "message"),
-    [
-        ({"testapp.Nothing.scan": ["100"]}, "not a model's field"),
-        ({"testapp.Document.nothing": ["100"]}, "has no field named 'nothing'"),
-        ({"testapp.Photo.title": ["100"]}, "not a FileField"),
-        ({"testapp.Document.scan": ["100 crop=sideways"]}, "crop"),
-        ({"testapp.Document.scan": ["100 colour=red"]}, "unknown thumbnail keyword"),
-        ({"testapp.Document.scan": ["nosuchpreset"]}, "unknown preset"),
-        ({"testapp.Document.scan": ["100 'unclosed"]}, "closing quotation"),
-    ],
-)
-def test_a_bad_declaration_is_oximg_e020(settings: Any, declaration: Any, message: str) -> None:
-    settings.TASKS = {"default": {"BACKEND": DUMMY_BACKEND}}
-    settings.OXIMG = {**settings.OXIMG, "RENDER_AHEAD": declaration}
-    found = check_render_ahead()
-    assert [m.id for m in found] == ["oximg.E020"], found
-    assert re.search(message, found[0].msg), found[0].msg
-
-
-def test_no_declaration_needs_no_task_backend(settings: Any) -> None:
-    settings.TASKS = {"default": {"BACKEND": IMMEDIATE_BACKEND}}
-    assert check_render_ahead() == []
-
-
-def test_the_immediate_backend_is_oximg_w020_and_a_missing_one_e021(
-    declared_scans: Path, settings: Any
-) -> None:
-    assert check_render_ahead() == []
-    settings.TASKS = {"default": {"BACKEND": IMMEDIATE_BACKEND}}
-    assert [m.id for m in check_render_ahead()] == ["oximg.W020"]
-    settings.OXIMG = {**settings.OXIMG, "RENDER_AHEAD_BACKEND": "elsewhere"}
-    assert [m.id for m in check_render_ahead()] == ["oximg.E021"]
-    assert all(isinstance(m, checks.CheckMessage) for m in check_render_ahead())
-
-
-@pytest.mark.parametrize(
-    "value",
-    [["100"], {"gallery.Photo": ["100"]}, {"a.B.c": "100"}, {"a.B.c": [100]}, {"a.B.c": {"n": ""}}],
-)
-def test_render_ahead_of_the_wrong_shape_is_refused(value: Any) -> None:
-    with pytest.raises(ImproperlyConfigured, match="RENDER_AHEAD"):
-        conf.build_settings({"RENDER_AHEAD": value})
-
-
-def test_sizes_are_parsed_as_the_tag_takes_them() -> None:
-    parse = declared.parse_size
-    assert parse("thumb") == declared.DeclaredSize("thumb", "thumb", "", (("preset", "thumb"),))
-    assert parse("400x300 crop=center").kwargs == {"crop": "center"}
-    assert parse("400x300 crop=center").geometry == "400x300"
-    assert parse("200 crop='top left' upscale").kwargs == {"crop": "top left", "upscale": True}
-    assert parse("card quality=70").kwargs == {"preset": "card", "quality": "70"}
-    assert parse("card quality=70").name == ""
-    with pytest.raises(ValueError, match="keyword=value"):
-        parse("400x300 center")
 
 
 def test_the_settings_block_of_the_docs_is_valid() -> None:
