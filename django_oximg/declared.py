@@ -140,9 +140,18 @@ def declarations() -> dict[str, tuple[DeclaredSize, ...]]:
     return found
 
 
+def valid_declarations() -> dict[str, tuple[DeclaredSize, ...]]:
+    """:func:`declarations`, or none while they are invalid: pages and saves go on, and
+    the system check ``oximg.E020`` says what is wrong."""
+    try:
+        return declarations()
+    except ImproperlyConfigured:
+        return {}
+
+
 def sizes_of(target: str) -> tuple[DeclaredSize, ...]:
     """The sizes declared for ``target`` (``app_label.Model.field``); empty for none."""
-    return declarations().get(target, ())
+    return valid_declarations().get(target, ())
 
 
 def size_named(target: str, name: str) -> DeclaredSize | None:
@@ -152,4 +161,5 @@ def size_named(target: str, name: str) -> DeclaredSize | None:
 
 def declared_names() -> frozenset[str]:
     """The names of every declared size: a template may name any of them literally."""
-    return frozenset(size.name for sizes in declarations().values() for size in sizes if size.name)
+    found = valid_declarations().values()
+    return frozenset(size.name for sizes in found for size in sizes if size.name)

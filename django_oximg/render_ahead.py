@@ -27,7 +27,6 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
-from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.db.models import Model
 from django.db.models.signals import post_delete, post_save, pre_save
@@ -79,10 +78,7 @@ def target_of(model: type[Model], field: str) -> str:
 def declared_fields(model: type[Model]) -> list[str]:
     """``model``'s fields with declared sizes (none while the declarations are
     invalid: the system check ``oximg.E020`` says why, and saves go on)."""
-    try:
-        targets = declared.declarations()
-    except ImproperlyConfigured:
-        return []
+    targets = declared.valid_declarations()
     meta = model._meta
     prefix = f"{meta.app_label}.{meta.object_name}."
     return [target[len(prefix) :] for target in targets if target.startswith(prefix)]
@@ -236,7 +232,10 @@ def run(model: str, pk: Any, field: str, name: str, attempt: int) -> dict[str, i
             printable(problem, 500),
             retry_delay(attempt + 1),
         )
-        enqueue(model, pk, field, name, attempt + 1)
+        try:
+            enqueue(model, pk, field, name, attempt + 1)
+        except Exception:
+            logger.exception("could not enqueue the retry of the render ahead of %s", described)
     else:
         logger.error(
             "render ahead of %s failed (attempt %d of %d): %s; giving up, its sizes will be "
