@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 import pyvips
 from django.core.files.base import ContentFile
-from django.db import connections
+from django.db import connections, transaction
 from django.template import Context, Template, TemplateSyntaxError
 
 from django_oximg import conf, render_ahead, runtime
@@ -409,6 +409,21 @@ def test_a_replaced_file_is_purged_before_the_new_one_is_enqueued(
             document.scan.save("other.jpg", ContentFile(images.jpeg(300, 200)))
     assert order == [("enqueue", False)]  # the old results were gone when it was enqueued
     assert enqueued()[-1].args[3] == document.scan.name
+
+
+@pytest.mark.django_db
+def test_a_rolled_back_save_enqueues_nothing(
+    declared_scans: Path, django_capture_on_commit_callbacks: Any, no_connection_left: None
+) -> None:
+    with (
+        django_capture_on_commit_callbacks(execute=True) as callbacks,
+        pytest.raises(RuntimeError),
+        transaction.atomic(),
+    ):
+        Document.objects.create(scan="photos/landscape.jpg")
+        raise RuntimeError("rolled back")
+    assert callbacks == []
+    assert enqueued() == []
 
 
 @pytest.mark.django_db
