@@ -24,7 +24,8 @@ class OximgConfig(AppConfig):
     default_auto_field = "django.db.models.AutoField"
 
     def ready(self) -> None:
-        from django_oximg import checks
+        from django_oximg import checks, render_ahead
 
         checks.register()
+        render_ahead.connect()
         setting_changed.connect(settings_changed, dispatch_uid="django_oximg.settings_changed")

@@ -10,7 +10,7 @@ module is cheap to import from ``conf`` and from the tag library.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -371,12 +371,14 @@ def check_arguments(
     names: Iterable[str],
     literals: Mapping[str, Any],
     presets: Mapping[str, str],
+    sizes: Collection[str] = (),
 ) -> None:
     """Raise :class:`ThumbnailError` for what is already wrong in a tag as written.
 
     ``geometry`` is the literal geometry, or None when a variable gives it;
     ``names`` are all keywords written, ``literals`` the values written as
-    literals. Whatever variables give is checked when the tag renders.
+    literals; ``sizes`` the names of declared sizes, which a geometry may
+    name. Whatever variables give is checked when the tag renders.
     """
     names = set(names)
     error = unknown_keyword_error(names)
@@ -386,7 +388,11 @@ def check_arguments(
         if not geometry.strip():
             if "preset" not in names:
                 raise ThumbnailError("no geometry: give 'WxH', 'W' or 'xH', or a preset")
-        elif not is_geometry(geometry) and not preset_is_known(geometry, presets):
+        elif (
+            not is_geometry(geometry)
+            and not preset_is_known(geometry, presets)
+            and geometry.strip() not in sizes
+        ):
             raise ThumbnailError(
                 f"bad geometry {geometry!r}: use 'WxH', 'W' or 'xH', or a preset name"
             )

@@ -22,6 +22,13 @@
   only the process that ran it.
 * ``oximg.W009`` the result cache is in a relative directory, which moves with
   the server's working directory (``MEDIA_ROOT`` unset or relative).
+* ``oximg.E020`` a declared size (``RENDER_AHEAD``, a model's
+  ``oximg_render_ahead``) names no file field, or is not one the tag takes.
+* ``oximg.E021`` sizes are declared but no task backend can run them: Django's
+  Tasks framework is missing (Django 5.2 without ``django-tasks``) or
+  ``RENDER_AHEAD_BACKEND`` is not in ``TASKS``.
+* ``oximg.W020`` sizes are declared and their backend runs tasks at once
+  (``ImmediateBackend``): the request that saves a file renders every size.
 """
 
 from __future__ import annotations
@@ -45,6 +52,7 @@ def register() -> None:
     checks.register(check_libvips, "django_oximg")
     checks.register(check_serving, "django_oximg", checks.Tags.urls)
     checks.register(check_caches, "django_oximg")
+    checks.register(check_render_ahead, "django_oximg")
 
 
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
@@ -304,3 +312,97 @@ def wraps_oximg_middleware(application: Any) -> bool:
             return False
         current = inner
     return False
+
+
+def check_render_ahead(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """E020, E021, W020: the declared sizes, and the task backend that renders them."""
+    from django_oximg import declared
+
+    try:
+        settings = conf.get_settings()
+    except ImproperlyConfigured:  # reported by check_settings as oximg.E001
+        return []
+    try:
+        found = declared.declarations()
+    except ImproperlyConfigured as exc:
+        return [checks.Error(str(exc), id="oximg.E020")]
+    messages: list[checks.CheckMessage] = [
+        checks.Error(problem, id="oximg.E020")
+        for target, sizes in found.items()
+        for problem in declared_size_problems(target, sizes, settings)
+    ]
+    if found:
+        messages += render_ahead_backend_problems(settings)
+    return messages
+
+
+def declared_size_problems(
+    target: str, sizes: tuple[Any, ...], settings: conf.OximgSettings
+) -> list[str]:
+    """What is wrong with ``target`` (``app_label.Model.field``) and its sizes."""
+    from django.apps import apps
+    from django.core.exceptions import FieldDoesNotExist
+    from django.db.models import FileField
+
+    from django_oximg.arguments import ThumbnailError, scoped_preset, tag_options
+
+    label, _, field_name = target.rpartition(".")
+    try:
+        model = apps.get_model(label)
+        field = model._meta.get_field(field_name)
+    except (LookupError, ValueError, FieldDoesNotExist) as exc:
+        return [f"Sizes are declared for {target}, which is not a model's field: {exc}"]
+    if not isinstance(field, FileField):
+        return [f"Sizes are declared for {target}, which is not a FileField."]
+    problems = []
+    names = [size.name for size in sizes if size.name]
+    for name in sorted({name for name in names if names.count(name) > 1}):
+        problems.append(f"{target} declares two sizes named {name!r}.")
+    for size in sizes:
+        kwargs = size.kwargs
+        try:
+            tag_options(size.geometry or ("" if kwargs.get("preset") else "1"), kwargs)
+        except ThumbnailError as exc:
+            problems.append(f"{target}: {size.text!r}: {exc}")
+            continue
+        preset = kwargs.get("preset")
+        if preset and scoped_preset(str(preset), target, settings.PRESETS) not in settings.PRESETS:
+            problems.append(f"{target}: {size.text!r}: unknown preset {preset!r}")
+    return problems
+
+
+def render_ahead_backend_problems(settings: conf.OximgSettings) -> list[checks.CheckMessage]:
+    """E021 when no task backend can run the render-ahead tasks, W020 when it runs them at once."""
+    alias = settings.RENDER_AHEAD_BACKEND
+    try:
+        from django_oximg.tasks import task_backends
+
+        backend = task_backends[alias]
+    except ImportError:
+        return [
+            checks.Error(
+                "Sizes are declared to be rendered ahead, but Django's Tasks framework is "
+                "not installed.",
+                hint="On Django 5.2, pip install django-tasks (Django 6 has django.tasks).",
+                id="oximg.E021",
+            )
+        ]
+    except Exception as exc:  # the framework's InvalidTaskBackend(Error)
+        return [
+            checks.Error(
+                f"OXIMG['RENDER_AHEAD_BACKEND'] {alias!r} is not a task backend: {exc}",
+                hint="Name an alias of the TASKS setting.",
+                id="oximg.E021",
+            )
+        ]
+    if type(backend).__name__ == "ImmediateBackend":
+        return [
+            checks.Warning(
+                f"The task backend {alias!r} runs tasks at once: the request that saves a "
+                "file renders all its declared sizes before it answers.",
+                hint="Configure a backend with a worker (e.g. django-tasks-db's "
+                "DatabaseBackend and its db_worker command) in TASKS.",
+                id="oximg.W020",
+            )
+        ]
+    return []

@@ -345,6 +345,38 @@ class OximgSettings:
     have no room for the tags' version token, so a replaced source keeps its
     URL (give the new file a new name)."""
 
+    RENDER_AHEAD: Mapping[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    """Sizes rendered in a background task when a model's file field gets a
+    new file, by ``"app_label.Model.field"``: a list of sizes, or a dict
+    of names to sizes, e.g. ``{"gallery.Photo.image": ["thumb", "400x300
+    crop=center"]}``. A size is written as the tag takes it, a geometry or
+    a preset's name then ``keyword=value`` words (quoted with ``'`` when a
+    value has a space: ``crop='top left'``); a named size is what the tag
+    renders for ``{% thumbnail photo.image "name" %}``. An entry here
+    replaces the model's own ``oximg_render_ahead`` declaration for that
+    field. Each size is checked at start-up (``manage.py check``,
+    ``oximg.E020``). Needs Django's Tasks framework (``django.tasks`` on
+    Django 6, the ``django-tasks`` package on 5.2). See
+    docs/render-ahead.md."""
+
+    RENDER_AHEAD_BACKEND: str = "default"
+    """The alias in ``TASKS`` of the backend the render-ahead tasks are
+    enqueued on."""
+
+    RENDER_AHEAD_QUEUE: str = "default"
+    """The queue of that backend the render-ahead tasks are enqueued on."""
+
+    RENDER_AHEAD_RETRIES: int = 3
+    """How many times a render-ahead task that failed is enqueued again
+    (the sizes already stored are not rendered again). Once they are used
+    up, the failure is logged at ERROR and the sizes left are rendered by
+    their first request, as without rendering ahead."""
+
+    RENDER_AHEAD_RETRY_DELAY: float = 30.0
+    """Seconds before the first retry of a failed render-ahead task,
+    doubled for each further one (on backends that can run a task later;
+    others run the retry at once)."""
+
 
 #: Settings that change the bytes of some answer. Their values make the
 #: output fingerprint (:func:`output_fingerprint`), which is part of every
@@ -387,6 +419,7 @@ COUNTS = (
     "HTTP_MAX_REDIRECTS",
     "SOURCE_READS",
     "HIT_CACHE_BYTES",
+    "RENDER_AHEAD_RETRIES",
 )
 
 #: A URL path of RFC 3986 segment characters, starting and ending with "/":
@@ -426,6 +459,9 @@ def build_settings(raw: Mapping[str, Any]) -> OximgSettings:
             continue
         if name == "TAG_DEFAULTS":
             values[name] = tag_defaults(value)
+            continue
+        if name == "RENDER_AHEAD":
+            values[name] = render_ahead(value)
             continue
         if name in LIST_KEYS and isinstance(value, str):
             value = (value,)
@@ -491,6 +527,46 @@ def tag_defaults(value: Any) -> Mapping[str, Any]:
     return types.MappingProxyType(dict(value))
 
 
+#: A ``RENDER_AHEAD`` key: ``app_label.Model.field``.
+RENDER_AHEAD_TARGET = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_]\w*")
+
+
+def render_ahead(value: Any) -> Mapping[str, tuple[tuple[str, str], ...]]:
+    """``RENDER_AHEAD`` in one shape: each field's ``(name, size)`` pairs ("" when unnamed).
+
+    Only the shape is checked here; that each field exists and each size
+    is one the tag takes is the system check's (``oximg.E020``), which
+    can look the models up.
+    """
+    if not isinstance(value, Mapping):
+        raise ImproperlyConfigured(f"OXIMG: RENDER_AHEAD must be a dict, not {value!r}.")
+    found = {}
+    for target, sizes in value.items():
+        if not isinstance(target, str) or not RENDER_AHEAD_TARGET.fullmatch(target):
+            raise ImproperlyConfigured(
+                f"OXIMG: RENDER_AHEAD keys are 'app_label.Model.field', not {target!r}."
+            )
+        try:
+            found[target] = size_pairs(sizes)
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"OXIMG: RENDER_AHEAD[{target!r}]: {exc}.") from exc
+    return types.MappingProxyType(found)
+
+
+def size_pairs(sizes: Any) -> tuple[tuple[str, str], ...]:
+    """A list of sizes, or a dict of names to sizes, as ``(name, size)`` pairs."""
+    if isinstance(sizes, Mapping):
+        pairs = tuple(sizes.items())
+    elif isinstance(sizes, list | tuple):
+        pairs = tuple(("", size) for size in sizes)
+    else:
+        raise ValueError(f"a list of sizes or a dict of names to sizes, not {sizes!r}")
+    for name, size in pairs:
+        if not isinstance(name, str) or not isinstance(size, str) or not size.strip():
+            raise ValueError(f"sizes and their names are strings, not {name!r}: {size!r}")
+    return pairs
+
+
 def check_type(name: str, value: Any, hint: Any) -> None:
     """Refuse a value of the wrong type, naming the key (a str for an int, ...)."""
     origin = typing.get_origin(hint) or hint
@@ -550,6 +626,8 @@ def _validate(conf: OximgSettings) -> None:
     for name in ("QUEUE_TIMEOUT", "RENDER_TIMEOUT", "HTTP_TIMEOUT", "SOURCE_TIMEOUT"):
         if getattr(conf, name) <= 0:
             raise ImproperlyConfigured(f"OXIMG: {name} must be positive.")
+    if conf.RENDER_AHEAD_RETRY_DELAY < 0:
+        raise ImproperlyConfigured("OXIMG: RENDER_AHEAD_RETRY_DELAY must not be negative.")
     if not 1 <= conf.JPEG_SHRINK_MARGIN <= 8:
         raise ImproperlyConfigured("OXIMG: JPEG_SHRINK_MARGIN must be between 1 and 8.")
     if not 0 <= conf.WATERMARK_OPACITY <= 1:

@@ -63,6 +63,7 @@ from django_oximg.core.options import (
 )
 from django_oximg.core.signing import split_signed_path
 from django_oximg.core.stores import FileSystemSourceStore, SourceStore
+from django_oximg.declared import size_named
 from django_oximg.focal import stored_focal_point
 from django_oximg.sizing import exact_size_options
 
@@ -172,8 +173,10 @@ def resolve_arguments(
 ) -> tuple[str, dict[str, Any]]:
     """The arguments as written, completed: defaults, a preset named as geometry, scopes.
 
-    ``TAG_DEFAULTS`` fill in keywords not given; a geometry that is a
-    preset's name (easy-thumbnails' ``{% thumbnail photo "avatar" %}``)
+    ``TAG_DEFAULTS`` fill in keywords not given; a geometry that names one
+    of the field's declared sizes (:mod:`django_oximg.declared`) becomes
+    that size's arguments, the call's own keywords winning over them; a
+    geometry that is a preset's name (easy-thumbnails' ``{% thumbnail photo "avatar" %}``)
     becomes ``preset``; a preset name is looked up in the source's scopes
     first (:func:`~django_oximg.arguments.scoped_preset`); a model's image
     brings the ``focal_point`` stored beside it (:mod:`django_oximg.focal`)
@@ -188,7 +191,11 @@ def resolve_arguments(
     text = geometry_text(geometry)
     named = text.strip()
     preset_named = named and not resolved.get("preset") and not is_geometry(named)
-    if preset_named and preset_is_known(named, settings.PRESETS):
+    declared = size_named(alias_target(source), named) if preset_named else None
+    if declared is not None:  # the field's declared size (django_oximg.declared) by name
+        text = declared.geometry
+        resolved = {**settings.TAG_DEFAULTS, **declared.kwargs, **kwargs}
+    elif preset_named and preset_is_known(named, settings.PRESETS):
         resolved["preset"], text = named, ""
     if resolved.get("preset"):
         target = alias_target(source)

@@ -802,3 +802,18 @@ def test_the_dct_scales_decode_at_the_eighths_they_name(eighths: int) -> None:
     reference = pyvips.Image.new_from_buffer(data, "").resize(eighths / 8)
     ours = pyvips.Image.new_from_memory(decoded.tobytes(), *decoded.size, 3, "uchar")
     assert (ours - reference).abs().avg() < 4  # the image, not garbage
+
+
+def test_render_ahead_sets_decode_at_the_scales_it_says() -> None:
+    """bench/render_ahead.py's two sets share as many decodes as the table says
+    (three scales, one), and one decode gives the separate renders' bytes."""
+    from bench.images import photo
+    from bench.render_ahead import CASES as AHEAD_CASES
+    from bench.render_ahead import one_decode, separate
+
+    data = bytes(photo(2000, 1333).jpegsave_buffer(Q=90))
+    typical, one_scale = AHEAD_CASES.values()
+    assert one_decode(data, typical)[1] == 3
+    made, decodes = one_decode(data, one_scale)
+    assert decodes == 1
+    assert made == separate(data, one_scale)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+import re
 from typing import Any
 
 import pytest
@@ -10,6 +12,12 @@ from django.core import checks
 
 from django_oximg import checks as oximg_checks
 from tests.constants import KEY, SALT
+
+#: Task backends of Django's Tasks framework (django.tasks on Django 6, the backport on 5.2).
+TASKS_MODULE = "django.tasks" if importlib.util.find_spec("django.tasks") else "django_tasks"
+DUMMY_BACKEND = f"{TASKS_MODULE}.backends.dummy.DummyBackend"
+IMMEDIATE_BACKEND = f"{TASKS_MODULE}.backends.immediate.ImmediateBackend"
+
 
 
 def oximg_messages() -> list[checks.CheckMessage]:
@@ -275,3 +283,39 @@ def test_w009_result_cache_in_a_relative_directory(
     assert ids(messages) == expected
     if expected:
         assert "relative directory" in messages[0].msg
+
+
+@pytest.mark.parametrize(
+    ("declaration", "message"),
+    [
+        ({"testapp.Nothing.scan": ["100"]}, "not a model's field"),
+        ({"testapp.Document.nothing": ["100"]}, "has no field named 'nothing'"),
+        ({"testapp.Photo.title": ["100"]}, "not a FileField"),
+        ({"testapp.Document.scan": ["100 crop=sideways"]}, "crop"),
+        ({"testapp.Document.scan": ["100 colour=red"]}, "unknown thumbnail keyword"),
+        ({"testapp.Document.scan": ["nosuchpreset"]}, "unknown preset"),
+        ({"testapp.Document.scan": ["100 'unclosed"]}, "closing quotation"),
+    ],
+)
+def test_e020_a_bad_declared_size(settings: Any, declaration: Any, message: str) -> None:
+    settings.TASKS = {"default": {"BACKEND": DUMMY_BACKEND}}
+    settings.OXIMG = {**settings.OXIMG, "RENDER_AHEAD": declaration}
+    found = oximg_checks.check_render_ahead()
+    assert [m.id for m in found] == ["oximg.E020"], found
+    assert re.search(message, found[0].msg), found[0].msg
+
+
+def test_e021_w020_not_raised_without_declared_sizes(settings: Any) -> None:
+    settings.TASKS = {"default": {"BACKEND": IMMEDIATE_BACKEND}}
+    assert oximg_checks.check_render_ahead() == []
+
+
+def test_w020_immediate_task_backend_and_e021_missing_one(settings: Any) -> None:
+    settings.TASKS = {"default": {"BACKEND": DUMMY_BACKEND}}
+    settings.OXIMG = {**settings.OXIMG, "RENDER_AHEAD": {"testapp.Document.scan": ["100"]}}
+    assert oximg_checks.check_render_ahead() == []
+    settings.TASKS = {"default": {"BACKEND": IMMEDIATE_BACKEND}}
+    assert [m.id for m in oximg_checks.check_render_ahead()] == ["oximg.W020"]
+    settings.OXIMG = {**settings.OXIMG, "RENDER_AHEAD_BACKEND": "elsewhere"}
+    assert [m.id for m in oximg_checks.check_render_ahead()] == ["oximg.E021"]
+    assert all(isinstance(m, checks.CheckMessage) for m in oximg_checks.check_render_ahead())

@@ -404,6 +404,11 @@ SAME_BYTES = {
     "RAISE_TEMPLATE_ERRORS": "whether a failing tag raises, not what any URL answers",
     "ALLOWED_PROCESSING_OPTIONS": "which URLs are accepted; an accepted URL's options are its key",
     "ONLY_PRESETS": "which URLs are accepted; an accepted URL's options are its key",
+    "RENDER_AHEAD": "when results are rendered; each is its URL's, under its key",
+    "RENDER_AHEAD_BACKEND": "where the render-ahead tasks run",
+    "RENDER_AHEAD_QUEUE": "where the render-ahead tasks run",
+    "RENDER_AHEAD_RETRIES": "how often a failed render-ahead task is tried",
+    "RENDER_AHEAD_RETRY_DELAY": "when a failed render-ahead task is tried again",
 }
 
 BASE = {"PRESETS": {"p": "w:50"}}
@@ -523,3 +528,12 @@ def test_the_fingerprint_is_stable_across_processes() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT
     ).stdout.strip()
     assert printed == conf.output_fingerprint(OximgSettings(KEY=("00",), SALT=("00",)))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [["100"], {"gallery.Photo": ["100"]}, {"a.B.c": "100"}, {"a.B.c": [100]}, {"a.B.c": {"n": ""}}],
+)
+def test_render_ahead_of_the_wrong_shape_is_refused(value: Any) -> None:
+    with pytest.raises(ImproperlyConfigured, match="RENDER_AHEAD"):
+        build_settings({"RENDER_AHEAD": value})

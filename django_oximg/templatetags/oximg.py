@@ -54,6 +54,7 @@ from django_oximg.arguments import (
     parse_geometry,
 )
 from django_oximg.core.errors import OximgError
+from django_oximg.declared import declared_names
 from django_oximg.responsive import (
     IMG_ATTRIBUTES,
     MODERN_FORMATS,
@@ -249,6 +250,7 @@ def check_written(geometry: Any, keywords: Mapping[str, Any], extra: frozenset[s
         names,
         literals,
         conf.get_settings().PRESETS,
+        declared_names(),
     )
 
 

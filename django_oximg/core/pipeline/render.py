@@ -61,16 +61,28 @@ def render_here(
     """:func:`render` in this process: libvips stops at ``deadline``, its encoders may not."""
     with Deadline(deadline) as watch:
         try:
-            loaded = load(data, plan, settings)
-            if plan.trims:
-                loaded, plan = trim_and_replan(loaded, plan, settings, watch)
-            if plan.options.gravity.type == "sm" and plan.smart_crop:
-                # The attention crop reads the frame twice: compute it once, watched.
-                loaded = Loaded(watched(loaded.image, watch).copy_memory(), True)
-            image, frames, frame_height = process_frames(loaded.image, plan)
-            encoded = encode(image, plan, settings, watch, loaded.in_memory)
+            return render_loaded(load(data, plan, settings), plan, settings, watch)
         except pyvips.Error as error:
             raise failure(error, watch) from error
+
+
+def render_loaded(
+    loaded: Loaded, plan: Plan, settings: RenderSettings, watch: Deadline
+) -> Rendered:
+    """Everything after the load: trim, the steps per frame, encode.
+
+    Apart from :func:`render_here`, the renders of one source from one
+    decode (:mod:`~django_oximg.core.pipeline.batch`) start here with
+    pixels they loaded themselves, so both take the same steps after it.
+    The caller turns a ``pyvips.Error`` into the project's (:func:`failure`).
+    """
+    if plan.trims:
+        loaded, plan = trim_and_replan(loaded, plan, settings, watch)
+    if plan.options.gravity.type == "sm" and plan.smart_crop:
+        # The attention crop reads the frame twice: compute it once, watched.
+        loaded = Loaded(watched(loaded.image, watch).copy_memory(), True)
+    image, frames, frame_height = process_frames(loaded.image, plan)
+    encoded = encode(image, plan, settings, watch, loaded.in_memory)
     return Rendered(encoded, plan.format, int(image.width), int(frame_height), frames)
 
 

@@ -1,0 +1,182 @@
+"""Several sizes of one source from one decode, with the bytes each URL would get.
+
+A JPEG's decode is most of a thumbnail's cost (docs/pipeline.md), and a
+site that renders a photo's declared sizes ahead (docs/render-ahead.md)
+asks for several sizes of one source at once. :func:`render_batch`
+decodes it once per DCT scale and derives every size that decode serves,
+each through the very steps a request's render takes after its load
+(:func:`~django_oximg.core.pipeline.render.render_loaded`), so each result
+is byte for byte what :func:`~django_oximg.core.pipeline.render.render`
+makes for the same plan, and can be stored under that request's cache key.
+
+Why per DCT scale, not one decode at the largest scale for all: libjpeg
+decodes at 1/2, 1/4 or 1/8 by dropping DCT coefficients, which gives other
+pixels than decoding larger and shrinking, and the load picks the scale
+from each size (:func:`~django_oximg.core.pipeline.load.dct_shrink`). A
+size derived from a larger decode would differ from its URL's render by a
+few levels per pixel: a cache key and an ETag promise the same bytes, so
+such a size gets the decode at its own scale instead, shared with every
+other size at that scale. The sizes of one scale are rendered together and
+that decode is dropped before the next, so one decode is held at a time.
+
+Rendered the normal way, each from its own load, because their load is
+not a whole-image decode another size could share: sources other than JPEG
+(libvips' shrink-on-load reads them at each size: WebP and HEIF scale in
+the decoder, PNG and GIF decode every pixel but libvips' thumbnail streams
+them), ``crop`` and ``trim`` (full loads, cut before scaling), an
+embedded thumbnail, results that keep every metadata field
+(``strip_metadata`` off: libvips' own loader), ``JPEG_DECODER`` "libvips",
+files libjpeg-turbo declines (CMYK, damage), and results rendered in a
+child process (:attr:`~django_oximg.core.pipeline.plan.Plan.isolated`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import pyvips
+
+from django_oximg.core.deadlines import Deadline
+from django_oximg.core.errors import OximgError
+from django_oximg.core.pipeline.encode import check_format
+from django_oximg.core.pipeline.libvips import Image, ensure_configured, failure
+from django_oximg.core.pipeline.load import (
+    Loaded,
+    applied_orientation,
+    dct_shrink,
+    resize_decoded,
+    turbo_decoded,
+)
+from django_oximg.core.pipeline.plan import HIGH_QUALITY_MARGIN, Plan, RenderSettings
+from django_oximg.core.pipeline.render import Rendered, render, render_loaded
+
+
+@dataclass(frozen=True)
+class DecodeKey:
+    """What one shared decode is: the DCT scale, and whether it carries the EXIF block."""
+
+    shrink: int
+    #: ``keep_copyright`` copies the EXIF block onto the decode (core/exif.py).
+    keep_copyright: bool
+
+
+@dataclass(frozen=True)
+class BatchStats:
+    """What a batch did: decodes shared, and sizes rendered the normal way."""
+
+    #: libjpeg-turbo decodes made for the sizes that shared them.
+    shared_decodes: int
+    #: Sizes derived from a shared decode.
+    shared: int
+    #: Sizes rendered the normal way (:func:`render`), each with its own load.
+    separate: int
+
+
+def decode_key(plan: Plan, settings: RenderSettings) -> DecodeKey | None:
+    """The shared decode ``plan``'s load would make, or None when its load is its own.
+
+    The conditions are those under which :func:`~django_oximg.core.pipeline.load.load`
+    takes libjpeg-turbo's decode (see the module's docstring for the rest).
+    """
+    info, options = plan.source, plan.options
+    if (
+        info.format != "jpeg"
+        or plan.full_load
+        or plan.isolated
+        or info.embedded_thumbnail
+        or not options.strip_metadata
+        or settings.jpeg_decoder != "libjpeg-turbo"
+    ):
+        return None
+    margin = settings.jpeg_shrink_margin
+    if plan.linear_light:
+        margin = max(margin, HIGH_QUALITY_MARGIN)
+    return DecodeKey(dct_shrink(plan, margin), options.keep_copyright)
+
+
+def loaded_from(decoded: Image, plan: Plan) -> Loaded:
+    """What the load makes of the decode for ``plan``: upright, and at its size unless
+    the high-quality mode's resize does that (``load_thumbnail``, ``load_supersampled``).
+
+    The decode is shared: each size gets its own copy of the image (the
+    pixels are not copied), since later steps set and remove metadata on
+    the image they are given.
+    """
+    own = decoded.copy()
+    orientation = applied_orientation(plan)
+    if plan.linear_light:
+        return Loaded(own if orientation == 1 else own.autorot(), True)
+    width, height = plan.load_size
+    return Loaded(resize_decoded(own, width, height, orientation), True)
+
+
+def render_batch(
+    data: bytes,
+    plans: Sequence[Plan],
+    settings: RenderSettings,
+    *,
+    timeout: float,
+    clock: Callable[[], float] = time.monotonic,
+) -> tuple[list[Rendered | OximgError], BatchStats]:
+    """Render every plan (all of the one source ``data``), in order; a size that fails
+    is its error in the list, and the others are still made.
+
+    ``timeout`` is each size's render deadline, from its own start (a
+    request's ``RENDER_TIMEOUT``). The decode a group of sizes shares is
+    made within the first one's deadline (libjpeg-turbo's decode cannot be
+    stopped, as for a request).
+    """
+    ensure_configured()
+    results: list[Rendered | OximgError | None] = [None] * len(plans)
+    groups: dict[DecodeKey, list[int]] = {}
+    separate = []
+    for index, plan in enumerate(plans):
+        key = decode_key(plan, settings)
+        if key is None:
+            separate.append(index)
+        else:
+            groups.setdefault(key, []).append(index)
+    decodes = shared = 0
+    for key, indices in groups.items():
+        decoded = turbo_decoded(
+            data, key.shrink, plans[indices[0]].source, plans[indices[0]].options
+        )
+        if decoded is None:  # libjpeg-turbo declined the file: libvips loads it, size by size
+            separate.extend(indices)
+            continue
+        decodes += 1
+        for index in indices:
+            results[index] = shared_render(decoded, plans[index], settings, clock() + timeout)
+            shared += 1
+        del decoded  # before the next scale's decode
+    for index in sorted(separate):
+        results[index] = separate_render(data, plans[index], settings, clock() + timeout)
+    done = [result for result in results if result is not None]
+    assert len(done) == len(plans)
+    return done, BatchStats(decodes, shared, len(separate))
+
+
+def shared_render(
+    decoded: Image, plan: Plan, settings: RenderSettings, deadline: float
+) -> Rendered | OximgError:
+    """One size from the shared decode, under its own deadline."""
+    with Deadline(deadline) as watch:
+        try:
+            check_format(plan.format)
+            return render_loaded(loaded_from(decoded, plan), plan, settings, watch)
+        except pyvips.Error as error:
+            return failure(error, watch)
+        except OximgError as error:
+            return error
+
+
+def separate_render(
+    data: bytes, plan: Plan, settings: RenderSettings, deadline: float
+) -> Rendered | OximgError:
+    """One size the normal way: its own load, in a child process if its plan says so."""
+    try:
+        return render(data, plan.options, plan.format, settings, deadline=deadline, plan=plan)
+    except OximgError as error:
+        return error
