@@ -22,10 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from django_oximg.core import errors, pipeline
-from django_oximg.core.pipeline.batch import BatchStats, render_batch
-from django_oximg.core.stores import CacheStore
 from django_oximg.core.jobs import Job
+from django_oximg.core.pipeline.batch import BatchStats, render_batch
 from django_oximg.core.staging import RenderWork
+from django_oximg.core.stores import CacheStore
 from django_oximg.core.thumbnailer import Thumbnailer
 
 

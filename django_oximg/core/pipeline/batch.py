@@ -50,7 +50,8 @@ from django_oximg.core.pipeline.load import (
     turbo_decoded,
 )
 from django_oximg.core.pipeline.plan import HIGH_QUALITY_MARGIN, Plan, RenderSettings
-from django_oximg.core.pipeline.render import Rendered, render, render_loaded
+from django_oximg.core.pipeline.render import render, render_loaded
+from django_oximg.core.pipeline.rendered import Rendered
 
 
 @dataclass(frozen=True)
