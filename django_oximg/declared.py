@@ -28,6 +28,7 @@ from typing import Any
 
 from django.apps import apps
 from django.core.exceptions import ImproperlyConfigured
+from django.db.models import Model
 
 from django_oximg import conf
 from django_oximg.arguments import FLAGS, is_geometry
@@ -147,6 +148,12 @@ def valid_declarations() -> dict[str, tuple[DeclaredSize, ...]]:
         return declarations()
     except ImproperlyConfigured:
         return {}
+
+
+def target_of(model: type[Model], field: str) -> str:
+    """The ``"app_label.Model.field"`` a declaration for ``model``'s ``field`` is found under."""
+    meta = model._meta
+    return f"{meta.app_label}.{meta.object_name}.{field}"
 
 
 def sizes_of(target: str) -> tuple[DeclaredSize, ...]:

@@ -19,7 +19,6 @@ DUMMY_BACKEND = f"{TASKS_MODULE}.backends.dummy.DummyBackend"
 IMMEDIATE_BACKEND = f"{TASKS_MODULE}.backends.immediate.ImmediateBackend"
 
 
-
 def oximg_messages() -> list[checks.CheckMessage]:
     """What ``manage.py check`` reports for this app (Django's own checks left out)."""
     return [

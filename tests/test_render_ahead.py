@@ -29,7 +29,7 @@ from django.core.files.base import ContentFile
 from django.db import connections, transaction
 from django.template import Context, Template, TemplateSyntaxError
 
-from django_oximg import conf, render_ahead, runtime
+from django_oximg import conf, runtime, tasks
 from django_oximg.core.keys import source_directory
 from django_oximg.thumbnails import get_thumbnail
 from tests import images
@@ -397,14 +397,14 @@ def test_a_replaced_file_is_purged_before_the_new_one_is_enqueued(
     old_directory = declared_scans / "oximg" / source_directory("photos/landscape.jpg")
     assert any(old_directory.iterdir())
     order = []
-    original_enqueue = render_ahead.enqueue
+    original_enqueue = tasks.enqueue
 
     def enqueue(*args: Any) -> None:
         order.append(("enqueue", any(old_directory.iterdir()) if old_directory.exists() else False))
         original_enqueue(*args)
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(render_ahead, "enqueue", enqueue)
+        patch.setattr(tasks, "enqueue", enqueue)
         with django_capture_on_commit_callbacks(execute=True):
             document.scan.save("other.jpg", ContentFile(images.jpeg(300, 200)))
     assert order == [("enqueue", False)]  # the old results were gone when it was enqueued
@@ -464,12 +464,12 @@ def test_render_ahead_in_the_task_is_what_the_requests_get(
     """The task body run here: the results land under the requests' keys, then a retry
     renders nothing and the requests are hits."""
     document = Document.objects.create(scan="photos/landscape.jpg")
-    assert render_ahead.run("testapp.Document", document.pk, "scan", document.scan.name, 1) == {
+    assert tasks.run("testapp.Document", document.pk, "scan", document.scan.name, 1) == {
         "rendered": 2,
         "cached": 0,
         "decodes": 2,
     }
-    again = render_ahead.run("testapp.Document", document.pk, "scan", document.scan.name, 2)
+    again = tasks.run("testapp.Document", document.pk, "scan", document.scan.name, 2)
     assert again == {"rendered": 0, "cached": 2, "decodes": 0}
     thumbnailer = runtime.get_thumbnailer()
     renders = thumbnailer.renders
@@ -487,7 +487,7 @@ def test_a_row_whose_file_changed_since_is_skipped(
     declared_scans: Path, no_connection_left: None
 ) -> None:
     document = Document.objects.create(scan="photos/landscape.jpg")
-    assert render_ahead.run("testapp.Document", document.pk, "scan", "photos/old.jpg", 1) == {
+    assert tasks.run("testapp.Document", document.pk, "scan", "photos/old.jpg", 1) == {
         "rendered": 0,
         "cached": 0,
     }
@@ -499,8 +499,8 @@ def test_a_missing_source_fails_the_task_and_enqueues_a_retry(
     declared_scans: Path, no_connection_left: None, caplog: Any
 ) -> None:
     document = Document.objects.create(scan="photos/missing.jpg")
-    with pytest.raises(render_ahead.RenderAheadFailed):
-        render_ahead.run("testapp.Document", document.pk, "scan", "photos/missing.jpg", 1)
+    with pytest.raises(tasks.RenderAheadFailed):
+        tasks.run("testapp.Document", document.pk, "scan", "photos/missing.jpg", 1)
     [retry] = enqueued()  # the create's own enqueue waits for a commit that never comes
     assert retry.args == ["testapp.Document", document.pk, "scan", "photos/missing.jpg", 2]
     assert retry.task.run_after is not None
