@@ -296,6 +296,8 @@ def test_the_as_form_and_picture_match_wagtails_tags(photo_image: Any) -> None:
     text = (
         "{% image photo fill-200x200 class='x' %}"
         "{% image photo width-300 as t %}[{{ t.width }}x{{ t.height }} {{ t.alt }}]"
+        "{% image photo fill-300x100-c50 as f %}[{{ f.background_position_style }}]"
+        "[{{ f.focal_point }} {{ f.attrs }}]"
         "{% srcset_image photo width-{100,200} sizes='50vw' %}"
         "{% picture photo format-{webp,jpeg} width-{100,200} %}"
     )
@@ -317,6 +319,24 @@ def test_a_missing_file_renders_as_in_wagtail(photo_image: Any) -> None:
     theirs = Template("{% load wagtailimages_tags %}" + text).render(context)
     assert ours == theirs
     assert 'src="/media/not-found"' in ours
+
+
+@site_only
+def test_a_size_the_server_would_change_is_refused(
+    photo_image: Any, settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``MAX_RESULT_DIMENSION`` below Wagtail's size: a WARNING and the not-found
+    rendition, not a URL whose image would have another size (or an error with
+    ``RAISE_TEMPLATE_ERRORS``)."""
+    settings.OXIMG = {**settings.OXIMG, "MAX_RESULT_DIMENSION": 100}
+    template = Template("{% load oximg_wagtail %}{% image photo fill-200x200 %}")
+    with caplog.at_level("WARNING", logger="django_oximg"):
+        html = template.render(Context({"photo": photo_image}))
+    assert 'src="/media/not-found"' in html
+    assert "the server would make 100x100, Wagtail 200x200" in caplog.text
+    settings.OXIMG = {**settings.OXIMG, "RAISE_TEMPLATE_ERRORS": True}
+    with pytest.raises(ThumbnailError, match="MAX_RESULT_DIMENSION"):
+        template.render(Context({"photo": photo_image}))
 
 
 @site_only
