@@ -265,7 +265,9 @@ def test_the_page_renders_urls_and_no_renditions(photo_page: Any, client: Any) -
     assert response.status_code == 200
     html = response.content.decode()
     assert Rendition.objects.count() == 0
-    assert not (Path(settings.MEDIA_ROOT) / "images").exists()
+    media = Path(settings.MEDIA_ROOT)
+    assert not (media / "images").exists()  # Wagtail's renditions
+    assert not (media / "oximg").exists()  # django-oximg's results: none rendered yet
     thumb = re.search(r"<img [^>]*class=\"thumb\"[^>]*>", html)
     assert thumb is not None
     tag = thumb.group(0)
@@ -279,6 +281,7 @@ def test_the_page_renders_urls_and_no_renditions(photo_page: Any, client: Any) -
     assert len(urls) == 1 + 1 + 2 + 4  # image, hero, srcset_image, picture (src is in srcset)
     assert all(url.startswith("/img/") for url in urls)
     sizes = {url: fetch(client, url) for url in urls}
+    assert (media / "oximg").is_dir()
     photo = photo_page.photo
     assert (sizes[urls[0]].width, sizes[urls[0]].height) == (200, 200)
     expected = {
