@@ -133,6 +133,11 @@ OPTION_SETS: dict[str, Options] = {
     "min-sizes": Options(width=300, height=300, min_width=280, min_height=280),
     "crop": Options(crop=Crop(400, 300), width=200),
     "crop-fraction-gravity": Options(crop=Crop(0.5, 0.25, Gravity("soea", 10, 5)), width=200),
+    # A region shrunk enough to be decoded at a DCT scale (Wagtail's fill-).
+    "crop-shrunk": Options(
+        crop=Crop(800, 600, Gravity("nowe", 150, 90)), resizing_type="force", width=160, height=120
+    ),
+    "crop-fp-shrunk": Options(crop=Crop(0.75, 0.75), gravity=Gravity("fp", 0.3, 0.6), width=100),
     "gravity-no": Options(resizing_type="fill", width=200, height=60, gravity=Gravity("no")),
     "gravity-we-offset": Options(
         resizing_type="fill", width=60, height=200, gravity=Gravity("we", 12, 0)
@@ -220,8 +225,8 @@ def cases() -> Iterator[tuple[str, str, Options, str, str]]:
     yield "anim-gif/frames-3/gif", "anim.gif", anim["fit-w"], "gif", "frames-3"
     yield "anim-webp/fit/png", "anim.webp", FIT, "png", "default"
     others = {
-        "progressive.jpg": ("fit", "fill", "crop"),
-        "tagged6.jpg": ("fit", "fill", "rotate90", "no-auto-rotate", "crop"),
+        "progressive.jpg": ("fit", "fill", "crop", "crop-shrunk"),
+        "tagged6.jpg": ("fit", "fill", "rotate90", "no-auto-rotate", "crop", "crop-shrunk"),
         "grey.jpg": ("fit", "extend-background", "padding"),
         "cmyk.jpg": ("plain", "fit"),
         "p3.jpg": ("plain", "fit"),

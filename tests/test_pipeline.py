@@ -995,3 +995,99 @@ def test_the_planned_effort_is_the_one_encoded_with() -> None:
         data, options, "avif", SETTINGS, plan=dataclasses.replace(plan, effort=2)
     )
     assert fast.data != slow.data
+
+
+# --- crop of a JPEG, decoded at a DCT scale -----------------------------------
+
+CROP_CASES = {
+    "centre": Options(crop=Crop(1200, 900), width=200, height=150),
+    "focal-point": Options(
+        crop=Crop(900, 900), gravity=Gravity("fp", 0.2, 0.7), width=150, height=150
+    ),
+    "offsets": Options(crop=Crop(1000, 600, Gravity("nowe", 1301, 17)), width=250),
+    "fraction": Options(crop=Crop(0.5, 0.5, Gravity("soea")), width=160),
+    "fill": Options(crop=Crop(1600, 1600), resizing_type="fill", width=120, height=90),
+}
+
+
+@pytest.fixture(scope="module")
+def large_photo() -> bytes:
+    return jpeg(photo(2400, 1600, seed=5))
+
+
+def crop_difference(data: bytes, options: Options, settings: pipeline.RenderSettings) -> float:
+    """Mean absolute difference of the scaled-decode crop from the full-decode one."""
+    scaled = pipeline.render(data, options, "png", settings)
+    # A margin no DCT scale can leave: the crop decoded at full size.
+    full = pipeline.render(data, options, "png", replace(settings, jpeg_shrink_margin=1e9))
+    plan = pipeline.plan_render(pipeline.probe(data), options, "png", settings)
+    expected = (plan.geometry.width, plan.geometry.height)
+    assert (scaled.width, scaled.height) == (full.width, full.height) == expected
+    return float((decode(scaled.data) - decode(full.data)).abs().avg())
+
+
+@pytest.mark.parametrize("decoder", ["libjpeg-turbo", "libvips"])
+@pytest.mark.parametrize("case", CROP_CASES)
+def test_a_shrunk_crop_is_decoded_at_a_dct_scale(
+    large_photo: bytes, case: str, decoder: str
+) -> None:
+    """The region comes from a 1/2-1/8 decode; sizes exact, pixels those of the full decode.
+
+    The two decodes differ a little anyway (DCT scaling is no resize): a mean
+    difference near 1 on this grainy photo, where a region placed 4 source
+    pixels off gives 1.7 and 16 pixels off 4.9.
+    """
+    from django_oximg.core.pipeline.load import crop_shrink, load
+
+    options = CROP_CASES[case]
+    settings = replace(SETTINGS, jpeg_decoder=decoder)  # type: ignore[arg-type]
+    plan = pipeline.plan_render(pipeline.probe(large_photo), options, "png", settings)
+    shrink = crop_shrink(plan, settings)
+    assert shrink > 1
+    loaded = load(large_photo, plan, settings).image
+    region = (plan.geometry.crop_width, plan.geometry.crop_height)
+    assert abs(loaded.width - region[0] / shrink) <= 1
+    assert abs(loaded.height - region[1] / shrink) <= 1
+    # The margin is kept: at least jpeg_shrink_margin x the scaled size is decoded.
+    margin = settings.jpeg_shrink_margin
+    assert loaded.width >= plan.geometry.scaled_width * margin - 1
+    assert crop_difference(large_photo, options, settings) < 1.5
+
+
+@pytest.mark.parametrize("orientation", [3, 6, 8])
+def test_a_shrunk_crop_of_a_rotated_jpeg_is_cut_from_the_upright_image(orientation: int) -> None:
+    """EXIF orientation is applied before the region is placed, as on the full decode."""
+    image = photo(2400, 1600, seed=5).copy()
+    image.set_type(pyvips.GValue.gint_type, "orientation", orientation)
+    data = jpeg(image)
+    options = Options(crop=Crop(1000, 800, Gravity("noea")), width=100)
+    assert crop_difference(data, options, SETTINGS) < 1.5
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        Options(crop=Crop(1200, 900), width=200, rotate=90),
+        Options(crop=Crop(1200, 900), width=200, flip_horizontal=True),
+        Options(crop=Crop(1200, 900, Gravity("sm")), width=200),
+        Options(crop=Crop(1200, 900), width=200, trim_threshold=10),
+        Options(crop=Crop(1200, 900), width=900),  # no DCT scale leaves the margin
+    ],
+    ids=["rotate", "flip", "smart", "trim", "little-shrink"],
+)
+def test_crops_the_dct_scale_cannot_serve_are_decoded_whole(
+    large_photo: bytes, options: Options
+) -> None:
+    from django_oximg.core.pipeline.load import crop_shrink
+
+    plan = pipeline.plan_render(pipeline.probe(large_photo), options, "png", SETTINGS)
+    assert crop_shrink(plan, SETTINGS) == 1
+
+
+def test_a_png_crop_is_decoded_whole() -> None:
+    from django_oximg.core.pipeline.load import crop_shrink
+
+    data = png(photo(1600, 1200))
+    options = Options(crop=Crop(1200, 900), width=100)
+    plan = pipeline.plan_render(pipeline.probe(data), options, "png", SETTINGS)
+    assert crop_shrink(plan, SETTINGS) == 1

@@ -11,7 +11,9 @@ Three ways, chosen from the plan and the settings:
   than the mozjpeg in pyvips-binary, and :func:`resize_decoded` does what
   libvips' thumbnail would; what it declines, libvips decodes.
 * **Full load** (``crop``, ``trim``): the whole source at full size, as
-  the region is cut before scaling.
+  the region is cut before scaling. A JPEG whose ``crop`` region is then
+  shrunk is decoded at a DCT scale instead (:func:`load_crop`), the region
+  cut from that.
 
 With ``enforce_thumbnail`` a HEIF/AVIF source's embedded thumbnail is
 loaded instead of its main image (libheif gives the main image when there
@@ -30,7 +32,7 @@ from typing import Any, NamedTuple
 import pyvips
 
 from django_oximg.core import jpeg
-from django_oximg.core.geometry import QUARTER_TURN_ORIENTATIONS
+from django_oximg.core.geometry import QUARTER_TURN_ORIENTATIONS, place
 from django_oximg.core.options import Options
 from django_oximg.core.pipeline.libvips import COPYRIGHT_FIELDS, EXIF_FIELD, ICC_FIELD, Image
 from django_oximg.core.pipeline.plan import HIGH_QUALITY_MARGIN, Plan, RenderSettings
@@ -60,6 +62,9 @@ def load(data: bytes, plan: Plan, settings: RenderSettings) -> Loaded:
         if plan.linear_light and not plan.source.embedded_thumbnail:
             return load_supersampled(data, plan, settings)
         return load_thumbnail(data, plan, settings)
+    cropped = load_crop(data, plan, settings)
+    if cropped is not None:
+        return cropped
     return Loaded(load_full(data, plan), False)
 
 
@@ -271,3 +276,71 @@ def load_full(data: bytes, plan: Plan) -> Image:
     if options.auto_rotate and not animated:
         image = image.autorot()
     return image
+
+
+def crop_shrink(plan: Plan, settings: RenderSettings) -> int:
+    """The DCT scale :func:`load_crop` decodes a ``crop`` at; 1: load at full size.
+
+    Only a still JPEG whose region is cut from the upright source as stored
+    (no ``rotate`` or flip, which the steps apply before the crop; no
+    ``trim``, which needs the source itself; no smart crop, which looks at
+    the whole region's pixels at full size), and only when the region is
+    larger than the scaled size by ``settings.jpeg_shrink_margin`` (the
+    high-quality mode's margin, if larger) at that scale: the same margin
+    the shrink-on-load path leaves for its resize.
+    """
+    options, info, geometry = plan.options, plan.source, plan.geometry
+    crop = options.crop
+    if crop is None or plan.trims or plan.animated or info.format != "jpeg":
+        return 1
+    if info.embedded_thumbnail or options.rotate % 360 or options.flip_horizontal:
+        return 1
+    if options.flip_vertical or (crop.gravity or options.gravity).type == "sm":
+        return 1
+    margin = settings.jpeg_shrink_margin
+    if plan.linear_light:
+        margin = max(margin, HIGH_QUALITY_MARGIN)
+    return jpeg_shrink(
+        geometry.crop_width,
+        geometry.crop_height,
+        geometry.scaled_width,
+        geometry.scaled_height,
+        margin,
+    )
+
+
+def load_crop(data: bytes, plan: Plan, settings: RenderSettings) -> Loaded | None:
+    """A JPEG's ``crop`` region, decoded at the DCT scale of :func:`crop_shrink`.
+
+    A small crop of a large photo followed by a downscale (Wagtail's
+    ``fill-`` around a focal point is one) would otherwise decode every
+    pixel at full size. The region is placed on the full-size source exactly
+    as the crop step places it, then cut from the scaled decode with its
+    edges rounded to that decode's pixels: less than half an output pixel
+    off at the margin kept. The crop step then has nothing left to cut
+    (the image is no larger than its region) and the resize step takes the
+    region to the scaled size. None: load at full size (:func:`load_full`).
+    """
+    shrink = crop_shrink(plan, settings)
+    if shrink == 1:
+        return None
+    info, options, geometry = plan.source, plan.options, plan.geometry
+    assert options.crop is not None
+    decoded = None
+    if settings.jpeg_decoder == "libjpeg-turbo":
+        decoded = turbo_decoded(data, shrink, info, options)
+    in_memory = decoded is not None
+    if decoded is None:
+        decoded = pyvips.Image.jpegload_source(
+            memory_source(data), shrink=shrink, access="random", fail_on="truncated"
+        )
+    image = decoded.autorot() if applied_orientation(plan) != 1 else decoded
+    full_width, full_height = geometry.source_width, geometry.source_height
+    width, height = geometry.crop_width, geometry.crop_height
+    gravity = options.crop.gravity or options.gravity
+    left, top = place(full_width, full_height, width, height, gravity, 1.0)
+    x_scale, y_scale = image.width / full_width, image.height / full_height
+    x0, y0 = round(left * x_scale), round(top * y_scale)
+    x1 = min(max(round((left + width) * x_scale), x0 + 1), image.width)
+    y1 = min(max(round((top + height) * y_scale), y0 + 1), image.height)
+    return Loaded(image.crop(x0, y0, x1 - x0, y1 - y0), in_memory)

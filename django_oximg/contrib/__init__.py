@@ -1,0 +1,1 @@
+"""Integrations with other Django packages, each in its own subpackage (imported only when used)."""

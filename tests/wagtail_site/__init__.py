@@ -1,0 +1,1 @@
+"""A Wagtail site for tests/test_wagtail.py (tests/wagtail_settings.py installs it)."""
