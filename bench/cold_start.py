@@ -17,7 +17,9 @@ imported the application: the request then waits in the listen queue).
 imports nothing and answers 10 KB: the server's own start, which every
 gunicorn application pays before its own. ``--before COMMIT`` adds
 ``oximg-before``: the middleware application of the package at COMMIT.
-Samples of all contenders are interleaved; medians with min-max.
+Samples of all contenders are interleaved; medians with min-max. The
+checkout is byte-compiled first and its servers run with bytecode caches
+on, as an installed wheel's (:func:`bench.servers.bytecode_environment`).
 
 ``--imports`` lists where the worker's time goes instead: in a fresh
 interpreter that has imported gunicorn's worker modules (as a forked worker
@@ -134,9 +136,12 @@ def measure(samples: int, apps: list[str], before: str | None) -> dict[str, list
     work = Path(tempfile.mkdtemp(prefix="oximg-cold-"))
     media = work / "media"
     write_set(media)
+    servers.compile_sources()
     conf = work / "thumbor.conf"
     conf.write_text(servers.thumbor_config(media))
     package_root = checkout(before, work) if before else None
+    if package_root:
+        servers.compile_sources(package_root)
     contenders = [f"oximg-{app}" for app in apps]
     if package_root:
         contenders.append("oximg-before")
@@ -246,11 +251,13 @@ def print_imports(app: str, runs: int, before: str | None) -> None:
 
     work = Path(tempfile.mkdtemp(prefix="oximg-imports-"))
     write_set(work / "media")
+    servers.compile_sources()
     print_import_costs(
         f"bench.wsgi_apps:{app}", [import_costs(app, work / "media") for _ in range(runs)]
     )
     if before:
         root = checkout(before, work)
+        servers.compile_sources(root)
         costs = [import_costs("middleware", work / "media", root) for _ in range(runs)]
         print_import_costs(f"bench.wsgi_apps:middleware of {before}", costs)
 

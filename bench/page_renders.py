@@ -184,22 +184,9 @@ def python_for(contender: str) -> Path | None:
     return PEERS_PYTHON if PEERS_PYTHON.exists() else None
 
 
-def child_environment() -> dict[str, str]:
-    """The children's environment: bytecode caches on, as in any deployment."""
-    return {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
-
-
-def compile_sources() -> None:
-    """Byte-compile the package and the benchmark once, so no child pays for compiling.
-
-    Installed packages (the peers', Django) were compiled by pip; an
-    editable checkout is compiled on first import unless told not to.
-    """
-    command = [sys.executable, "-m", "compileall", "-q", "django_oximg", "bench"]
-    subprocess.run(command, check=True, cwd=ROOT, env=child_environment())
-
-
 def run_child(python: Path, contender: str, state: Path, renders: int, migrate: bool) -> Any:
+    from bench.servers import bytecode_environment
+
     command = [
         str(python),
         str(Path(__file__).resolve()),
@@ -213,7 +200,7 @@ def run_child(python: Path, contender: str, state: Path, renders: int, migrate: 
     if migrate:
         command.append("--migrate")
     done = subprocess.run(
-        command, capture_output=True, text=True, check=False, cwd=ROOT, env=child_environment()
+        command, capture_output=True, text=True, check=False, cwd=ROOT, env=bytecode_environment()
     )
     if done.returncode:
         raise SystemExit(f"{contender} child failed:\n{done.stdout}\n{done.stderr}")
@@ -303,6 +290,8 @@ def main() -> None:
             print(f"note: {name} skipped: run bash bench/peers/setup_django_peers.sh")
         else:
             contenders.append(name)
+    from bench.servers import compile_sources
+
     compile_sources()
     with tempfile.TemporaryDirectory(prefix="oximg-pages-") as temp:
         work = Path(temp)
