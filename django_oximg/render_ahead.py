@@ -8,15 +8,14 @@ replaced is purged, as :func:`django_oximg.signals.purge_on_change` does
 (that hook is connected for these fields here: no need to connect it too),
 and a deleted row's files are purged.
 
-The task (:mod:`django_oximg.tasks`) renders every declared size of the
-file from one source read and one decode per DCT scale (:mod:`django_oximg.core.render_ahead`), under the
-keys the tags' URLs look up, so the first request for each is a hit. A
-task that fails logs why and enqueues itself again, up to
-``RENDER_AHEAD_RETRIES`` times with a growing delay; the sizes it stored
-are not rendered again. The upload itself never fails because of it: a
-failing enqueue is logged, and what was not rendered ahead is rendered by
-its first request, as without rendering ahead.
-"""
+The task (:mod:`django_oximg.tasks`) renders every declared size of the file
+from one source read and one decode per DCT scale
+(:mod:`django_oximg.core.render_ahead`), under the keys the tags' URLs look
+up, so the first request for each is a hit. A task that fails logs why and
+enqueues itself again, up to ``RENDER_AHEAD_RETRIES`` times with a growing
+delay; the sizes it stored are not rendered again. The upload itself never
+fails because of it: a failing enqueue is logged, and what was not rendered
+ahead is rendered by its first request, as without rendering ahead. """
 
 from __future__ import annotations
 
