@@ -28,11 +28,22 @@ class Case:
     height: int
     format: str
     quality: int
+    #: When set, "diverse" widths spread over smallest..width instead:
+    #: thumbnails of every size a page asks for, not only the largest.
+    smallest: int = 0
 
     def widths(self, count: int, offset: int = 0) -> list[int]:
-        """Widths width-15..width (the reference 485-500 for a 500 box)."""
+        """Widths width-15..width (the reference 485-500 for a 500 box), or smallest..width."""
+        if self.smallest:
+            span = self.width - self.smallest + 1
+            # A stride coprime with the span visits every width, neighbours far apart.
+            return [self.smallest + ((offset + i) * SPREAD_STRIDE) % span for i in range(count)]
         shift = self.width - 500
         return [w + shift for w in diverse_widths(count, offset)]
+
+
+#: Step between consecutive spread widths: coprime with 201, the span of 300-500.
+SPREAD_STRIDE = 61
 
 
 CASES = {
@@ -41,6 +52,8 @@ CASES = {
         Case("medium-jpeg", "medium.jpg", "fit", 500, 500, "jpeg", 80),
         Case("large-jpeg", "large.jpg", "fit", 500, 500, "jpeg", 80),
         Case("medium-webp", "medium.jpg", "fit", 500, 500, "webp", 75),
+        Case("medium-jpeg-boxes", "medium.jpg", "fit", 500, 500, "jpeg", 80, smallest=300),
+        Case("medium-webp-boxes", "medium.jpg", "fit", 500, 500, "webp", 75, smallest=300),
         Case("medium-avif", "medium.jpg", "fit", 500, 500, "avif", 65),
         Case("alpha-png-webp", "alpha.png", "fit", 400, 400, "webp", 75),
         Case("anim-gif-webp", "anim.gif", "fit", 240, 240, "webp", 75),

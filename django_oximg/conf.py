@@ -27,7 +27,6 @@ from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.crypto import salted_hmac
 
-from django_oximg.arguments import NOT_DEFAULTS, ThumbnailError, tag_options
 from django_oximg.core import defaults
 from django_oximg.core.errors import InvalidOptions
 from django_oximg.core.keys import output_fingerprint as output_fingerprint_of
@@ -511,7 +510,13 @@ def srcset_widths(value: Any) -> Mapping[str, tuple[int, ...]]:
 
 
 def tag_defaults(value: Any) -> Mapping[str, Any]:
-    """``TAG_DEFAULTS`` checked as a tag's keywords are (a read-only copy)."""
+    """``TAG_DEFAULTS`` checked as a tag's keywords are (a read-only copy).
+
+    The tags' argument module is imported here, not at the top: the
+    thumbnail server reads these settings too, and never needs it.
+    """
+    from django_oximg.arguments import NOT_DEFAULTS, ThumbnailError, tag_options
+
     if not isinstance(value, Mapping):
         raise ImproperlyConfigured(f"OXIMG: TAG_DEFAULTS must be a dict, not {value!r}.")
     for name in value:

@@ -15,7 +15,7 @@ up, so the first request for each is a hit. A task that fails logs why and
 enqueues itself again, up to ``RENDER_AHEAD_RETRIES`` times with a growing
 delay; the sizes it stored are not rendered again. The upload itself never
 fails because of it: a failing enqueue is logged, and what was not rendered
-ahead is rendered by its first request, as without rendering ahead. """
+ahead is rendered by its first request, as without rendering ahead."""
 
 from __future__ import annotations
 

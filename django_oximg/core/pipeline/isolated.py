@@ -27,7 +27,6 @@ server (a 422).
 from __future__ import annotations
 
 import os
-import pickle
 import signal
 import subprocess
 import sys
@@ -64,6 +63,8 @@ def render_isolated(
     data: bytes, plan: Plan, settings: RenderSettings, deadline: float | None
 ) -> Rendered:
     """Render ``data`` as ``plan`` says in a child process killed at ``deadline``."""
+    import pickle  # here, not at the top: most processes never start a child
+
     # The header libvips parsed is an image handle of this process; the
     # child reads it again from the source if it needs it.
     portable = replace(plan, source=replace(plan.source, header=None))
@@ -105,6 +106,8 @@ def send(child: subprocess.Popen[bytes], request: bytes, data: bytes) -> None:
 
 def outcome(returncode: int, out: bytes, err: bytes) -> Rendered:
     """The child's result, or the error it reported, or why it died."""
+    import pickle
+
     if returncode == 0:
         answer: Any = pickle.loads(out)
         if isinstance(answer, OximgError):

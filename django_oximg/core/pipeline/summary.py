@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import blurhash
 import pyvips
 
 from django_oximg.core.deadlines import Deadline
@@ -98,6 +97,8 @@ def encode_blurhash(rgba: bytes, width: int, components: tuple[int, int]) -> str
     flat = [_over_white(rgba[i : i + 4]) for i in range(0, len(rgba), 4)]
     rows = [flat[start : start + width] for start in range(0, len(flat), width)]
     x_components, y_components = components
+    import blurhash  # only /info with a BlurHash needs it
+
     return str(blurhash.encode(rows, components_x=x_components, components_y=y_components))
 
 
