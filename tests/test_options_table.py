@@ -47,6 +47,19 @@ def test_every_name_belongs_to_one_option() -> None:
     assert frozenset(names) | frozenset(PRESET_NAMES) == OPTION_NAMES
 
 
+def test_an_option_at_its_defaults_writes_no_segment() -> None:
+    # build_path asks only the options whose fields differ from the defaults.
+    assert [option.name for option in OPTIONS if option.segment(DEFAULTS) is not None] == []
+
+
+@settings(max_examples=100, deadline=None)
+@given(valid_options())
+def test_the_builder_writes_what_every_option_asked_in_turn_writes(options: Options) -> None:
+    every = [s for option in OPTIONS if (s := option.segment(normalized(options))) is not None]
+    built = build_path(options, "x.jpg").split("/")[1:-2]  # without "plain" and the source
+    assert built == every
+
+
 def test_meta_options_write_nothing() -> None:
     meta = {option.name for option in OPTIONS if not option.fields}
     assert meta == {"resize", "size"}

@@ -12,8 +12,17 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from django_oximg.core.options.model import Options, normalized
-from django_oximg.core.options.table import OPTIONS
+from django_oximg.core.options.table import DEFAULTS, OPTIONS
 from django_oximg.core.options.values import base64url, invalid, invalid_source
+
+#: Each field's option, by its place in the table (the canonical order).
+WRITER_OF = {field: place for place, option in enumerate(OPTIONS) for field in option.fields}
+
+#: Each written field with its default, to find the few a path sets without
+#: asking every option for its text.
+WRITTEN_DEFAULTS = tuple(
+    (name, default) for name, default in vars(DEFAULTS).items() if name in WRITER_OF
+)
 
 
 def _check_buildable(options: Options, source: str) -> None:
@@ -47,7 +56,21 @@ def build_path(options: Options, source: str, *, encode: str = "plain") -> str:
         raise ValueError(f"encode must be 'plain' or 'base64', not {encode!r}")
     _check_buildable(options, source)
     options = normalized(options)
-    segments = [segment for option in OPTIONS if (segment := option.segment(options)) is not None]
+    # An option whose fields all hold their defaults writes nothing (tested for
+    # every option): most paths set a handful of some sixty fields, so only
+    # their options are asked for their text.
+    values = vars(options)
+    places = sorted(
+        {
+            WRITER_OF[name]
+            for name, default in WRITTEN_DEFAULTS
+            # Mostly the very default object: "is" settles it without an __eq__ call.
+            if (value := values[name]) is not default and value != default
+        }
+    )
+    segments = [
+        segment for place in places if (segment := OPTIONS[place].segment(options)) is not None
+    ]
     if encode == "plain":
         segments.append("plain")
         tail = quote(source, safe="/:")
