@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
-from django_oximg.core.options.model import Options, normalized
-from django_oximg.core.options.table import DEFAULTS, OPTIONS
+from django_oximg.core.options.model import DEFAULTS, Options, normalized
+from django_oximg.core.options.table import OPTIONS
 from django_oximg.core.options.values import base64url, invalid, invalid_source
 
 #: Each field's option, by its place in the table (the canonical order).
