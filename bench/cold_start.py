@@ -3,6 +3,7 @@
     .venv/bin/python bench/cold_start.py [--samples 7] [--apps deferred,middleware]
         [--before COMMIT]
     .venv/bin/python bench/cold_start.py --imports [--app deferred] [--before COMMIT]
+    .venv/bin/python bench/cold_start.py --instructions [--before COMMIT]
 
 Each sample starts a fresh server on 127.0.0.1 and asks for one thumbnail
 that is in no cache (the medium photo fitted into 500x500, q80, a
@@ -16,10 +17,16 @@ imported the application: the request then waits in the listen queue).
 ``gunicorn-hello`` is the same gunicorn serving a WSGI application that
 imports nothing and answers 10 KB: the server's own start, which every
 gunicorn application pays before its own. ``--before COMMIT`` adds
-``oximg-before``: the middleware application of the package at COMMIT.
+``oximg-before``: the first of ``--apps``' applications, on the package at
+COMMIT (which must have it: ``deferred`` needs 2026-11 or later).
 Samples of all contenders are interleaved; medians with min-max. The
 checkout is byte-compiled first and its servers run with bytecode caches
 on, as an installed wheel's (:func:`bench.servers.bytecode_environment`).
+
+``--instructions`` counts where a new worker's instructions go, stage by
+stage, with valgrind's cachegrind (which the host's speed does not move):
+each stage runs in a fresh interpreter after the ones before it, and the
+count without it is subtracted; the last stage is the first miss itself.
 
 ``--imports`` lists where the worker's time goes instead: in a fresh
 interpreter that has imported gunicorn's worker modules (as a forked worker
@@ -159,7 +166,7 @@ def measure(samples: int, apps: list[str], before: str | None) -> dict[str, list
             elif name == "gunicorn-hello":
                 seconds = sample_hello(media)
             elif name == "oximg-before":
-                seconds = sample_oximg("middleware", media, tag, package_root)
+                seconds = sample_oximg(apps[0], media, tag, package_root)
             else:
                 seconds = sample_oximg(name.removeprefix("oximg-"), media, tag)
             found[name].append(seconds)
@@ -245,6 +252,78 @@ def costliest(rows: list[tuple[str, float]]) -> list[tuple[str, float]]:
     return [(name, first[name]) for name in MODULES if name in first]
 
 
+#: What a new worker does before its first answer, in order: (what, Python).
+STAGES = (
+    (
+        "python and gunicorn's worker modules",
+        "import gunicorn.app.wsgiapp, gunicorn.http.wsgi, gunicorn.workers.gthread",
+    ),
+    (
+        "django.conf and the settings module",
+        "import django.conf; django.conf.settings.INSTALLED_APPS",
+    ),
+    ("django.core.files.storage", "import django.core.files.storage"),
+    ("django_oximg.conf, django_oximg.runtime", "import django_oximg.conf, django_oximg.runtime"),
+    ("django_oximg.wsgi", "import django_oximg.wsgi"),
+    (
+        "Pillow (PIL.Image, the JPEG and WebP plugins)",
+        "import PIL.Image; from PIL import JpegImagePlugin, WebPImagePlugin",
+    ),
+    ("pyvips and libvips' start", "import pyvips; pyvips.Image.black(1, 1).avg()"),
+    ("the pipeline's modules", "import django_oximg.core.pipeline"),
+    ("the thumbnailer's modules", "import django_oximg.core.thumbnailer"),
+)
+
+
+def stage_instructions(media: Path, package_root: Path | None, code: str, path: str) -> int:
+    """Instructions of a fresh interpreter running ``code`` (``FIRST_REQUEST``'s arguments)."""
+    done = subprocess.run(
+        [
+            "valgrind",
+            "--tool=cachegrind",
+            "--cache-sim=no",
+            "--cachegrind-out-file=/dev/null",
+            sys.executable,
+            "-c",
+            code,
+            "deferred",
+            path,
+        ],
+        env=dict(servers.oximg_env(media, package_root), PYTHONMALLOC="malloc", PYTHONHASHSEED="0"),
+        cwd=package_root or ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    match = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if match is None:
+        raise RuntimeError(done.stderr[-2000:])
+    return int(match.group(1).replace(",", ""))
+
+
+def print_instructions(before: str | None) -> None:
+    from bench.images import write_set
+    from bench.load import checkout
+
+    work = Path(tempfile.mkdtemp(prefix="oximg-instructions-"))
+    write_set(work / "media")
+    roots: list[tuple[str, Path | None]] = [("now", None)]
+    if before:
+        roots.append((before, checkout(before, work)))
+    for label, root in roots:
+        servers.compile_sources(root)
+        path = oximg_url(CASES["medium-jpeg"], 500, f"count{time.time_ns()}")
+        stages = [*STAGES, ("the first miss (its render, its lazy imports)", FIRST_REQUEST)]
+        print(f"instructions of a new worker, by stage ({label}):")
+        done, previous = [], 0
+        for name, code in stages:
+            done.append(code)
+            count = stage_instructions(work / "media", root, "\n".join(done), path)
+            print(f"- {name}: {(count - previous) / 1e6:.0f} M")
+            previous = count
+        print(f"- in all: {previous / 1e6:.0f} M")
+
+
 def print_imports(app: str, runs: int, before: str | None) -> None:
     from bench.images import write_set
     from bench.load import checkout
@@ -287,10 +366,16 @@ def main() -> None:
         "--apps", default="deferred,middleware", help="bench.wsgi_apps names, comma-separated"
     )
     parser.add_argument("--imports", action="store_true", help="list the import costs instead")
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions by stage instead"
+    )
     parser.add_argument("--app", default="deferred", help="the application --imports looks at")
     parser.add_argument("--before", metavar="COMMIT", help="add the package at COMMIT")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    if args.instructions:
+        print_instructions(args.before)
+        return
     if args.imports:
         print_imports(args.app, max(3, args.samples // 2), args.before)
         return
