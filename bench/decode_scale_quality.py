@@ -15,9 +15,8 @@ Lanczos3 to the rounded size) and encoded by the pipeline's own JPEG
 encoder (:func:`django_oximg.core.encoder.encode`) at q60-q90; each output
 is scored with SSIMULACRA2 against the full decode resized in linear light.
 Printed per box: each variant's score minus the default margin's, read at
-the default's q80 bytes (bench/matched.py), median and worst photo. Bare
-libvips (``thumbnail`` and ``jpegsave``, its own 1/2 decode) is the
-reference the quality tables use.
+the default's q80 bytes (bench/matched.py), median and worst photo. The
+comparison with bare libvips and the other servers is bench/quality.py's.
 
 Variants: ``m<margin>`` (a margin of the pipeline's rule) and
 ``m<margin>-sharpen<amount>`` (then a 3x3 unsharp mask on each band).
@@ -84,19 +83,13 @@ def png(image: Any, work: Path) -> Path:
     return path
 
 
-def reference(full: Any, width: int, height: int, uniform: bool) -> Any:
-    """Linear-light Lanczos3 of the full decode to ``width`` x ``height`` (libvips' grid
-    when ``uniform``: both axes by one scale, the last row half covered)."""
+def reference(full: Any, width: int, height: int) -> Any:
+    """Linear-light Lanczos3 of the full decode to exactly ``width`` x ``height``."""
     linear = full.colourspace("scrgb")
-    if uniform:
-        scale = width / full.width
-        resized = linear.resize(scale, kernel="lanczos3", gap=0.0)
-    else:
-        resized = linear.resize(
-            width / full.width, vscale=height / full.height, kernel="lanczos3", gap=0.0
-        )
-    resized = resized.colourspace("srgb").cast("uchar")
-    return resized.embed(0, 0, width, height, extend="copy")
+    resized = linear.resize(
+        width / full.width, vscale=height / full.height, kernel="lanczos3", gap=0.0
+    )
+    return resized.colourspace("srgb").cast("uchar")
 
 
 def outputs(
@@ -109,7 +102,7 @@ def outputs(
     for box in boxes:
         scale = min(box / full.width, box / full.height)
         size = (max(1, round(full.width * scale)), max(1, round(full.height * scale)))
-        ref = png(reference(full, *size, uniform=False), work)
+        ref = png(reference(full, *size), work)
         for name in variants:
             pixels = variant_pixels(name, data, full.width, full.height, size)
             for quality in QUALITIES:
@@ -118,14 +111,6 @@ def outputs(
                 )
                 decoded = pyvips.Image.new_from_buffer(encoded, "")
                 rows.append((photo.stem, box, name, quality, len(encoded), ref, png(decoded, work)))
-        bare = pyvips.Image.thumbnail_buffer(data, box, height=box).copy_memory()
-        bare_ref = png(reference(full, bare.width, bare.height, uniform=True), work)
-        for quality in QUALITIES:
-            encoded = bytes(bare.jpegsave_buffer(Q=quality, optimize_coding=True, keep=0))
-            decoded = pyvips.Image.new_from_buffer(encoded, "")
-            rows.append(
-                (photo.stem, box, "libvips", quality, len(encoded), bare_ref, png(decoded, work))
-            )
     return rows
 
 
@@ -140,7 +125,7 @@ def scores(pairs: list[tuple[Path, Path]], work: Path) -> list[float]:
 
 def report(curves: dict[tuple[str, int, str], list[tuple[int, float, int]]]) -> None:
     boxes = sorted({box for _, box, _ in curves})
-    names = sorted({name for _, _, name in curves}, key=lambda n: (n != "libvips", n))
+    names = sorted({name for _, _, name in curves})
     photos = sorted({photo for photo, _, _ in curves})
     for box in boxes:
         print(f"fit {box}: score minus {BASELINE}'s at {BASELINE}'s q{TARGET_QUALITY} bytes")
@@ -166,7 +151,7 @@ def report(curves: dict[tuple[str, int, str], list[tuple[int, float, int]]]) -> 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--boxes", default="320,400,500")
-    parser.add_argument("--variants", default="m1,m1.3,m1-sharpen0.25,m1.5-sharpen0.25")
+    parser.add_argument("--variants", default="m1,m1.3,m1-sharpen0.25")
     parser.add_argument("--photos", type=Path, default=ROOT / "bench" / "photos")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
