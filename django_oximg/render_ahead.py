@@ -30,7 +30,15 @@ from django.db.models.signals import post_delete, post_save, pre_save
 
 from django_oximg import declared
 from django_oximg.core.logs import printable
-from django_oximg.signals import file_is_replaced, purge_after_commit, purge_and_log, source_of
+from django_oximg.signals import (
+    file_is_replaced,
+    purge_after_commit,
+    purge_and_log,
+    replaced_sources,
+    saved_fields,
+    source_of,
+    stored_files,
+)
 
 logger = logging.getLogger("django_oximg")
 
@@ -70,22 +78,17 @@ def remember_changes(
     One query, only for a saved row with declared fields; fixture loading
     (``raw``) renders nothing.
     """
-    names = [
-        name for name in declared_fields(sender) if update_fields is None or name in update_fields
-    ]
+    names = saved_fields(declared_fields(sender), update_fields)
     if raw or not names:
         return
-    stored: dict[str, Any] = {}
-    if instance.pk is not None:
-        row = sender._default_manager.using(using).filter(pk=instance.pk).values(*names).first()
-        stored = row or {}
-    replaced, changed = [], []
-    for name in names:
-        current, old = getattr(instance, name), stored.get(name) or ""
-        if old and file_is_replaced(current, old):
-            replaced.append(source_of(sender, name, old))
-        if current and (not old or file_is_replaced(current, old)):
-            changed.append(name)
+    stored = stored_files(sender, instance, names, using)
+    replaced = replaced_sources(sender, instance, stored)
+    changed = [
+        name
+        for name in names
+        if getattr(instance, name)
+        and (name not in stored or file_is_replaced(getattr(instance, name), stored[name]))
+    ]
     if replaced or changed:
         setattr(instance, CHANGES_ATTRIBUTE, (replaced, changed))
 

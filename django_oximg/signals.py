@@ -21,6 +21,7 @@ business (or django-cleanup's).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -86,19 +87,12 @@ class PurgeHooks:
 
         Fixture loading (``raw``) and new rows replace nothing.
         """
-        names = [
-            name for name in self.field_names if update_fields is None or name in update_fields
-        ]
-        if raw or instance.pk is None or not names:
+        if raw:
             return
-        stored = sender._default_manager.using(using).filter(pk=instance.pk).values(*names).first()
-        if stored is None:
-            return
-        replaced = [
-            source_of(sender, name, stored[name])
-            for name in names
-            if stored[name] and file_is_replaced(getattr(instance, name), stored[name])
-        ]
+        stored = stored_files(
+            sender, instance, saved_fields(self.field_names, update_fields), using
+        )
+        replaced = replaced_sources(sender, instance, stored)
         if replaced:
             setattr(instance, REPLACED_ATTRIBUTE, replaced)
 
@@ -117,6 +111,30 @@ class PurgeHooks:
             stored = getattr(instance, name).name
             if stored:
                 purge_after_commit(source_of(sender, name, stored), using)
+
+
+def saved_fields(names: Sequence[str], update_fields: frozenset[str] | None) -> list[str]:
+    """Those of ``names`` that a save with ``update_fields`` writes."""
+    return [name for name in names if update_fields is None or name in update_fields]
+
+
+def stored_files(
+    model: type[Model], instance: Model, names: Sequence[str], using: str
+) -> dict[str, str]:
+    """The file names the saved row holds in ``names`` (one query; none for a new row)."""
+    if instance.pk is None or not names:
+        return {}
+    row = model._default_manager.using(using).filter(pk=instance.pk).values(*names).first()
+    return {name: stored for name, stored in (row or {}).items() if stored}
+
+
+def replaced_sources(model: type[Model], instance: Model, stored: Mapping[str, str]) -> list[str]:
+    """The sources of the ``stored`` files the instance no longer holds, about to go."""
+    return [
+        source_of(model, name, old)
+        for name, old in stored.items()
+        if file_is_replaced(getattr(instance, name), old)
+    ]
 
 
 def file_is_replaced(current: FieldFile, stored: str) -> bool:

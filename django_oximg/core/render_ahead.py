@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from django_oximg.core import errors, pipeline
 from django_oximg.core.jobs import Job
 from django_oximg.core.pipeline.batch import BatchStats, render_batch
-from django_oximg.core.staging import RenderWork
+from django_oximg.core.staging import RenderWork, SourceRead, StagedRender
 from django_oximg.core.stores import CacheStore
 from django_oximg.core.thumbnailer import Thumbnailer
 
@@ -115,19 +115,20 @@ def render_ahead(thumbnailer: Thumbnailer, requests: Sequence[AheadRequest]) -> 
 def plan_for(
     thumbnailer: Thumbnailer, job: Job, data: bytes, info: pipeline.SourceInfo
 ) -> pipeline.Plan:
-    """The plan a request's render of ``job`` would make, after the same checks.
+    """The plan a request's render of ``job`` would make, after the same checks:
+    the request's own staging (:meth:`RenderWork.stage`), whose estimate is unused.
 
     ``raw``, ``skip_processing`` and ``enforce_thumbnail`` are not rendered
     ahead: the tags never write them (their size is not known in advance).
     """
     assert isinstance(job.work, RenderWork)
-    options, fmt = job.work.options, job.work.format
+    options = job.work.options
     if options.raw or options.skip_processing or options.enforce_thumbnail:
         raise errors.InvalidOptions("raw, skip_processing and enforce_thumbnail are not rendered")
-    limits = thumbnailer.maker.limits
-    limits.check_file_size(data, options)
-    frames = limits.frames_to_render(info, fmt, options)
-    limits.check_resolution(info, frames, options)
-    plan = pipeline.plan_render(info, options, fmt, thumbnailer.config.render)
-    limits.check_encode_time(plan)
-    return plan
+    staged = job.work.stage(SourceRead(data, info), thumbnailer.maker.limits, ignore_duration)
+    assert isinstance(staged, StagedRender)  # neither raw nor skipped, refused above
+    return staged.plan
+
+
+def ignore_duration(seconds: float) -> None:
+    """Rendering ahead times no render for the request metrics."""
