@@ -44,12 +44,12 @@ from django_oximg.core.pipeline.encode import check_format
 from django_oximg.core.pipeline.libvips import Image, ensure_configured, failure
 from django_oximg.core.pipeline.load import (
     Loaded,
-    applied_orientation,
     dct_shrink,
-    resize_decoded,
+    decode_margin,
     turbo_decoded,
+    turbo_loaded,
 )
-from django_oximg.core.pipeline.plan import HIGH_QUALITY_MARGIN, Plan, RenderSettings
+from django_oximg.core.pipeline.plan import Plan, RenderSettings
 from django_oximg.core.pipeline.render import render, render_loaded
 from django_oximg.core.pipeline.rendered import Rendered
 
@@ -91,10 +91,7 @@ def decode_key(plan: Plan, settings: RenderSettings) -> DecodeKey | None:
         or settings.jpeg_decoder != "libjpeg-turbo"
     ):
         return None
-    margin = settings.jpeg_shrink_margin
-    if plan.linear_light:
-        margin = max(margin, HIGH_QUALITY_MARGIN)
-    return DecodeKey(dct_shrink(plan, margin), options.keep_copyright)
+    return DecodeKey(dct_shrink(plan, decode_margin(plan, settings)), options.keep_copyright)
 
 
 def loaded_from(decoded: Image, plan: Plan) -> Loaded:
@@ -105,12 +102,7 @@ def loaded_from(decoded: Image, plan: Plan) -> Loaded:
     pixels are not copied), since later steps set and remove metadata on
     the image they are given.
     """
-    own = decoded.copy()
-    orientation = applied_orientation(plan)
-    if plan.linear_light:
-        return Loaded(own if orientation == 1 else own.autorot(), True)
-    width, height = plan.load_size
-    return Loaded(resize_decoded(own, width, height, orientation), True)
+    return turbo_loaded(decoded.copy(), plan)
 
 
 def render_batch(

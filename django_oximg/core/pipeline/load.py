@@ -119,9 +119,9 @@ def load_thumbnail(data: bytes, plan: Plan, settings: RenderSettings) -> Loaded:
         )
         return Loaded(image, False)
     if info.format == "jpeg":
-        shrink, decoded = scaled_jpeg(data, plan, settings, settings.jpeg_shrink_margin)
+        shrink, decoded = scaled_jpeg(data, plan, settings, decode_margin(plan, settings))
         if decoded is not None:
-            return Loaded(resize_decoded(decoded, width, height, applied_orientation(plan)), True)
+            return turbo_loaded(decoded, plan)
         if shrink > dct_shrink(plan, LIBVIPS_SHRINK_MARGIN):
             image = libvips_jpeg(data, shrink).thumbnail_image(
                 width, height=height, size="force", no_rotate=not options.auto_rotate
@@ -144,10 +144,9 @@ def load_supersampled(data: bytes, plan: Plan, settings: RenderSettings) -> Load
     """
     info, options = plan.source, plan.options
     if info.format == "jpeg":
-        margin = max(settings.jpeg_shrink_margin, HIGH_QUALITY_MARGIN)
-        shrink, decoded = scaled_jpeg(data, plan, settings, margin)
+        shrink, decoded = scaled_jpeg(data, plan, settings, decode_margin(plan, settings))
         if decoded is not None:
-            return Loaded(decoded if applied_orientation(plan) == 1 else decoded.autorot(), True)
+            return turbo_loaded(decoded, plan)
         decoded = libvips_jpeg(data, shrink)
         turned = options.auto_rotate and info.orientation >= 5
         size = (decoded.height, decoded.width) if turned else (decoded.width, decoded.height)
@@ -193,9 +192,35 @@ def scaled_jpeg(
     declined.
     """
     shrink = dct_shrink(plan, margin)
+    return shrink, turbo_decoded_if_asked(data, shrink, plan, settings)
+
+
+def turbo_decoded_if_asked(
+    data: bytes, shrink: int, plan: Plan, settings: RenderSettings
+) -> Image | None:
+    """:func:`turbo_decoded` where ``settings.jpeg_decoder`` asks for libjpeg-turbo; None:
+    libvips decodes."""
     if settings.jpeg_decoder != "libjpeg-turbo":
-        return shrink, None
-    return shrink, turbo_decoded(data, shrink, plan.source, plan.options)
+        return None
+    return turbo_decoded(data, shrink, plan.source, plan.options)
+
+
+def decode_margin(plan: Plan, settings: RenderSettings) -> float:
+    """How much larger than its target a JPEG is decoded: ``settings.jpeg_shrink_margin``,
+    or the high-quality mode's margin where that is larger (its resize needs the pixels)."""
+    if plan.linear_light:
+        return max(settings.jpeg_shrink_margin, HIGH_QUALITY_MARGIN)
+    return settings.jpeg_shrink_margin
+
+
+def turbo_loaded(decoded: Image, plan: Plan) -> Loaded:
+    """What the load gives ``plan`` of libjpeg-turbo's decode: upright, and at the
+    load size unless the high-quality mode's resize step takes it there."""
+    orientation = applied_orientation(plan)
+    if plan.linear_light:
+        return Loaded(decoded if orientation == 1 else decoded.autorot(), True)
+    width, height = plan.load_size
+    return Loaded(resize_decoded(decoded, width, height, orientation), True)
 
 
 def libvips_jpeg(data: bytes, shrink: int) -> Image:
@@ -297,15 +322,12 @@ def crop_shrink(plan: Plan, settings: RenderSettings) -> int:
         return 1
     if options.flip_vertical or (crop.gravity or options.gravity).type == "sm":
         return 1
-    margin = settings.jpeg_shrink_margin
-    if plan.linear_light:
-        margin = max(margin, HIGH_QUALITY_MARGIN)
     return jpeg_shrink(
         geometry.crop_width,
         geometry.crop_height,
         geometry.scaled_width,
         geometry.scaled_height,
-        margin,
+        decode_margin(plan, settings),
     )
 
 
@@ -324,11 +346,9 @@ def load_crop(data: bytes, plan: Plan, settings: RenderSettings) -> Loaded | Non
     shrink = crop_shrink(plan, settings)
     if shrink == 1:
         return None
-    info, options, geometry = plan.source, plan.options, plan.geometry
+    options, geometry = plan.options, plan.geometry
     assert options.crop is not None
-    decoded = None
-    if settings.jpeg_decoder == "libjpeg-turbo":
-        decoded = turbo_decoded(data, shrink, info, options)
+    decoded = turbo_decoded_if_asked(data, shrink, plan, settings)
     in_memory = decoded is not None
     if decoded is None:
         decoded = pyvips.Image.jpegload_source(
