@@ -277,28 +277,17 @@ STAGES = (
 
 def stage_instructions(media: Path, package_root: Path | None, code: str, path: str) -> int:
     """Instructions of a fresh interpreter running ``code`` (``FIRST_REQUEST``'s arguments)."""
+    from bench.instructions import CACHEGRIND, COUNTED, instructions
+
     done = subprocess.run(
-        [
-            "valgrind",
-            "--tool=cachegrind",
-            "--cache-sim=no",
-            "--cachegrind-out-file=/dev/null",
-            sys.executable,
-            "-c",
-            code,
-            "deferred",
-            path,
-        ],
-        env=dict(servers.oximg_env(media, package_root), PYTHONMALLOC="malloc", PYTHONHASHSEED="0"),
+        [*CACHEGRIND, sys.executable, "-c", code, "deferred", path],
+        env=dict(servers.oximg_env(media, package_root), **COUNTED),
         cwd=package_root or ROOT,
         capture_output=True,
         text=True,
         check=True,
     )
-    match = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
-    if match is None:
-        raise RuntimeError(done.stderr[-2000:])
-    return int(match.group(1).replace(",", ""))
+    return instructions(done.stderr)
 
 
 def print_instructions(before: str | None) -> None:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -39,19 +38,15 @@ sys.path.insert(0, str(ROOT))
 import pyvips  # noqa: E402
 
 from bench import matched  # noqa: E402
+from bench import quality_contenders as contenders  # noqa: E402
+from bench.quality import TOOLS_PYTHON, decoded_rgb, run_scorer  # noqa: E402
 from django_oximg.core import defaults, encoder  # noqa: E402
 from django_oximg.core.pipeline.load import jpeg_shrink  # noqa: E402
 
-TOOLS_PYTHON = ROOT / "bench" / "peers" / ".venv-tools" / "bin" / "python"
-SCORER = ROOT / "bench" / "peers" / "score.py"
 QUALITIES = (60, 70, 80, 90)
 #: The quality whose bytes the scores are read at (the JPEG default).
 TARGET_QUALITY = 80
 BASELINE = f"m{defaults.JPEG_SHRINK_MARGIN:g}"
-
-
-def srgb(image: Any) -> Any:
-    return image if image.interpretation == "srgb" else image.colourspace("srgb")
 
 
 def sharpened(image: Any, amount: float) -> Any:
@@ -61,11 +56,11 @@ def sharpened(image: Any, amount: float) -> Any:
     return image.conv(mask, precision="integer").cast("uchar")
 
 
-def variant_pixels(name: str, data: bytes, width: int, height: int, box: tuple[int, int]) -> Any:
-    """The fitted, not yet encoded thumbnail ``name`` makes."""
+def variant_pixels(name: str, photo: contenders.Photo, full: Any, box: tuple[int, int]) -> Any:
+    """The fitted, not yet encoded thumbnail ``name`` makes of ``photo`` (``full``: its decode)."""
     margin_text, _, sharpen = name[1:].partition("-sharpen")
-    shrink = jpeg_shrink(width, height, box[0], box[1], float(margin_text))
-    image = srgb(pyvips.Image.jpegload_buffer(data, shrink=shrink))
+    shrink = jpeg_shrink(full.width, full.height, box[0], box[1], float(margin_text))
+    image = contenders.decoded(photo, shrink)
     image = image.resize(box[0] / image.width, vscale=box[1] / image.height, kernel="lanczos3")
     if image.width != box[0] or image.height != box[1]:
         image = image.embed(0, 0, box[0], box[1], extend="copy")
@@ -83,44 +78,27 @@ def png(image: Any, work: Path) -> Path:
     return path
 
 
-def reference(full: Any, width: int, height: int) -> Any:
-    """Linear-light Lanczos3 of the full decode to exactly ``width`` x ``height``."""
-    linear = full.colourspace("scrgb")
-    resized = linear.resize(
-        width / full.width, vscale=height / full.height, kernel="lanczos3", gap=0.0
-    )
-    return resized.colourspace("srgb").cast("uchar")
-
-
 def outputs(
     photo: Path, boxes: list[int], variants: list[str], work: Path
 ) -> list[tuple[str, int, str, int, int, Path, Path]]:
     """(photo, box, variant, quality, bytes, reference png, output png) for every output."""
-    data = photo.read_bytes()
-    full = srgb(pyvips.Image.jpegload_buffer(data)).copy_memory()
+    source = contenders.Photo(photo.stem, photo.read_bytes())
+    full = contenders.decoded(source, 1).copy_memory()
     rows = []
     for box in boxes:
         scale = min(box / full.width, box / full.height)
         size = (max(1, round(full.width * scale)), max(1, round(full.height * scale)))
-        ref = png(reference(full, *size), work)
+        # Linear-light Lanczos3 of the full decode, to exactly this size.
+        ref = png(contenders.resized(full, size[0] / full.width, size[1] / full.height, 0.0), work)
         for name in variants:
-            pixels = variant_pixels(name, data, full.width, full.height, size)
+            pixels = variant_pixels(name, source, full, size)
             for quality in QUALITIES:
                 encoded = encoder.encode(
                     pixels.write_to_memory(), *size, pixels.bands, "jpeg", quality
                 )
-                decoded = pyvips.Image.new_from_buffer(encoded, "")
-                rows.append((photo.stem, box, name, quality, len(encoded), ref, png(decoded, work)))
+                output = png(decoded_rgb(encoded), work)
+                rows.append((photo.stem, box, name, quality, len(encoded), ref, output))
     return rows
-
-
-def scores(pairs: list[tuple[Path, Path]], work: Path) -> list[float]:
-    listing = work / "pairs.json"
-    listing.write_text(json.dumps([[str(a), str(b)] for a, b in pairs]))
-    done = subprocess.run(
-        [str(TOOLS_PYTHON), str(SCORER), str(listing)], check=True, capture_output=True, text=True
-    )
-    return [float(v) for v in json.loads(done.stdout.strip().splitlines()[-1])]
 
 
 def report(curves: dict[tuple[str, int, str], list[tuple[int, float, int]]]) -> None:
@@ -164,7 +142,7 @@ def main() -> None:
     variants = [BASELINE, *(v for v in args.variants.split(",") if v and v != BASELINE)]
     work = Path(tempfile.mkdtemp(prefix="oximg-decode-scale-"))
     rows = [row for photo in photos for row in outputs(photo, boxes, variants, work)]
-    found = scores([(ref, out) for *_, ref, out in rows], work)
+    found = run_scorer([(ref, out) for *_, ref, out in rows], work)
     curves: dict[tuple[str, int, str], list[tuple[int, float, int]]] = {}
     for (photo, box, name, quality, size, _, _), score in zip(rows, found, strict=True):
         curves.setdefault((photo, box, name), []).append((size, score, quality))

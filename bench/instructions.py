@@ -42,6 +42,14 @@ from django_oximg.core import defaults
 
 ROOT = Path(__file__).resolve().parent.parent
 
+#: valgrind counting every instruction and nothing else (the command's start).
+CACHEGRIND = ("valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null")
+
+#: The environment for a counted Python: pymalloc's arenas are not visible to
+#: valgrind, so count what glibc does; the same hash seed gives the same
+#: dict layouts, so the same count every run.
+COUNTED = {"PYTHONMALLOC": "malloc", "PYTHONHASHSEED": "0"}
+
 #: cachegrind's summary line, e.g. ``==123== I refs:        1,234,567``.
 I_REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
 
@@ -94,15 +102,12 @@ def count(
 ) -> dict[str, int]:
     """Instructions of one process doing ``renders`` renders of ``case`` (``{"total": n}``,
     or per part with ``by_part``)."""
-    out = Path(tempfile.mkdtemp(prefix="oximg-callgrind-")) / "out"
-    tool = (
-        ["--tool=callgrind", f"--callgrind-out-file={out}"]
-        if by_part
-        else ["--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+    out = Path(tempfile.mkdtemp(prefix="oximg-callgrind-")) / "out" if by_part else None
+    valgrind = (
+        ("valgrind", "--tool=callgrind", f"--callgrind-out-file={out}") if out else CACHEGRIND
     )
     command = [
-        "valgrind",
-        *tool,
+        *valgrind,
         sys.executable,
         str(Path(__file__).resolve()),
         "--loop",
@@ -114,14 +119,11 @@ def count(
         "--margin",
         str(margin),
     ]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), str(ROOT)]))
-    # pymalloc's arenas are not visible to valgrind: count what glibc does.
-    env["PYTHONMALLOC"] = "malloc"
-    env["PYTHONHASHSEED"] = "0"  # the same dict layouts, so the same count every run
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), str(ROOT)]), **COUNTED)
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800)
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-2000:])
-    if not by_part:
+    if out is None:
         return {"total": instructions(done.stderr)}
     annotated = subprocess.run(
         ["callgrind_annotate", "--inclusive=no", "--threshold=100", str(out)],
