@@ -189,3 +189,19 @@ def _no_connection_closing_on_responses() -> Iterator[None]:
 
 def _leave_connections_alone(**kwargs: Any) -> None:
     """Stands in for ``close_old_connections`` while the tests run (see above)."""
+
+
+@pytest.fixture(scope="module")
+def connections_closed_afterwards(django_db_blocker: Any) -> Iterator[None]:
+    """Leave no database connection open for the tests that run after a module's.
+
+    pytest-django runs database tests first and keeps their connection; a
+    later test without database access that closes a response would then
+    fail in ``request_finished -> close_old_connections``. A module of
+    database tests asks for it with ``pytest.mark.usefixtures``.
+    """
+    from django.db import connections
+
+    yield
+    with django_db_blocker.unblock():
+        connections.close_all()

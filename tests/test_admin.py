@@ -19,7 +19,7 @@ from django import forms
 from django.contrib import admin
 from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
-from django.db import connections, models
+from django.db import models
 from django.test import Client, RequestFactory
 
 from django_oximg.admin import AdminThumbnailFileWidget, ThumbnailAdminMixin
@@ -29,20 +29,11 @@ from tests.adminapp.models import Artwork
 
 LANDSCAPE = "photos/landscape.jpg"  # 640x480
 
-pytestmark = [pytest.mark.urls("tests.adminapp.urls"), pytest.mark.django_db]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def close_connections_afterwards(django_db_blocker: Any) -> Iterator[None]:
-    """Leave no database connection open for the tests that run after these.
-
-    pytest-django runs database tests first and keeps their connection; a
-    later test without database access that closes a response would then
-    fail in ``request_finished -> close_old_connections``.
-    """
-    yield
-    with django_db_blocker.unblock():
-        connections.close_all()
+pytestmark = [
+    pytest.mark.urls("tests.adminapp.urls"),
+    pytest.mark.django_db,
+    pytest.mark.usefixtures("connections_closed_afterwards"),
+]
 
 
 @pytest.fixture(autouse=True)

@@ -414,20 +414,25 @@ def test_an_upload_appears_in_the_gallery_as_a_thumbnail_that_loads(
     assert images[0]["naturalWidth"] == int(images[0]["width"]) > 0
 
 
-def test_admin_shows_previews_that_load(
-    visit: Visit, browser_context: BrowserContext, server: str, demo_var: Path
-) -> None:
+def make_superuser(demo_var: Path, username: str, email: str) -> None:
+    """An admin user of the demo site, with the tests' password."""
     made = run_manage(
         demo_var,
         "createsuperuser",
         "--noinput",
         "--username",
-        ADMIN_USER,
+        username,
         "--email",
-        "demo@example.com",
+        email,
         DJANGO_SUPERUSER_PASSWORD=ADMIN_PASSWORD,
     )
     assert made.returncode == 0, made.stderr
+
+
+def test_admin_shows_previews_that_load(
+    visit: Visit, browser_context: BrowserContext, server: str, demo_var: Path
+) -> None:
+    make_superuser(demo_var, ADMIN_USER, "demo@example.com")
     page: Page = browser_context.new_page()
     try:
         page.goto(server + "/admin/gallery/photo/", timeout=LOAD_TIMEOUT_MS)
@@ -459,17 +464,7 @@ CLICK_AT = (0.25, 0.75)
 def test_a_click_on_the_preview_sets_the_focal_point_that_crops_follow(
     browser_context: BrowserContext, server: str, demo_var: Path
 ) -> None:
-    made = run_manage(
-        demo_var,
-        "createsuperuser",
-        "--noinput",
-        "--username",
-        FOCAL_EDITOR,
-        "--email",
-        "focal@example.com",
-        DJANGO_SUPERUSER_PASSWORD=ADMIN_PASSWORD,
-    )
-    assert made.returncode == 0, made.stderr
+    make_superuser(demo_var, FOCAL_EDITOR, "focal@example.com")
     page: Page = browser_context.new_page()
     try:
         page.goto(server + "/", timeout=LOAD_TIMEOUT_MS)  # the first visit adds the photos

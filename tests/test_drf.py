@@ -20,7 +20,6 @@ from urllib.parse import urlsplit
 import pytest
 import pyvips
 from django.core.cache import cache
-from django.db import connections
 from django.test import Client
 
 from django_oximg.core.errors import SourceNotFound
@@ -32,15 +31,11 @@ from tests.photosapp.models import Photo
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LANDSCAPE = "photos/landscape.jpg"  # 640x480, drawn by the media fixture
 
-pytestmark = [pytest.mark.urls("tests.photosapp.urls"), pytest.mark.django_db]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def close_connections_afterwards(django_db_blocker: Any) -> Iterator[None]:
-    """Leave no database connection open for the tests that run after these (as test_admin)."""
-    yield
-    with django_db_blocker.unblock():
-        connections.close_all()
+pytestmark = [
+    pytest.mark.urls("tests.photosapp.urls"),
+    pytest.mark.django_db,
+    pytest.mark.usefixtures("connections_closed_afterwards"),
+]
 
 
 @pytest.fixture(autouse=True)

@@ -39,15 +39,11 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 SPOT = "photos/spot.jpg"
 SPOT_POINT = FocalPoint(0.25, 0.5)
 
-pytestmark = [pytest.mark.urls("tests.photosapp.urls"), pytest.mark.django_db]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def close_connections_afterwards(django_db_blocker: Any) -> Iterator[None]:
-    """Leave no database connection open for the tests that run after these (as test_admin)."""
-    yield
-    with django_db_blocker.unblock():
-        connections.close_all()
+pytestmark = [
+    pytest.mark.urls("tests.photosapp.urls"),
+    pytest.mark.django_db,
+    pytest.mark.usefixtures("connections_closed_afterwards"),
+]
 
 
 @pytest.fixture(autouse=True)

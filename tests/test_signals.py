@@ -16,7 +16,7 @@ import pytest
 from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
 from django.core.files.base import ContentFile
-from django.db import connections, transaction
+from django.db import transaction
 
 from django_oximg import runtime
 from django_oximg.core.keys import source_directory
@@ -29,20 +29,7 @@ ALPHA = "photos/alpha.png"
 
 Capture = Callable[..., AbstractContextManager[list[Callable[[], Any]]]]
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(scope="module", autouse=True)
-def close_connections_afterwards(django_db_blocker: Any) -> Iterator[None]:
-    """Leave no database connection open for the tests that run after these.
-
-    pytest-django runs database tests first and keeps their connection; a
-    later test without database access that closes a response would then
-    fail in ``request_finished -> close_old_connections``.
-    """
-    yield
-    with django_db_blocker.unblock():
-        connections.close_all()
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("connections_closed_afterwards")]
 
 
 @pytest.fixture(autouse=True)
