@@ -16,7 +16,11 @@ first connection accepted (gunicorn's master listens before its worker has
 imported the application: the request then waits in the listen queue).
 ``gunicorn-hello`` is the same gunicorn serving a WSGI application that
 imports nothing and answers 10 KB: the server's own start, which every
-gunicorn application pays before its own. ``--before COMMIT`` adds
+gunicorn application pays before its own. ``gunicorn-stack`` serves
+``bench.wsgi_apps:stack``: Django's settings and storage, Pillow and pyvips,
+and one render of the same thumbnail by hand (a 1/2 decode, as the defaults
+make), with nothing of django_oximg: the floor of a cold start on the stack
+the package is built on. ``--before COMMIT`` adds
 ``oximg-before``: the first of ``--apps``' applications, on the package at
 COMMIT (which must have it: ``deferred`` needs 2026-11 or later).
 Samples of all contenders are interleaved; medians with min-max. The
@@ -121,10 +125,11 @@ def sample_oximg(app: str, media: Path, tag: str, package_root: Path | None = No
         return first_answer(port, path, started, process)
 
 
-def sample_hello(media: Path) -> float:
+def sample_bare(app: str, media: Path) -> float:
+    """``gunicorn-hello`` or ``gunicorn-stack``: a bench.wsgi_apps application that ignores the path."""
     port = servers.free_port()
     started = time.perf_counter()
-    with spawned(oximg_command("hello", port), servers.oximg_env(media)) as process:
+    with spawned(oximg_command(app, port), servers.oximg_env(media)) as process:
         return first_answer(port, "/", started, process)
 
 
@@ -152,7 +157,7 @@ def measure(samples: int, apps: list[str], before: str | None) -> dict[str, list
     contenders = [f"oximg-{app}" for app in apps]
     if package_root:
         contenders.append("oximg-before")
-    contenders.append("gunicorn-hello")
+    contenders.extend(["gunicorn-hello", "gunicorn-stack"])
     if servers.thumbor_available():
         contenders.append("thumbor")
     else:
@@ -163,8 +168,8 @@ def measure(samples: int, apps: list[str], before: str | None) -> dict[str, list
             tag = f"cold{time.time_ns()}"
             if name == "thumbor":
                 seconds = sample_thumbor(conf, tag)
-            elif name == "gunicorn-hello":
-                seconds = sample_hello(media)
+            elif name.startswith("gunicorn-"):
+                seconds = sample_bare(name.removeprefix("gunicorn-"), media)
             elif name == "oximg-before":
                 seconds = sample_oximg(apps[0], media, tag, package_root)
             else:
