@@ -34,7 +34,7 @@ over the encoder matrix, 1.11x at the least.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from django_oximg.core import encoder, jpeg
 from django_oximg.core.pipeline import Plan, SourceInfo
@@ -181,8 +181,7 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 PNG_GREY_TYPES = frozenset({0, 4})
 
 
-@dataclass(frozen=True)
-class JpegFrame:
+class JpegFrame(NamedTuple):
     """What a JPEG's start-of-frame says: components' sampling and progressiveness."""
 
     width: int
@@ -271,8 +270,7 @@ def jpeg_shrink_factor(shrink: float) -> int:
     return 1
 
 
-@dataclass(frozen=True)
-class Sizes:
+class Sizes(NamedTuple):
     """What the estimate needs to know about one request's sizes."""
 
     #: Pixels of one source frame.

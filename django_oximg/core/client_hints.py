@@ -18,8 +18,8 @@ the options, so of the cache key.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
+from typing import Any, NamedTuple
 
 from django_oximg.core.geometry import round_half_up
 from django_oximg.core.options import (
@@ -37,8 +37,7 @@ DPR_HEADERS = (("HTTP_SEC_CH_DPR", "Sec-CH-DPR"), ("HTTP_DPR", "DPR"))
 WIDTH_HEADERS = (("HTTP_SEC_CH_WIDTH", "Sec-CH-Width"), ("HTTP_WIDTH", "Width"))
 
 
-@dataclass(frozen=True)
-class ClientHints:
+class ClientHints(NamedTuple):
     """The hints a request sent; 0 for a hint it did not send (or sent badly)."""
 
     dpr: float = 0.0

@@ -53,8 +53,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar, cast
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
 from django_oximg.core.errors import Overloaded, ProcessingTimeout, SourceTooLarge
 
@@ -66,8 +65,7 @@ T_co = TypeVar("T_co", covariant=True)
 DOWNLOAD_SHARE = 0.5
 
 
-@dataclass(frozen=True)
-class ExecutorStats:
+class ExecutorStats(NamedTuple):
     """A consistent snapshot of an executor's counters, taken under its lock.
 
     ``completed`` counts jobs that ran to the end, whether they returned or raised.
@@ -104,8 +102,7 @@ class Staged(Protocol[T_co]):
         ...
 
 
-@dataclass(frozen=True)
-class Ready(Generic[T]):
+class Ready(NamedTuple, Generic[T]):
     """A :class:`Staged` work that is a function: a plain :meth:`Executor.run` job's."""
 
     cost: int

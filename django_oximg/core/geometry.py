@@ -22,7 +22,7 @@ Pure Python on purpose: no pyvips, no Django, cheap enough for every page view.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from django_oximg.core.options import Gravity, Options
 
@@ -30,8 +30,7 @@ from django_oximg.core.options import Gravity, Options
 QUARTER_TURN_ORIENTATIONS = frozenset({5, 6, 7, 8})
 
 
-@dataclass(frozen=True)
-class Geometry:
+class Geometry(NamedTuple):
     """The size plan for one request; all sizes in output pixels.
 
     Every intermediate size is here so the pipeline can execute the plan step
@@ -180,8 +179,7 @@ def compute_scales(width: int, height: int, options: Options) -> tuple[float, fl
     return 1.0 / x_shrink, 1.0 / y_shrink, dpr_scale
 
 
-@dataclass(frozen=True)
-class _Sizes:
+class _Sizes(NamedTuple):
     """Sizes that follow from a choice of scales (recomputed after limiting)."""
 
     target: tuple[int, int]

@@ -25,8 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import quote, unquote
 
 from django_oximg.core.errors import InvalidOptions
@@ -70,8 +69,7 @@ UNSAFE_IN_BODY = re.compile(r"[^A-Za-z0-9_.-]")
 MAX_EXPIRES = 10**12
 
 
-@dataclass(frozen=True)
-class InfoRequest:
+class InfoRequest(NamedTuple):
     """A parsed info path: the source and what to compute for it."""
 
     source: str

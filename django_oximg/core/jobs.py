@@ -14,7 +14,8 @@ makes (:class:`~django_oximg.core.staging.RenderWork`,
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from typing import NamedTuple
 
 from django_oximg.core import errors, keys, responders
 from django_oximg.core import info as info_endpoint
@@ -27,8 +28,7 @@ from django_oximg.core.staging import InfoWork, RenderWork
 from django_oximg.core.stores import CachedResult
 
 
-@dataclass(frozen=True)
-class Job:
+class Job(NamedTuple):
     """A verified, parsed request: what to make of which source, and where it is kept."""
 
     source: Resolved
@@ -73,8 +73,7 @@ class Job:
         )
 
 
-@dataclass(frozen=True)
-class JobReader:
+class JobReader(NamedTuple):
     """Reads request paths into jobs for one thumbnailer (thread-safe: it holds no state)."""
 
     signer: URLSigner

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import io
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from PIL import ImageFile, JpegImagePlugin
 
@@ -43,8 +43,7 @@ DECODED_MODES = {"RGB": 3, "L": 1}
 DECODE_ERRORS = (OSError, SyntaxError, ValueError, EOFError, IndexError, KeyError, struct.error)
 
 
-@dataclass(frozen=True)
-class Decoded:
+class Decoded(NamedTuple):
     """Interleaved 8-bit pixels: ``bands`` values per pixel, rows top to bottom."""
 
     pixels: bytes

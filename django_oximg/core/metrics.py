@@ -37,8 +37,7 @@ import math
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from django_oximg.core import pipeline
 from django_oximg.core.executor import Executor
@@ -79,8 +78,7 @@ UNAUTHORIZED = "Unauthorized"
 CHALLENGE = ("WWW-Authenticate", 'Bearer realm="metrics"')
 
 
-@dataclass(frozen=True)
-class Counts:
+class Counts(NamedTuple):
     """The thumbnailer's own counters, read at scrape time."""
 
     renders: int

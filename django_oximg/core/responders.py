@@ -12,7 +12,7 @@ import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, NamedTuple
 from urllib.parse import quote, urlsplit
 
 from django_oximg.core import errors
@@ -81,8 +81,7 @@ class Reply:
         return STATUS_LINES.get(self.status) or f"{self.status} {HTTPStatus(self.status).phrase}"
 
 
-@dataclass(frozen=True)
-class Result:
+class Result(NamedTuple):
     """An answer ready to send: in memory, as a file on local disk, as an
     open stream from a remote cache, or as a URL to redirect to.
 

@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, NamedTuple, TypeVar, cast
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class SingleFlightStats:
+class SingleFlightStats(NamedTuple):
     """A snapshot of a :class:`SingleFlight`'s counters.
 
     ``executed`` counts calls that ran their function (leaders), ``coalesced`` calls

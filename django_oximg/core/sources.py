@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from django_oximg.core import errors
 from django_oximg.core.stores import SourceStore
@@ -35,8 +35,7 @@ def is_url(source: str) -> bool:
     return URL_SOURCE.match(source) is not None
 
 
-@dataclass(frozen=True)
-class Resolved:
+class Resolved(NamedTuple):
     """A source split into its store and the name within it."""
 
     #: The source as written in the URL (``alias:name``, a name or a URL).

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import ClassVar
+from dataclasses import dataclass
+from typing import ClassVar, NamedTuple
 
 from django_oximg.core import errors, pipeline
 from django_oximg.core import info as info_endpoint
@@ -31,16 +31,14 @@ from django_oximg.core.options import Options, lowered_limit
 ANIMATED_FORMATS = frozenset({"webp", "gif"})
 
 
-@dataclass(frozen=True)
-class SourceRead:
+class SourceRead(NamedTuple):
     """A source's bytes and its header: read once, shared by the jobs in flight on it."""
 
     data: bytes
     info: pipeline.SourceInfo
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(NamedTuple):
     """What a source is checked against, and what its work runs with (from the settings)."""
 
     render: pipeline.RenderSettings
@@ -103,8 +101,7 @@ class Limits:
 # -- what a worker runs ---------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class StagedRender:
+class StagedRender(NamedTuple):
     """A render checked and planned: its estimated peak memory, and the render of that plan."""
 
     cost: int
@@ -113,7 +110,7 @@ class StagedRender:
     settings: pipeline.RenderSettings
     timeout: float
     #: Told how long the render took, whether it succeeded or not (the metrics).
-    observe: Callable[[float], None] = field(repr=False, compare=False)
+    observe: Callable[[float], None]
 
     def run(self) -> bytes:
         """Render, stopped at the deadline ``timeout`` seconds from now."""
@@ -132,8 +129,7 @@ class StagedRender:
             self.observe(time.monotonic() - started)
 
 
-@dataclass(frozen=True)
-class StagedSummary:
+class StagedSummary(NamedTuple):
     """An ``/info`` document whose BlurHash or dominant colour needs a tiny thumbnail."""
 
     cost: int
@@ -153,8 +149,7 @@ class StagedSummary:
         return info_endpoint.info_document(self.source.info, len(self.source.data), summary)
 
 
-@dataclass(frozen=True)
-class StagedBytes:
+class StagedBytes(NamedTuple):
     """An answer made already; what it costs is the memory it holds."""
 
     cost: int

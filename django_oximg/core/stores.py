@@ -31,9 +31,8 @@ import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import BinaryIO, NamedTuple, Protocol
 
 from django_oximg.core.errors import SourceNotFound, SourceTooLarge, SourceUnavailable
 
@@ -54,8 +53,7 @@ MAX_COMPONENT_BYTES = 255
 MAX_NAME_BYTES = 1024
 
 
-@dataclass(frozen=True)
-class CachedResult:
+class CachedResult(NamedTuple):
     """A result found in the cache: on local disk (``path``), as bytes, as an
     open stream from a remote store (``stream``), or as a URL to redirect to.
 
@@ -83,8 +81,7 @@ class CachedResult:
         return CachedResult(size=len(data), data=data, url=self.url)
 
 
-@dataclass(frozen=True)
-class CacheEntry:
+class CacheEntry(NamedTuple):
     """One stored result as a listing sees it (for cleaning by age and size)."""
 
     key: str

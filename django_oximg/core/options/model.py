@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 #: Gravity types as imgproxy names them. ``sm`` is libvips' attention crop,
 #: ``fp`` a focus point given as fractions of the image.
@@ -31,8 +31,7 @@ OUTPUT_FORMATS = ("jpeg", "png", "webp", "avif", "gif")
 QUALITY_MODES = ("standard", "high")
 
 
-@dataclass(frozen=True)
-class Gravity:
+class Gravity(NamedTuple):
     """Where to anchor a crop or an extension.
 
     ``type`` is one of :data:`GRAVITY_TYPES`. For compass types ``x`` and ``y``
@@ -45,8 +44,7 @@ class Gravity:
     y: float = 0.0
 
 
-@dataclass(frozen=True)
-class Crop:
+class Crop(NamedTuple):
     """Crop the source before resizing (imgproxy ``crop``).
 
     ``width``/``height`` are pixels of the source, or fractions of it when below
@@ -167,8 +165,7 @@ class ParsedPath:
     assigned: frozenset[str] = field(default=frozenset(), compare=False)
 
 
-@dataclass(frozen=True)
-class URLRules:
+class URLRules(NamedTuple):
     """What a site lets URLs say: imgproxy's ``ALLOWED_PROCESSING_OPTIONS`` and
     ``ONLY_PRESETS``."""
 

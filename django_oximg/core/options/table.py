@@ -20,8 +20,8 @@ have their reading and their text written next to each other below.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from dataclasses import replace
+from typing import Any, NamedTuple, TypeVar
 
 from django_oximg.core.options.model import (
     DEFAULTS,
@@ -78,8 +78,7 @@ Text = Callable[[Options], str | None]
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Option:
+class Option(NamedTuple):
     """One processing option, both ways: read from a URL, written into a canonical path."""
 
     #: Every name a URL may use: the long name first, the canonical short name last.

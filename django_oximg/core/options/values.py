@@ -15,8 +15,7 @@ import binascii
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, NamedTuple, TypeVar
 from urllib.parse import quote
 
 from django_oximg.core.errors import InvalidOptions
@@ -247,8 +246,7 @@ def trailing_defaults_dropped(args: list[str], defaults: list[str]) -> str:
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Kind(Generic[T]):
+class Kind(NamedTuple, Generic[T]):
     """One kind of single argument: how its text is read and how its value is written.
 
     ``read(option, text)`` checks the text and returns the value, naming

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from django_oximg.core import defaults, encoder
 from django_oximg.core.geometry import Geometry, plan_geometry
@@ -174,8 +175,7 @@ def plan_render(info: SourceInfo, options: Options, fmt: str, settings: RenderSe
     )
 
 
-@dataclass(frozen=True)
-class EncodeRate:
+class EncodeRate(NamedTuple):
     """How long an encoder the deadline cannot stop takes at one effort, in CPU seconds."""
 
     effort: int
@@ -196,8 +196,7 @@ class EncodeRate:
         )
 
 
-@dataclass(frozen=True)
-class UnstoppableEncoder:
+class UnstoppableEncoder(NamedTuple):
     """An encoder the deadline cannot stop: its two efforts, and the cost of alpha."""
 
     #: For results small enough to afford it.

@@ -8,13 +8,12 @@ child's). Kept apart from both, neither has to import the other for it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from django_oximg.core.pipeline.encode import CONTENT_TYPES
 
 
-@dataclass(frozen=True)
-class Rendered:
+class Rendered(NamedTuple):
     """An encoded result."""
 
     data: bytes

@@ -6,7 +6,7 @@ shrink-on-load, so even a large source costs little.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import pyvips
 
@@ -33,8 +33,7 @@ COLOUR_LEVELS = 4
 OPAQUE_ALPHA = 128
 
 
-@dataclass(frozen=True)
-class Summary:
+class Summary(NamedTuple):
     """A source's look in a few bytes: a BlurHash and a dominant colour, each optional."""
 
     blurhash: str | None

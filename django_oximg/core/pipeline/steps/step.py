@@ -10,7 +10,7 @@ animation's frames may be processed as one strip.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from django_oximg.core.pipeline.libvips import Image
 from django_oximg.core.pipeline.plan import Plan
@@ -24,8 +24,7 @@ def never(plan: Plan, frame: Size) -> bool:
     return False
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(NamedTuple):
     """One per-frame step of the pipeline."""
 
     #: The work: ``(image, plan) -> image``. It reads the plan, never settings.
