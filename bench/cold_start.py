@@ -126,7 +126,7 @@ def sample_oximg(app: str, media: Path, tag: str, package_root: Path | None = No
 
 
 def sample_bare(app: str, media: Path) -> float:
-    """``gunicorn-hello`` or ``gunicorn-stack``: a bench.wsgi_apps application that ignores the path."""
+    """``gunicorn-hello`` or ``gunicorn-stack``: an application that ignores the path."""
     port = servers.free_port()
     started = time.perf_counter()
     with spawned(oximg_command(app, port), servers.oximg_env(media)) as process:

@@ -205,6 +205,17 @@ class OximgSettings:
     """libvips threads per render. 1 with ``WORKERS`` = CPUs keeps every core
     busy on separate requests without oversubscription; see docs/operations.md."""
 
+    MALLOC_THRESHOLD: int = 32 * 1024 * 1024
+    """Bytes of freed memory glibc's malloc keeps for the next render,
+    rather than handing it back to the kernel and faulting it in again, page
+    by page, at the next decode (glibc's mmap and trim thresholds; the mmap
+    one stops at 32 MiB). The default takes about 400 page faults and 7 %
+    of the CPU off a medium miss under load, for about 10 MiB more resident
+    memory. 0 leaves glibc's defaults. Ignored off glibc, and when the
+    process started with ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``,
+    ``MALLOC_TOP_PAD_`` or glibc malloc tunables set. Measured in
+    docs/BENCHMARKS.md."""
+
     JPEG_SHRINK_MARGIN: float = defaults.JPEG_SHRINK_MARGIN
     """How much larger than the thumbnail a JPEG is decoded, at least, before
     the final resize (1 to 8). JPEG decoders can scale by 1/2, 1/4 or 1/8 as
@@ -414,6 +425,7 @@ COUNTS = (
     "MAX_ANIMATION_FRAMES",
     "MAX_RESULT_DIMENSION",
     "LIBVIPS_CONCURRENCY",
+    "MALLOC_THRESHOLD",
     "METADATA_CACHE_TIMEOUT",
     "HTTP_MAX_REDIRECTS",
     "SOURCE_READS",

@@ -43,13 +43,18 @@ _libvips_ready = False
 
 
 def prepare_libvips(settings: conf.OximgSettings) -> None:
-    """Check the libvips version and set it up once per process (caller holds _lock)."""
+    """Check the libvips version and set it up once per process (caller holds _lock).
+
+    glibc's malloc is told to keep freed render memory here too: this is
+    where a process starts rendering (:mod:`django_oximg.core.malloc`).
+    """
     global _libvips_ready
     if not _libvips_ready:
-        from django_oximg.core import pipeline
+        from django_oximg.core import malloc, pipeline
 
         pipeline.check_libvips_version()
         pipeline.configure(concurrency=settings.LIBVIPS_CONCURRENCY, block_untrusted=True)
+        malloc.keep_freed_memory(settings.MALLOC_THRESHOLD)
         _libvips_ready = True
 
 

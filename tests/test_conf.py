@@ -393,6 +393,7 @@ SAME_BYTES = {
     "SRCSET_WIDTHS": "which URLs the tags write; each URL carries its width",
     "CACHE_CONTROL": "a header, set on each answer as it is sent",
     "LIBVIPS_CONCURRENCY": "libvips' threads give the same pixels",
+    "MALLOC_THRESHOLD": "where freed memory goes, not what is computed",
     "JPEG_DECODER": "the same pixels either way (tests/test_jpeg.py)",
     "ENCODER": "the same pixels either way (tests/test_encoder.py)",
     "COORDINATION_CACHE": "who renders, not what",
