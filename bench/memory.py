@@ -23,7 +23,8 @@ buffers and a 4:4:4 JPEG's size (with its re-encode by libvips when Pillow's
 buffer is too small) outgrow the photo-fitted weights.
 
 ``malloc``: the RSS a long-lived process keeps after many renders on several
-threads, with glibc's default malloc, ``MALLOC_ARENA_MAX=2`` and jemalloc
+threads, with glibc's malloc at ``MALLOC_THRESHOLD``'s default and at 0
+(glibc's own thresholds), ``MALLOC_ARENA_MAX=2`` and jemalloc
 (``LD_PRELOAD``, if Debian's libjemalloc2 is installed).
 
 ``served``: the core thumbnailer serving concurrent misses of one 30 MP
@@ -54,6 +55,14 @@ sys.path.insert(0, str(ROOT))
 MIB = 1024 * 1024
 DEFAULT_IMAGES = Path(tempfile.gettempdir()) / "oximg-memory-images"
 JEMALLOC = Path("/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")
+
+
+def default_malloc_threshold() -> int:
+    """``MALLOC_THRESHOLD``'s default: what a served process tells glibc's malloc."""
+    from django_oximg.conf import OximgSettings
+
+    return OximgSettings.MALLOC_THRESHOLD
+
 
 #: The request every weight case makes: the reference benchmarks' 500x500 fit.
 FIT = "rs:fit:500:500"
@@ -375,12 +384,16 @@ def mixed_sources(directory: Path) -> list[Path]:
     return [paths[name] for name in names]
 
 
-def churn(files: list[str], renders: int, threads: int) -> dict[str, int]:
-    """Render ``renders`` jobs over ``files`` on ``threads`` threads; report RSS after."""
-    from django_oximg.core import pipeline
+def churn(files: list[str], renders: int, threads: int, threshold: int) -> dict[str, int]:
+    """Render ``renders`` jobs over ``files`` on ``threads`` threads; report RSS after.
+
+    ``threshold`` is ``MALLOC_THRESHOLD``, applied as a served process applies it.
+    """
+    from django_oximg.core import malloc, pipeline
     from django_oximg.core.options import parse_path
 
     pipeline.configure(concurrency=1)
+    malloc.keep_freed_memory(threshold)
     settings = pipeline.RenderSettings()
     sources = [Path(name).read_bytes() for name in files]
     base = status_bytes("VmRSS")
@@ -414,17 +427,21 @@ def churn(files: list[str], renders: int, threads: int) -> dict[str, int]:
 
 def run_malloc(args: argparse.Namespace) -> None:
     files = [str(path) for path in mixed_sources(args.images)]
-    variants: list[tuple[str, dict[str, str]]] = [
-        ("glibc default", {}),
-        ("glibc MALLOC_ARENA_MAX=2", {"MALLOC_ARENA_MAX": "2"}),
+    kept = default_malloc_threshold()
+    variants: list[tuple[str, dict[str, str], int]] = [
+        ("glibc, MALLOC_THRESHOLD 0 (glibc's own)", {}, 0),
+        ("glibc, MALLOC_THRESHOLD default", {}, kept),
+        ("glibc MALLOC_ARENA_MAX=2, MALLOC_THRESHOLD 0", {"MALLOC_ARENA_MAX": "2"}, 0),
+        ("glibc MALLOC_ARENA_MAX=2, MALLOC_THRESHOLD default", {"MALLOC_ARENA_MAX": "2"}, kept),
     ]
     if JEMALLOC.exists():
-        variants.append(("jemalloc 5.3 (LD_PRELOAD)", {"LD_PRELOAD": str(JEMALLOC)}))
+        variants.append(("jemalloc 5.3 (LD_PRELOAD)", {"LD_PRELOAD": str(JEMALLOC)}, 0))
     print("| allocator | base MiB | peak MiB | after MiB | after +2 s MiB |")
     print("|---|---|---|---|---|")
-    for label, extra in variants:
+    for label, extra, threshold in variants:
         command = [sys.executable, __file__, "churn", json.dumps(files)]
         command += ["--renders", str(args.renders), "--threads", str(args.threads)]
+        command += ["--malloc-threshold", str(threshold)]
         results = []
         for _ in range(args.repeat):
             out = subprocess.run(
@@ -449,7 +466,7 @@ def sample_rss(stop: threading.Event, interval: float) -> Iterator[int]:
 
 def run_served(args: argparse.Namespace) -> None:
     """Concurrent misses of one 30 MP progressive JPEG through the core thumbnailer."""
-    from django_oximg.core import pipeline
+    from django_oximg.core import malloc, pipeline
     from django_oximg.core.executor import Executor
     from django_oximg.core.options import parse_path
     from django_oximg.core.signing import URLSigner, pairs_from_hex
@@ -467,6 +484,7 @@ def run_served(args: argparse.Namespace) -> None:
     (work / "src" / "big.jpg").write_bytes(source.read_bytes())
 
     pipeline.configure(concurrency=1)
+    malloc.keep_freed_memory(args.malloc_threshold)
     signer = URLSigner(pairs_from_hex(["aa" * 32], ["bb" * 32]))
     executor = Executor(2, 32, 120.0, args.budget_mib * MIB)
     thumbnailer = Thumbnailer(
@@ -559,6 +577,12 @@ def main() -> None:
     served.add_argument("--budget-mib", type=int, default=200)
     served.add_argument("--requests", type=int, default=12)
     served.add_argument("--subsample", choices=("420", "444"), default="420")
+    served.add_argument(
+        "--malloc-threshold",
+        type=int,
+        default=default_malloc_threshold(),
+        help="MALLOC_THRESHOLD, applied as a served process applies it (0: glibc's own)",
+    )
 
     one = commands.add_parser("one", help=argparse.SUPPRESS)
     one.add_argument("case")
@@ -573,13 +597,15 @@ def main() -> None:
     churn_parser.add_argument("files")
     churn_parser.add_argument("--renders", type=int, default=200)
     churn_parser.add_argument("--threads", type=int, default=4)
+    churn_parser.add_argument("--malloc-threshold", type=int, default=default_malloc_threshold())
 
     args = parser.parse_args()
     if args.command == "one":
         measured = measure_one(Case(**json.loads(args.case)), args.concurrency, not args.no_warm_up)
         print(json.dumps(asdict(measured)))
     elif args.command == "churn":
-        print(json.dumps(churn(json.loads(args.files), args.renders, args.threads)))
+        files = json.loads(args.files)
+        print(json.dumps(churn(files, args.renders, args.threads, args.malloc_threshold)))
     elif args.command == "draw-served":
         draw_served(args.path, args.subsample)
     elif args.command in ("weights", "dense"):

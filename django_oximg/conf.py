@@ -205,14 +205,16 @@ class OximgSettings:
     """libvips threads per render. 1 with ``WORKERS`` = CPUs keeps every core
     busy on separate requests without oversubscription; see docs/operations.md."""
 
-    MALLOC_THRESHOLD: int = 32 * 1024 * 1024
-    """Bytes of freed memory glibc's malloc keeps for the next render,
-    rather than handing it back to the kernel and faulting it in again, page
-    by page, at the next decode (glibc's mmap and trim thresholds; the mmap
-    one stops at 32 MiB). The default takes about 400 page faults and 7 %
-    of the CPU off a medium miss under load, for about 10 MiB more resident
-    memory. 0 leaves glibc's defaults. Ignored off glibc, and when the
-    process started with ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``,
+    MALLOC_THRESHOLD: int = 8 * 1024 * 1024
+    """glibc's malloc thresholds, in bytes: freed blocks up to this size stay
+    in the process for the next render, rather than going back to the
+    kernel to be faulted in again, page by page, at the next decode; larger
+    ones go back as soon as they are freed (glibc would otherwise raise its
+    threshold to 32 MiB after the first large block, and keep those). The
+    default takes about 400 page faults and 7 % of the CPU off a medium miss
+    under load, and lowers what a process keeps after large renders. 0
+    leaves glibc's defaults. Ignored off glibc, and when the process started
+    with ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``,
     ``MALLOC_TOP_PAD_`` or glibc malloc tunables set. Measured in
     docs/BENCHMARKS.md."""
 
