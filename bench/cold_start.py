@@ -182,8 +182,17 @@ def measure(samples: int, apps: list[str], before: str | None) -> dict[str, list
 
 #: Run in a fresh interpreter: import the WSGI application, answer one miss.
 FIRST_REQUEST = """
-import io, sys, time
+import dataclasses, io, sys, time
 import gunicorn.app.wsgiapp, gunicorn.http.wsgi, gunicorn.workers.gthread  # as in a worker
+made = []  # (ms, name) of each dataclass defined from here on
+define = dataclasses._process_class
+def timed(cls, *args, **kwargs):
+    begun = time.perf_counter()
+    try:
+        return define(cls, *args, **kwargs)
+    finally:
+        made.append(((time.perf_counter() - begun) * 1000, cls.__qualname__))
+dataclasses._process_class = timed
 started = time.perf_counter()
 import bench.wsgi_apps as apps
 app = getattr(apps, sys.argv[1])
@@ -198,6 +207,7 @@ body = b"".join(app(environ, lambda status, headers, exc=None: statuses.append(s
 answered = time.perf_counter()
 assert statuses[0].startswith("200"), statuses
 print("TIMES", imported - started, answered - imported, file=sys.stderr)
+print("DATACLASSES", len(made), sum(ms for ms, _ in made), file=sys.stderr)
 """
 
 IMPORT_LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \| *(\S+)")
@@ -205,8 +215,9 @@ IMPORT_LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \| *(\S+)")
 
 def import_costs(
     app: str, media: Path, package_root: Path | None = None
-) -> tuple[list[tuple[str, float]], float, float]:
-    """(the costliest imports as (name, ms cumulative), import ms, first request ms)."""
+) -> tuple[list[tuple[str, float]], float, float, tuple[int, float]]:
+    """(the costliest imports as (name, ms cumulative), import ms, first request ms,
+    (dataclasses defined, ms defining them))."""
     path = oximg_url(CASES["medium-jpeg"], 500, f"imports{time.time_ns()}")
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", FIRST_REQUEST, app, path],
@@ -223,7 +234,9 @@ def import_costs(
             rows.append((match[3], int(match[2]) / 1000))
     [times] = [line for line in done.stderr.splitlines() if line.startswith("TIMES ")]
     imported, answered = (float(t) * 1000 for t in times.split()[1:])
-    return costliest(rows), imported, answered
+    [made] = [line for line in done.stderr.splitlines() if line.startswith("DATACLASSES ")]
+    count, defining = made.split()[1:]
+    return costliest(rows), imported, answered, (int(count), float(defining))
 
 
 #: Modules whose import cost is listed: each line is the cumulative time of
@@ -331,18 +344,21 @@ def print_imports(app: str, runs: int, before: str | None) -> None:
     if before:
         root = checkout(before, work)
         servers.compile_sources(root)
-        costs = [import_costs("middleware", work / "media", root) for _ in range(runs)]
-        print_import_costs(f"bench.wsgi_apps:middleware of {before}", costs)
+        costs = [import_costs(app, work / "media", root) for _ in range(runs)]
+        print_import_costs(f"bench.wsgi_apps:{app} of {before}", costs)
 
 
 def print_import_costs(
-    title: str, results: list[tuple[list[tuple[str, float]], float, float]]
+    title: str, results: list[tuple[list[tuple[str, float]], float, float, tuple[int, float]]]
 ) -> None:
     """Medians of :func:`import_costs` over fresh interpreters."""
     print(f"{title}, {len(results)} fresh interpreters, medians (ms; -X importtime inflates them)")
     imported = statistics.median(r[1] for r in results)
     answered = statistics.median(r[2] for r in results)
     print(f"- importing the application: {imported:.0f} ms; the first miss: {answered:.0f} ms")
+    count = statistics.median(r[3][0] for r in results)
+    defining = statistics.median(r[3][1] for r in results)
+    print(f"- dataclasses defined until the first answer: {count:.0f}, {defining:.1f} ms")
     print("first import of each module, nested imports included (so lines overlap):")
     for name in MODULES:
         values = [dict(r[0]).get(name) for r in results]

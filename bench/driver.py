@@ -69,6 +69,9 @@ class RunStats:
     #: Server CPU seconds over wall seconds: how many cores it kept busy.
     cores_used: float = math.nan
     peak_rss_mib: float = math.nan
+    #: Minor page faults of the server's processes per completed request:
+    #: memory handed back to the kernel and touched afresh (MALLOC_THRESHOLD).
+    page_faults_per_request: float = math.nan
     #: Connections that reached the end of their distinct paths and started
     #: over: their later requests may have been cache hits, not misses.
     wrapped: int = 0
@@ -446,6 +449,16 @@ def cpu_seconds(pid: int) -> float:
     return sum(int(v) for v in fields[11:15]) / CLOCK_TICKS
 
 
+def minor_faults(pid: int) -> int:
+    """minflt + cminflt of ``pid`` (0 when it is gone)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    fields = text.rsplit(")", 1)[1].split()
+    return int(fields[7]) + int(fields[8])  # fields 10 and 11 of proc(5)
+
+
 def rss_mib(pid: int, field_name: str = "VmRSS") -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -463,11 +476,13 @@ class ProcessSample:
     root: int
     pids: list[int] = field(default_factory=list)
     cpu: float = 0.0
+    faults: int = 0
     wall: float = 0.0
 
     def start(self) -> None:
         self.pids = process_tree(self.root)
         self.cpu = sum(cpu_seconds(p) for p in self.pids)
+        self.faults = sum(minor_faults(p) for p in self.pids)
         self.wall = time.perf_counter()
 
     def stop(self, stats: RunStats) -> RunStats:
@@ -477,6 +492,8 @@ class ProcessSample:
         cpu = sum(cpu_seconds(p) for p in pids) - self.cpu
         stats.cpu_ms_per_request = 1000 * cpu / stats.ok if stats.ok else math.nan
         stats.cores_used = cpu / wall if wall > 0 else math.nan
+        faults = sum(minor_faults(p) for p in pids) - self.faults
+        stats.page_faults_per_request = faults / stats.ok if stats.ok else math.nan
         # Peak RSS: the largest VmHWM of any process of the tree (workers, not the sum).
         stats.peak_rss_mib = max((rss_mib(p, "VmHWM") for p in pids), default=math.nan)
         return stats

@@ -76,6 +76,7 @@ FIGURES = (
     "cpu_ms_per_request",
     "cores_used",
     "peak_rss_mib",
+    "page_faults_per_request",
     "bytes_per_response",
     "other_cpus",
 )
@@ -308,6 +309,7 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
             f"  {contender:<14} {case.name:<16} {kind:<8} c={concurrency:<3} "
             f"{rps:7.1f} req/s  p50 {result.get('p50_ms') or math.nan:7.1f} ms  "
             f"cpu {result.get('cpu_ms_per_request') or math.nan:6.1f} ms/req  "
+            f"faults {result.get('page_faults_per_request', math.nan):5.0f}/req  "
             f"others {result.get('other_cpus', math.nan):.2f} CPUs"
             + (f"  busy {result['settle_s']:.1f} s after" if result.get("settle_s", 0) > 1 else ""),
             flush=True,

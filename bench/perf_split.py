@@ -1,0 +1,124 @@
+"""Where a served miss's CPU goes, by shared object: django-oximg beside thumbor, under perf.
+
+    .venv/bin/python bench/perf_split.py [--case medium-jpeg-boxes] [--seconds 10]
+        [--connections 8] [--contenders oximg,thumbor]
+
+Each server in turn (django-oximg: one gunicorn process through
+``OximgMiddleware``, the load benchmark's settings; thumbor 7.8 with 2
+processes, bench/peers/setup_thumbor.sh) is warmed with 400 misses, then
+driven with ``--connections`` keep-alive connections of cache-missing URLs
+for ``--seconds`` while Linux ``perf record`` samples every process of its
+tree (``-F 999``, software clock: no hardware counters needed). The CPU ms
+per request measured over the same run is split by perf's share of samples
+per shared object (libjpeg, libvips, the interpreter, the kernel, libc,
+Pillow's ``_imaging``): which work one server does and the other does not.
+Sampling costs some CPU itself, so read the split, not the totals, against
+bench/load.py's figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench import servers  # noqa: E402
+from bench.cases import CASES, Case, oximg_url, thumbor_path, url_list  # noqa: E402
+from bench.driver import ProcessSample, closed_loop, per_connection, process_tree  # noqa: E402
+from bench.images import write_set  # noqa: E402
+
+#: Shares below this (percent of samples) are left out of the listing.
+SHOWN_PERCENT = 0.3
+
+
+def split(
+    server: servers.Running,
+    case: Case,
+    build: Callable[[Case, int, str], str],
+    connections: int,
+    seconds: float,
+    data: Path,
+) -> tuple[float, float, list[tuple[float, str]]]:
+    """(requests per second, CPU ms per request, [(ms per request, shared object)])."""
+    warm = url_list(case, 400, "diverse", f"warm{data.stem}", build)
+    closed_loop(server.port, per_connection(warm, connections), 3)
+    urls = url_list(case, max(2000, int(seconds * 300)), "diverse", f"perf{data.stem}", build)
+    pids = ",".join(str(pid) for pid in process_tree(server.pid))
+    recorder = subprocess.Popen(
+        ["perf", "record", "-q", "-F", "999", "-p", pids, "-o", str(data)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        sample = ProcessSample(server.pid)
+        sample.start()
+        stats = sample.stop(closed_loop(server.port, per_connection(urls, connections), seconds))
+    finally:
+        recorder.send_signal(signal.SIGINT)  # perf writes its file and exits
+        recorder.wait(timeout=60)
+    if stats.ok != stats.requests:
+        raise RuntimeError(f"statuses {stats.statuses}")
+    report = subprocess.run(
+        ["perf", "report", "-i", str(data), "--sort", "dso", "--stdio", "-g", "none"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    rows = []
+    for line in report.splitlines():
+        match = re.match(r"\s*([\d.]+)%\s+(\S+)", line)  # "#" comment lines never match
+        if match and float(match.group(1)) >= SHOWN_PERCENT:
+            rows.append((float(match.group(1)) / 100 * stats.cpu_ms_per_request, match.group(2)))
+    return stats.requests / seconds, stats.cpu_ms_per_request, rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case", choices=sorted(CASES), default="medium-jpeg-boxes")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--contenders", default="oximg,thumbor")
+    args = parser.parse_args()
+    if not shutil.which("perf"):
+        parser.error("needs Linux perf (Debian: apt-get install linux-perf)")
+    wanted = args.contenders.split(",")
+    work = Path(tempfile.mkdtemp(prefix="oximg-perf-split-"))
+    media = work / "media"
+    write_set(media)
+    servers.compile_sources()
+    case = CASES[args.case]
+    first = CASES["medium-jpeg"]
+    results = {}
+    if "oximg" in wanted:
+        with servers.oximg(media, "middleware", oximg_url(first, 500, "first"), log_dir=work) as s:
+            results["django-oximg"] = split(
+                s, case, oximg_url, args.connections, args.seconds, work / "oximg.data"
+            )
+    if "thumbor" in wanted:
+        if not servers.thumbor_available():
+            print("thumbor not installed (bash bench/peers/setup_thumbor.sh): skipped")
+        else:
+            path = thumbor_path(first, 500, "first")
+            with servers.thumbor(media, path, log_dir=work) as s:
+                results["thumbor"] = split(
+                    s, case, thumbor_path, args.connections, args.seconds, work / "thumbor.data"
+                )
+    print(f"{case.name}, c={args.connections}, {args.seconds:.0f} s under perf record")
+    for name, (rate, cpu, rows) in results.items():
+        print(f"{name}: {rate:.1f} req/s, {cpu:.2f} CPU ms per request")
+        for ms, shared_object in rows:
+            print(f"  {ms:6.2f} ms  {shared_object}")
+
+
+if __name__ == "__main__":
+    main()
