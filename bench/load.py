@@ -214,16 +214,20 @@ class AltServer:
     processes: int = 1
     worker_class: str = "gthread"
     threads: int = servers.GTHREAD_THREADS
+    #: Environment variables added to the server's (glibc's MALLOC_*, say).
+    env: dict[str, str] | None = None
 
     @property
     def differs(self) -> bool:
         """Whether anything is set: an alt server like oximg-wsgi measures nothing new."""
-        return bool(self.settings) or replace(self, settings=None) != AltServer()
+        plain = replace(self, settings=None, env=None)
+        return bool(self.settings) or bool(self.env) or plain != AltServer()
 
     def describe(self) -> str:
         threads = f" of {self.threads} threads" if self.worker_class == "gthread" else ""
+        env = f", environment {self.env}" if self.env else ""
         return (
-            f"oximg-wsgi-alt runs with OXIMG overrides {self.settings or {}} "
+            f"oximg-wsgi-alt runs with OXIMG overrides {self.settings or {}}{env} "
             f"in {self.processes} gunicorn {self.worker_class} process(es){threads}"
         )
 
@@ -262,7 +266,7 @@ def started_servers(
         if "oximg-wsgi-alt" in wanted:
             if not alt.differs:
                 notes.append(
-                    "oximg-wsgi-alt needs --alt-settings, --alt-processes, "
+                    "oximg-wsgi-alt needs --alt-settings, --alt-env, --alt-processes, "
                     "--alt-worker-class or --alt-threads: skipped"
                 )
             else:
@@ -273,6 +277,7 @@ def started_servers(
                     processes=alt.processes,
                     worker_class=alt.worker_class,
                     threads=alt.threads,
+                    extra_env=alt.env,
                 )
         if {"thumbor", "thumbor-close"} & set(wanted):
             if servers.thumbor_available():
@@ -317,7 +322,9 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
 
     cold: dict[str, float] = {}
     before = checkout(args.before, work) if args.before else None
-    alt = AltServer(args.alt_settings, args.alt_processes, args.alt_worker_class, args.alt_threads)
+    alt = AltServer(
+        args.alt_settings, args.alt_processes, args.alt_worker_class, args.alt_threads, args.alt_env
+    )
     with started_servers(wanted, media, work, notes, before, alt) as running:
         for name, server in running.items():
             cold[name] = server.cold_start
@@ -674,6 +681,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--json", type=Path)
     parser.add_argument(
         "--before", metavar="COMMIT", help="add oximg-wsgi-before: the package at COMMIT"
+    )
+    parser.add_argument(
+        "--alt-env",
+        type=json.loads,
+        metavar="JSON",
+        help="add oximg-wsgi-alt with these environment variables, "
+        'e.g. \'{"MALLOC_TRIM_THRESHOLD_": "8388608"}\'',
     )
     parser.add_argument(
         "--alt-settings",

@@ -4,8 +4,8 @@ A miss allocates a few large blocks and frees them when it is done: the
 JPEG decode (2.7 MB for a 2000x1333 photo at 1/2), the packed copy handed
 to libvips, libvips' strips. glibc's defaults trim such memory from the
 top of each thread's arena and give it back to the kernel, and the next
-render's decode touches it afresh, one page fault per 4 KiB: about 400
-faults, some 7 % of the CPU of a medium miss under load. And after the
+render's decode touches it afresh, one page fault per 4 KiB: about 500
+faults, 4 % of the CPU of a medium miss under load. And after the
 first large block freed, glibc raises its mmap threshold to that block's
 size (up to 32 MiB), so the buffers of large renders stay in its arenas
 too, where fragmentation keeps them long after.
