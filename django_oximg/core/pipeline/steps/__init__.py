@@ -54,9 +54,17 @@ STEPS: tuple[Step, ...] = (
 
 
 def process_frame(image: Image, plan: Plan) -> Image:
-    """Every step in order."""
+    """Every step in order.
+
+    The frame's size is read once and again only after a step changed the
+    image: each read is a libvips property fetch (five C calls, each
+    releasing and taking back the GIL), and most steps have nothing to do.
+    """
+    size = (image.width, image.height)
     for step in STEPS:
-        image = step(image, plan)
+        if not step.is_noop(plan, size):
+            image = step.run(image, plan)
+            size = (image.width, image.height)
     return image
 
 

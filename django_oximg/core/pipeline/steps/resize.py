@@ -24,9 +24,10 @@ def resize_to(image: Image, width: int, height: int, linear: bool = False) -> Im
 
     ``linear``: in linear light where :func:`resizes_linearly` allows.
     """
-    if image.width == width and image.height == height:
+    source_width, source_height = image.width, image.height  # a libvips call each
+    if source_width == width and source_height == height:
         return image
-    x_scale, y_scale = width / image.width, height / image.height
+    x_scale, y_scale = width / source_width, height / source_height
     if linear and resizes_linearly(image):
         resized = linear_light_resize(image, x_scale, y_scale)
     elif image.hasalpha():
