@@ -72,6 +72,9 @@ class RunStats:
     #: Minor page faults of the server's processes per completed request:
     #: memory handed back to the kernel and touched afresh (MALLOC_THRESHOLD).
     page_faults_per_request: float = math.nan
+    #: Context switches of the server's threads per completed request (threads
+    #: alive at both ends of the run): work and the GIL handed between threads.
+    switches_per_request: float = math.nan
     #: Connections that reached the end of their distinct paths and started
     #: over: their later requests may have been cache hits, not misses.
     wrapped: int = 0
@@ -459,6 +462,21 @@ def minor_faults(pid: int) -> int:
     return int(fields[7]) + int(fields[8])  # fields 10 and 11 of proc(5)
 
 
+def thread_switches(pids: list[int]) -> dict[str, int]:
+    """Voluntary and involuntary context switches per thread ("pid/tid") of ``pids``."""
+    counts = {}
+    for pid in pids:
+        for status in Path(f"/proc/{pid}/task").glob("*/status"):
+            try:
+                text = status.read_text()
+            except OSError:
+                continue
+            counts[f"{pid}/{status.parent.name}"] = sum(
+                int(line.split()[1]) for line in text.splitlines() if "ctxt_switches" in line
+            )
+    return counts
+
+
 def rss_mib(pid: int, field_name: str = "VmRSS") -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -477,12 +495,14 @@ class ProcessSample:
     pids: list[int] = field(default_factory=list)
     cpu: float = 0.0
     faults: int = 0
+    switches: dict[str, int] = field(default_factory=dict)
     wall: float = 0.0
 
     def start(self) -> None:
         self.pids = process_tree(self.root)
         self.cpu = sum(cpu_seconds(p) for p in self.pids)
         self.faults = sum(minor_faults(p) for p in self.pids)
+        self.switches = thread_switches(self.pids)
         self.wall = time.perf_counter()
 
     def stop(self, stats: RunStats) -> RunStats:
@@ -494,6 +514,11 @@ class ProcessSample:
         stats.cores_used = cpu / wall if wall > 0 else math.nan
         faults = sum(minor_faults(p) for p in pids) - self.faults
         stats.page_faults_per_request = faults / stats.ok if stats.ok else math.nan
+        after = thread_switches(pids)
+        switched = sum(
+            count - self.switches[task] for task, count in after.items() if task in self.switches
+        )
+        stats.switches_per_request = switched / stats.ok if stats.ok else math.nan
         # Peak RSS: the largest VmHWM of any process of the tree (workers, not the sum).
         stats.peak_rss_mib = max((rss_mib(p, "VmHWM") for p in pids), default=math.nan)
         return stats

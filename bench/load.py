@@ -77,6 +77,7 @@ FIGURES = (
     "cores_used",
     "peak_rss_mib",
     "page_faults_per_request",
+    "switches_per_request",
     "bytes_per_response",
     "other_cpus",
 )
@@ -315,6 +316,7 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
             f"{rps:7.1f} req/s  p50 {result.get('p50_ms') or math.nan:7.1f} ms  "
             f"cpu {result.get('cpu_ms_per_request') or math.nan:6.1f} ms/req  "
             f"faults {result.get('page_faults_per_request', math.nan):5.0f}/req  "
+            f"switches {result.get('switches_per_request', math.nan):4.0f}/req  "
             f"others {result.get('other_cpus', math.nan):.2f} CPUs"
             + (f"  busy {result['settle_s']:.1f} s after" if result.get("settle_s", 0) > 1 else ""),
             flush=True,

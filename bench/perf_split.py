@@ -11,7 +11,8 @@ for ``--seconds`` while Linux ``perf record`` samples every process of its
 tree (``-F 999``, software clock: no hardware counters needed). The CPU ms
 per request measured over the same run is split by perf's share of samples
 per shared object (libjpeg, libvips, the interpreter, the kernel, libc,
-Pillow's ``_imaging``): which work one server does and the other does not.
+Pillow's ``_imaging``): which work one server does and the other does not;
+with the context switches of the server's threads per request.
 Sampling costs some CPU itself, so read the split, not the totals, against
 bench/load.py's figures.
 """
@@ -47,8 +48,9 @@ def split(
     connections: int,
     seconds: float,
     data: Path,
-) -> tuple[float, float, list[tuple[float, str]]]:
-    """(requests per second, CPU ms per request, [(ms per request, shared object)])."""
+) -> tuple[float, float, float, list[tuple[float, str]]]:
+    """(requests per second, CPU ms per request, context switches per request,
+    [(ms per request, shared object)])."""
     warm = url_list(case, 400, "diverse", f"warm{data.stem}", build)
     closed_loop(server.port, per_connection(warm, connections), 3)
     urls = url_list(case, max(2000, int(seconds * 300)), "diverse", f"perf{data.stem}", build)
@@ -79,7 +81,7 @@ def split(
         match = re.match(r"\s*([\d.]+)%\s+(\S+)", line)  # "#" comment lines never match
         if match and float(match.group(1)) >= SHOWN_PERCENT:
             rows.append((float(match.group(1)) / 100 * stats.cpu_ms_per_request, match.group(2)))
-    return stats.requests / seconds, stats.cpu_ms_per_request, rows
+    return stats.requests / seconds, stats.cpu_ms_per_request, stats.switches_per_request, rows
 
 
 def main() -> None:
@@ -114,8 +116,8 @@ def main() -> None:
                     s, case, thumbor_path, args.connections, args.seconds, work / "thumbor.data"
                 )
     print(f"{case.name}, c={args.connections}, {args.seconds:.0f} s under perf record")
-    for name, (rate, cpu, rows) in results.items():
-        print(f"{name}: {rate:.1f} req/s, {cpu:.2f} CPU ms per request")
+    for name, (rate, cpu, switches, rows) in results.items():
+        print(f"{name}: {rate:.1f} req/s, {cpu:.2f} CPU ms per request, {switches:.0f} switches")
         for ms, shared_object in rows:
             print(f"  {ms:6.2f} ms  {shared_object}")
 
