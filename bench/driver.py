@@ -25,14 +25,16 @@ import os
 import re
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 #: A request taking longer than this is counted as a client failure (status 0).
 REQUEST_TIMEOUT = 60.0
@@ -443,23 +445,27 @@ def process_tree(root: int) -> list[int]:
 
 def cpu_seconds(pid: int) -> float:
     """utime + stime + cutime + cstime of ``pid`` (0 when it is gone)."""
+    return cpu_and_faults(pid)[0]
+
+
+def cpu_and_faults(pid: int) -> tuple[float, int]:
+    """(CPU seconds as :func:`cpu_seconds`, minflt + cminflt) of ``pid``, from one read.
+
+    (0, 0) when it is gone.
+    """
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return 0.0
+        return 0.0, 0
     fields = text.rsplit(")", 1)[1].split()
-    # After the ")": state is field 3, so utime (14) is index 11.
-    return sum(int(v) for v in fields[11:15]) / CLOCK_TICKS
+    # After the ")": state is field 3, so minflt (10) is index 7, utime (14) index 11.
+    return sum(int(v) for v in fields[11:15]) / CLOCK_TICKS, int(fields[7]) + int(fields[8])
 
 
-def minor_faults(pid: int) -> int:
-    """minflt + cminflt of ``pid`` (0 when it is gone)."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return 0
-    fields = text.rsplit(")", 1)[1].split()
-    return int(fields[7]) + int(fields[8])  # fields 10 and 11 of proc(5)
+def tree_cpu_and_faults(pids: list[int]) -> tuple[float, int]:
+    """:func:`cpu_and_faults` summed over ``pids``."""
+    counters = [cpu_and_faults(pid) for pid in pids]
+    return sum(cpu for cpu, _ in counters), sum(faults for _, faults in counters)
 
 
 def thread_switches(pids: list[int]) -> dict[str, int]:
@@ -500,8 +506,7 @@ class ProcessSample:
 
     def start(self) -> None:
         self.pids = process_tree(self.root)
-        self.cpu = sum(cpu_seconds(p) for p in self.pids)
-        self.faults = sum(minor_faults(p) for p in self.pids)
+        self.cpu, self.faults = tree_cpu_and_faults(self.pids)
         self.switches = thread_switches(self.pids)
         self.wall = time.perf_counter()
 
@@ -509,10 +514,10 @@ class ProcessSample:
         """Fill in the server-side figures of ``stats``."""
         wall = time.perf_counter() - self.wall
         pids = process_tree(self.root)
-        cpu = sum(cpu_seconds(p) for p in pids) - self.cpu
+        cpu, faults = tree_cpu_and_faults(pids)
+        cpu, faults = cpu - self.cpu, faults - self.faults
         stats.cpu_ms_per_request = 1000 * cpu / stats.ok if stats.ok else math.nan
         stats.cores_used = cpu / wall if wall > 0 else math.nan
-        faults = sum(minor_faults(p) for p in pids) - self.faults
         stats.page_faults_per_request = faults / stats.ok if stats.ok else math.nan
         after = thread_switches(pids)
         switched = sum(
@@ -522,6 +527,48 @@ class ProcessSample:
         # Peak RSS: the largest VmHWM of any process of the tree (workers, not the sum).
         stats.peak_rss_mib = max((rss_mib(p, "VmHWM") for p in pids), default=math.nan)
         return stats
+
+
+T = TypeVar("T")
+
+
+def under_perf(
+    root: int, data: Path, run: Callable[[], T], frequency: int = 999
+) -> tuple[T, dict[str, float]]:
+    """``run()`` while Linux ``perf record`` samples every process of ``root``'s tree.
+
+    Returns what ``run`` returned and perf's share of the samples (0..1) per
+    shared object (``perf report --sort dso``); the samples go to ``data``.
+    """
+    pids = ",".join(str(pid) for pid in process_tree(root))
+    recorder = subprocess.Popen(
+        ["perf", "record", "-q", "-F", str(frequency), "-p", pids, "-o", str(data)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        result = run()
+    finally:
+        recorder.send_signal(signal.SIGINT)  # perf writes its file and exits
+        recorder.wait(timeout=60)
+    report = subprocess.run(
+        ["perf", "report", "-i", str(data), "--sort", "dso", "--stdio", "-g", "none"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    return result, perf_shares(report)
+
+
+def perf_shares(report: str) -> dict[str, float]:
+    """Share of samples (0..1) per shared object from ``perf report --sort dso`` text."""
+    shares: dict[str, float] = {}
+    for line in report.splitlines():
+        match = re.match(r"\s*([\d.]+)%\s+(\S+)", line)  # "#" comment lines never match
+        if match:
+            shares[match.group(2)] = shares.get(match.group(2), 0.0) + float(match.group(1)) / 100
+    return shares
 
 
 def wait_until_idle(

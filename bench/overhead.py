@@ -30,10 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -48,8 +45,8 @@ from bench.driver import (  # noqa: E402
     ProcessSample,
     closed_loop,
     per_connection,
-    process_tree,
     spread,
+    under_perf,
 )
 from bench.images import write_set  # noqa: E402
 
@@ -113,39 +110,11 @@ def measure(server: servers.Running, urls: list[str], concurrency: int, seconds:
     return stats.cpu_ms_per_request
 
 
-def perf_shares(report: str) -> dict[str, float]:
-    """Share of samples (0..1) per shared object from ``perf report --sort dso`` text."""
-    shares: dict[str, float] = {}
-    for line in report.splitlines():
-        match = re.match(r"\s*([\d.]+)%\s+(\S+)", line)  # "#" comment lines never match
-        if match:
-            shares[match.group(2)] = shares.get(match.group(2), 0.0) + float(match.group(1)) / 100
-    return shares
-
-
 def sampled(
     server: servers.Running, urls: list[str], concurrency: int, seconds: float, data: Path
 ) -> tuple[float, dict[str, float]]:
     """CPU ms per request and its share per shared object, over one run under ``perf record``."""
-    pids = ",".join(str(pid) for pid in process_tree(server.pid))
-    recorder = subprocess.Popen(
-        ["perf", "record", "-q", "-F", "1999", "-p", pids, "-o", str(data)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        cpu = measure(server, urls, concurrency, seconds)
-    finally:
-        recorder.send_signal(signal.SIGINT)  # perf writes its file and exits
-        recorder.wait(timeout=60)
-    report = subprocess.run(
-        ["perf", "report", "-i", str(data), "--sort", "dso", "--stdio", "-g", "none"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
-    return cpu, perf_shares(report)
+    return under_perf(server.pid, data, lambda: measure(server, urls, concurrency, seconds), 1999)
 
 
 def split_by_object(

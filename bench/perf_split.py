@@ -20,10 +20,7 @@ bench/load.py's figures.
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -34,7 +31,13 @@ sys.path.insert(0, str(ROOT))
 
 from bench import servers  # noqa: E402
 from bench.cases import CASES, Case, oximg_url, thumbor_path, url_list  # noqa: E402
-from bench.driver import ProcessSample, closed_loop, per_connection, process_tree  # noqa: E402
+from bench.driver import (  # noqa: E402
+    ProcessSample,
+    RunStats,
+    closed_loop,
+    per_connection,
+    under_perf,
+)
 from bench.images import write_set  # noqa: E402
 
 #: Shares below this (percent of samples) are left out of the listing.
@@ -54,33 +57,20 @@ def split(
     warm = url_list(case, 400, "diverse", f"warm{data.stem}", build)
     closed_loop(server.port, per_connection(warm, connections), 3)
     urls = url_list(case, max(2000, int(seconds * 300)), "diverse", f"perf{data.stem}", build)
-    pids = ",".join(str(pid) for pid in process_tree(server.pid))
-    recorder = subprocess.Popen(
-        ["perf", "record", "-q", "-F", "999", "-p", pids, "-o", str(data)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
+
+    def run() -> RunStats:
         sample = ProcessSample(server.pid)
         sample.start()
-        stats = sample.stop(closed_loop(server.port, per_connection(urls, connections), seconds))
-    finally:
-        recorder.send_signal(signal.SIGINT)  # perf writes its file and exits
-        recorder.wait(timeout=60)
+        return sample.stop(closed_loop(server.port, per_connection(urls, connections), seconds))
+
+    stats, shares = under_perf(server.pid, data, run)
     if stats.ok != stats.requests:
         raise RuntimeError(f"statuses {stats.statuses}")
-    report = subprocess.run(
-        ["perf", "report", "-i", str(data), "--sort", "dso", "--stdio", "-g", "none"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout
-    rows = []
-    for line in report.splitlines():
-        match = re.match(r"\s*([\d.]+)%\s+(\S+)", line)  # "#" comment lines never match
-        if match and float(match.group(1)) >= SHOWN_PERCENT:
-            rows.append((float(match.group(1)) / 100 * stats.cpu_ms_per_request, match.group(2)))
+    rows = [
+        (share * stats.cpu_ms_per_request, shared_object)
+        for shared_object, share in sorted(shares.items(), key=lambda item: -item[1])
+        if share * 100 >= SHOWN_PERCENT
+    ]
     return stats.requests / seconds, stats.cpu_ms_per_request, stats.switches_per_request, rows
 
 

@@ -211,11 +211,10 @@ class OximgSettings:
     kernel to be faulted in again, page by page, at the next decode; larger
     ones go back as soon as they are freed (glibc would otherwise raise its
     threshold to 32 MiB after the first large block, and keep those). The
-    default takes most page faults off a medium miss under load (95 where
-    glibc's own thresholds made 529; 4 % of its CPU), and lowers what a
-    process keeps after large renders to about a third. 0
-    leaves glibc's defaults. Ignored off glibc, and when the process started
-    with ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``,
+    default takes most page faults off a medium miss under load and lowers
+    what a process keeps after large renders. 0 leaves glibc's defaults.
+    Ignored off glibc, and when the process started with
+    ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``,
     ``MALLOC_TOP_PAD_`` or glibc malloc tunables set. Measured in
     docs/BENCHMARKS.md."""
 

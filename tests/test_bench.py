@@ -603,7 +603,7 @@ def test_threads_vs_processes_names_rows_by_encoder() -> None:
 
 
 def test_perf_report_shares_are_read_per_shared_object() -> None:
-    from bench.overhead import perf_shares
+    from bench.driver import perf_shares
 
     report = (
         "# Samples: 12K of event 'cpu-clock'\n"

@@ -4,8 +4,8 @@ A miss allocates a few large blocks and frees them when it is done: the
 JPEG decode (2.7 MB for a 2000x1333 photo at 1/2), the packed copy handed
 to libvips, libvips' strips. glibc's defaults trim such memory from the
 top of each thread's arena and give it back to the kernel, and the next
-render's decode touches it afresh, one page fault per 4 KiB: about 500
-faults, 4 % of the CPU of a medium miss under load. And after the
+render's decode touches it afresh, one page fault per 4 KiB, hundreds per
+medium miss. And after the
 first large block freed, glibc raises its mmap threshold to that block's
 size (up to 32 MiB), so the buffers of large renders stay in its arenas
 too, where fragmentation keeps them long after.
@@ -13,10 +13,9 @@ too, where fragmentation keeps them long after.
 Fixing both thresholds at :data:`~django_oximg.conf.OximgSettings.MALLOC_THRESHOLD`
 (8 MiB) does the opposite on both counts: blocks up to that size are
 reused from one render to the next, larger ones are mapped for each render
-and unmapped as soon as they are freed. Served, a medium miss then faults
-almost no page in; after 200 mixed renders of up to 36 MP on 4 threads, a
-process keeps about a third of what glibc's defaults keep
-(docs/BENCHMARKS.md, "Freed memory kept for the next render").
+and unmapped as soon as they are freed: fewer faults per miss, and less
+memory kept after large renders (measured in docs/BENCHMARKS.md, "Freed
+memory kept for the next render").
 
 Nothing is done where the C library is not glibc, or where the operator
 has already chosen through glibc's own environment variables. This module

@@ -22,6 +22,8 @@ it leaves is what the geometry is planned from, so the render plans again.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from django_oximg.core.pipeline.libvips import Image
 from django_oximg.core.pipeline.plan import Plan
 from django_oximg.core.pipeline.steps.canvas import EXTEND, EXTEND_ASPECT_RATIO, FLATTEN, PAD
@@ -54,17 +56,21 @@ STEPS: tuple[Step, ...] = (
 
 
 def process_frame(image: Image, plan: Plan) -> Image:
-    """Every step in order.
+    """Every step in order."""
+    return run_steps(image, plan, STEPS)
 
-    The frame's size is read once and again only after a step changed the
-    image: each read is a libvips property fetch (five C calls, each
-    releasing and taking back the GIL), and most steps have nothing to do.
+
+def run_steps(image: Image, plan: Plan, chosen: Iterable[Step]) -> Image:
+    """``chosen`` steps in order, the image's size read again only when one changed it.
+
+    Most steps have nothing to do for a given request, and each read of the
+    size is a libvips property fetch.
     """
     size = (image.width, image.height)
-    for step in STEPS:
-        if not step.is_noop(plan, size):
-            image = step.run(image, plan)
-            size = (image.width, image.height)
+    for step in chosen:
+        stepped = step(image, plan, size)
+        if stepped is not image:
+            image, size = stepped, (stepped.width, stepped.height)
     return image
 
 
@@ -81,7 +87,4 @@ def per_pixel_only(plan: Plan, frame: Size) -> bool:
 
 def process_strip(image: Image, plan: Plan) -> Image:
     """The per-pixel steps, in order, over a strip of frames (see :func:`per_pixel_only`)."""
-    for step in STEPS:
-        if step.per_pixel:
-            image = step(image, plan)
-    return image
+    return run_steps(image, plan, (step for step in STEPS if step.per_pixel))

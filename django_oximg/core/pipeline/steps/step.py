@@ -37,7 +37,13 @@ class Step(NamedTuple):
     #: frame by frame.
     per_pixel: bool = False
 
-    def __call__(self, image: Image, plan: Plan) -> Image:
-        if self.is_noop(plan, (image.width, image.height)):
+    def __call__(self, image: Image, plan: Plan, size: Size | None = None) -> Image:
+        """The step applied to ``image``, or ``image`` itself when it is a no-op.
+
+        ``size`` is the image's size when the caller knows it already: each
+        read of it is a libvips property fetch (five C calls, each releasing
+        and taking back the GIL).
+        """
+        if self.is_noop(plan, size or (image.width, image.height)):
             return image
         return self.run(image, plan)
