@@ -4,7 +4,7 @@ Used by the ``oximg_purge`` and ``oximg_clean`` commands and by the model hooks
 in :mod:`django_oximg.signals`. Results of one source share one directory of
 the result cache (:mod:`django_oximg.core.keys`), so purging a source is one prefix
 delete, and the tag's cached metadata for it is one Django cache key
-(:func:`django_oximg.thumbnails.metadata_key`).
+(:func:`django_oximg.source_metadata.metadata_key`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from django_oximg import conf, runtime
 from django_oximg.core.keys import RESULT_KEY, source_directory
 from django_oximg.core.stores import CacheEntry, CacheStore
-from django_oximg.thumbnails import forget_source_metadata
+from django_oximg.source_metadata import forget_source_metadata
 
 
 @dataclass(frozen=True)

@@ -34,14 +34,8 @@ from django_oximg.arguments import (
 )
 from django_oximg.core.geometry import round_half_up
 from django_oximg.core.keys import CONTENT_TYPES
-from django_oximg.thumbnails import (
-    SourceMetadata,
-    Thumbnail,
-    resolve_arguments,
-    source_metadata,
-    source_name,
-    thumbnail_for,
-)
+from django_oximg.source_metadata import SourceMetadata, source_metadata, source_name
+from django_oximg.thumbnails import Thumbnail, resolve_arguments, thumbnail_for
 
 #: Formats a ``<picture>`` offers before its fallback, best compression first.
 MODERN_FORMATS = ("avif", "webp")

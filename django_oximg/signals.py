@@ -33,7 +33,7 @@ from django.db.models.signals import post_delete, post_save, pre_save
 
 from django_oximg.core.logs import printable
 from django_oximg.purge import purge_source
-from django_oximg.thumbnails import storage_alias
+from django_oximg.source_metadata import storage_alias
 
 logger = logging.getLogger("django_oximg")
 

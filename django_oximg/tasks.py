@@ -21,7 +21,8 @@ from django.utils import timezone
 from django_oximg import conf, declared, runtime
 from django_oximg.core.errors import OximgError
 from django_oximg.core.logs import printable
-from django_oximg.thumbnails import resolve_arguments, source_name, thumbnail_for, thumbnail_path
+from django_oximg.source_metadata import source_name
+from django_oximg.thumbnails import resolve_arguments, thumbnail_for, thumbnail_path
 
 try:
     from django.tasks import task, task_backends  # Django 6

@@ -2,10 +2,10 @@
 
 :func:`get_thumbnail` is what ``{% thumbnail %}`` calls, and what views or
 serializers may call directly (sorl-thumbnail has the same function). It never
-processes an image: it reads the first kilobytes of the source once to know
-its size (:mod:`django_oximg.core.headers`), keeps that in the
-``METADATA_CACHE``, and computes the output size with the same geometry code
-the pipeline executes.
+processes an image: it asks :mod:`django_oximg.source_metadata` for the
+source's size and version (the first kilobytes of the file, read once and
+kept in the ``METADATA_CACHE``), and computes the output size with the same
+geometry code the pipeline executes.
 
 A page of thumbnails runs this module once per tag, so it stays cheap: it
 imports no image library (libvips is loaded only for a source whose header
@@ -20,14 +20,10 @@ import base64
 import hashlib
 import posixpath
 import re
-import threading
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Generic, TypeVar
+from typing import Any
 
-from django.core.cache import BaseCache, caches
-from django.core.files import File
-from django.core.files.storage import FileSystemStorage, Storage
 from django.urls import (
     NoReverseMatch,
     URLResolver,
@@ -50,9 +46,8 @@ from django_oximg.arguments import (
     sizing,
     tag_options,
 )
-from django_oximg.core import headers
 from django_oximg.core.errors import InvalidOptions
-from django_oximg.core.geometry import QUARTER_TURN_ORIENTATIONS, plan_geometry
+from django_oximg.core.geometry import plan_geometry
 from django_oximg.core.info import DEFAULT_BLURHASH, INFO_PREFIX
 from django_oximg.core.options import (
     ANY_URL,
@@ -62,13 +57,13 @@ from django_oximg.core.options import (
     parse_path,
 )
 from django_oximg.core.signing import split_signed_path
-from django_oximg.core.stores import FileSystemSourceStore, SourceStore
 from django_oximg.declared import size_named
 from django_oximg.focal import stored_focal_point
+from django_oximg.memo import SettingsMemo
 from django_oximg.sizing import exact_size_options
+from django_oximg.source_metadata import SourceMetadata, source_metadata, source_name
 
 __all__ = [
-    "SourceMetadata",
     "Thumbnail",
     "ThumbnailError",
     "get_thumbnail",
@@ -83,23 +78,6 @@ PLAIN_NAME = re.compile(r"^[A-Za-z0-9._~/-]+$")
 
 #: Hex digits of a URL's version token (:func:`url_version`).
 URL_VERSION_LENGTH = 16
-
-
-@dataclass(frozen=True)
-class SourceMetadata:
-    """What the tag needs of a source: its header size and a content version."""
-
-    width: int
-    height: int
-    orientation: int
-    version: str
-
-    @property
-    def upright_size(self) -> tuple[int, int]:
-        """Width and height as shown, after the EXIF orientation."""
-        if self.orientation in QUARTER_TURN_ORIENTATIONS:
-            return self.height, self.width
-        return self.width, self.height
 
 
 @dataclass(frozen=True)
@@ -344,52 +322,6 @@ class UrlRequest:
     effective: Options
 
 
-Key = TypeVar("Key", bound=Hashable)
-Value = TypeVar("Value")
-
-
-class SettingsMemo(Generic[Key, Value]):
-    """Values computed from the settings, kept until the settings change.
-
-    The template tags compute the same things for every tag of every page
-    (the options a tag's arguments expand to, the mount point, the URL of
-    a source at a size). Kept here, each is computed once per process; a
-    new settings object (a changed setting, a test) empties the memo.
-    Bounded: when ``size`` entries are held it starts again, so arguments
-    that vary without end (a geometry from a query string) cannot grow it.
-    Thread-safe as Python's dict operations are; two threads may compute
-    the same value, and both get an equal one.
-    """
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._values: dict[Key, Value] = {}
-        self._settings: conf.OximgSettings | None = None
-        self._lock = threading.Lock()
-
-    def peek(self, key: Key) -> Value | None:
-        settings = conf.get_settings()
-        if self._settings is not settings:
-            with self._lock:
-                self._values, self._settings = {}, settings
-        return self._values.get(key)
-
-    def put(self, key: Key, value: Value) -> None:
-        if len(self._values) >= self.size:
-            self._values = {}
-        self._values[key] = value
-
-    def discard(self, key: Key) -> None:
-        self._values.pop(key, None)
-
-    def get(self, key: Key, compute: Callable[[], Value]) -> Value:
-        found = self.peek(key)
-        if found is None:
-            found = compute()
-            self.put(key, found)
-        return found
-
-
 #: Tag arguments as a hashable key: the geometry, then (name, type, value)
 #: for each keyword (the type, because ``True == 1`` but ``crop=True`` and
 #: ``crop=1`` are different requests).
@@ -500,50 +432,6 @@ def url_version(source_version: str, effective: Options, source: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:URL_VERSION_LENGTH]
 
 
-def source_name(source: Any) -> str:
-    """The source string for a FieldFile (with its source alias) or a name."""
-    if isinstance(source, File):
-        name = str(source.name or "")
-        storage = getattr(source, "storage", None)
-        if not name:
-            raise ThumbnailError("the file field is empty")
-        alias = storage_alias(storage) if storage is not None else ""
-        return f"{alias}:{name}" if alias else name
-    name = str(source or "")
-    if not name:
-        raise ThumbnailError("no source given")
-    return name
-
-
-def storage_alias(storage: Storage) -> str:
-    """The OXIMG source alias serving ``storage`` ("" for the default source).
-
-    Looked up once per storage object (a model field keeps one).
-    """
-    return _storage_aliases.get(storage, lambda: _storage_alias(storage))
-
-
-_storage_aliases: SettingsMemo[Storage, str] = SettingsMemo(256)
-
-
-def _storage_alias(storage: Storage) -> str:
-    for alias, candidate in runtime.source_storages(conf.get_settings()).items():
-        if candidate is storage or _same_location(candidate, storage):
-            return alias
-    raise ThumbnailError(
-        f"the file's storage {type(storage).__name__} is not an OXIMG source; "
-        "add its STORAGES alias to OXIMG['SOURCES']"
-    )
-
-
-def _same_location(a: Storage, b: Storage) -> bool:
-    return (
-        isinstance(a, FileSystemStorage)
-        and isinstance(b, FileSystemStorage)
-        and a.location == b.location
-    )
-
-
 def encoding_for(name: str) -> str:
     return "plain" if PLAIN_NAME.fullmatch(name) else "base64"
 
@@ -573,85 +461,6 @@ def _mount_point() -> str:
         return reverse("oximg:serve", kwargs={"path": "x"})[:-1]
     except NoReverseMatch:
         return conf.get_settings().URL_PREFIX
-
-
-def source_metadata(source: str) -> SourceMetadata:
-    """Header size and version of ``source``, from the ``METADATA_CACHE`` when possible.
-
-    Local files are cheap to stat, so their version is read every time and
-    compared with the one kept: a replaced file is noticed at once, and
-    their metadata is also kept in this process (:data:`_local_metadata`),
-    sparing the cache read. Remote storages are not asked at all on a cache
-    hit; their entry expires after ``METADATA_CACHE_TIMEOUT`` (or when the
-    purge hooks delete it). A miss reads the source's first kilobytes, not
-    the whole file.
-    """
-    resolved = runtime.get_source_resolver().resolve(source)
-    store, name = resolved.store, resolved.name
-    local = isinstance(store, FileSystemSourceStore)
-    version = ""
-    if local:
-        version = store.version(name)
-        held = _local_metadata.peek(source)
-        if held is not None and held.version == version:
-            return held
-    cache = metadata_cache()
-    key = metadata_key(source)
-    cached = cache.get(key)
-    if isinstance(cached, SourceMetadata) and (not local or cached.version == version):
-        meta = cached
-    else:
-        if not local:
-            version = store.version(name)
-        header = source_header(store, name)
-        meta = SourceMetadata(header.width, header.height, header.orientation, version)
-        cache.set(key, meta, conf.get_settings().METADATA_CACHE_TIMEOUT)
-    if local:
-        _local_metadata.put(source, meta)
-    return meta
-
-
-#: Metadata of local sources, by source: checked against the file's version
-#: on every use, so it can never be stale (remote sources have no such check
-#: and live in the shared ``METADATA_CACHE`` only).
-_local_metadata: SettingsMemo[str, SourceMetadata] = SettingsMemo(8192)
-
-
-def source_header(store: SourceStore, name: str) -> headers.Header:
-    """What ``name``'s header says: from its first kilobytes, else from libvips.
-
-    libvips (and with it the whole pipeline) is imported only here, for a
-    source the pure-Python reader cannot answer exactly; that reads the
-    whole file, as the server will.
-    """
-    try:
-        return headers.read_header(lambda limit: store.read_header(name, limit))
-    except headers.UnknownHeader:
-        from django_oximg.core import pipeline
-
-        info = pipeline.probe(store.read(name, conf.get_settings().MAX_SRC_FILE_SIZE))
-        return headers.Header(info.format, info.width, info.height, info.orientation)
-
-
-def metadata_cache() -> BaseCache:
-    """The Django cache holding source metadata (``METADATA_CACHE``)."""
-    return caches[conf.get_settings().METADATA_CACHE]
-
-
-def metadata_key(source: str) -> str:
-    """Cache key of ``source``'s metadata: one entry per source, from its name alone.
-
-    One entry (rather than one per version) so that a purge can find and
-    delete it without knowing the version; a local file's entry is replaced
-    when its version no longer matches.
-    """
-    return "oximg:meta:" + hashlib.sha256(source.encode()).hexdigest()[:32]
-
-
-def forget_source_metadata(source: str) -> bool:
-    """Drop ``source``'s cached metadata (a purge); whether there was an entry."""
-    _local_metadata.discard(source)
-    return bool(metadata_cache().delete(metadata_key(source)))
 
 
 def get_info_url(source: Any) -> str:

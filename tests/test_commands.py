@@ -32,8 +32,9 @@ from django_oximg.core.stores import TEMP_PREFIX, CacheEntry, FileSystemCacheSto
 from django_oximg.management.progress import Progress
 from django_oximg.management.units import format_size, parse_duration, parse_size
 from django_oximg.purge import RESULT_KEY, purge_source, select_for_clean
+from django_oximg.source_metadata import metadata_key
 from django_oximg.storage import StorageCacheStore
-from django_oximg.thumbnails import get_thumbnail, metadata_key
+from django_oximg.thumbnails import get_thumbnail
 
 LANDSCAPE = "photos/landscape.jpg"
 ALPHA = "photos/alpha.png"

@@ -21,7 +21,8 @@ from django.db import transaction
 from django_oximg import runtime
 from django_oximg.core.keys import source_directory
 from django_oximg.signals import purge_on_change
-from django_oximg.thumbnails import get_thumbnail, metadata_key
+from django_oximg.source_metadata import metadata_key
+from django_oximg.thumbnails import get_thumbnail
 from tests.testapp.models import Document, Photo
 
 LANDSCAPE = "photos/landscape.jpg"

@@ -23,7 +23,7 @@ from django.db.models.fields.files import FieldFile
 from django.template import Context, Template, TemplateSyntaxError
 from django.test import Client
 
-from django_oximg import runtime, thumbnails
+from django_oximg import runtime, source_metadata
 from django_oximg.core import headers, pipeline
 from django_oximg.core.errors import SourceNotFound
 from django_oximg.templatetags import oximg as oximg_tags
@@ -686,6 +686,6 @@ def test_a_page_render_loads_no_image_library(
         info = pipeline.probe(store.read(name, 10**8))
         return headers.Header(info.format, info.width, info.height, info.orientation)
 
-    monkeypatch.setattr(thumbnails, "source_header", probed)
+    monkeypatch.setattr(source_metadata, "source_header", probed)
     names = [LANDSCAPE, ALPHA, ANIMATION, TURNED, "photos/photo.webp", "photos/p.avif"]
     assert cold["page"] == render(PAGE, names=names)

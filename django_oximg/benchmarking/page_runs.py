@@ -56,7 +56,7 @@ class PagesRun:
 
 def run(names: list[str], template_name: str | None, renders: int, compare: bool) -> PagesRun:
     """Render the page ``renders`` times per contender; samples saved for it are deleted after."""
-    from django_oximg.thumbnails import forget_source_metadata
+    from django_oximg.source_metadata import forget_source_metadata
 
     storage = storages[conf.get_settings().SOURCE_STORAGE]
     names, made = page_sources(storage, names)

@@ -45,7 +45,7 @@ from wagtail.images.image_operations import (
 )
 from wagtail.images.models import AbstractRendition, Filter
 
-from django_oximg import thumbnails
+from django_oximg import source_metadata, thumbnails
 from django_oximg.arguments import ThumbnailError
 from django_oximg.core.options import OUTPUT_FORMATS
 
@@ -233,13 +233,13 @@ def get_renditions(image: Any, specs: Iterable[str]) -> dict[str, OximgRendition
     """:func:`get_rendition` for several specs, the source's header read once."""
     if image.is_svg():
         raise ThumbnailError(f"{image.file.name!r}: SVG images are not served by django-oximg")
-    source = thumbnails.source_name(image.file)
-    meta = thumbnails.source_metadata(source)
+    source = source_metadata.source_name(image.file)
+    meta = source_metadata.source_metadata(source)
     return {spec: rendition(image, compile_spec(spec), source, meta) for spec in specs}
 
 
 def rendition(
-    image: Any, spec: Spec, source: str, meta: thumbnails.SourceMetadata
+    image: Any, spec: Spec, source: str, meta: source_metadata.SourceMetadata
 ) -> OximgRendition:
     """The URL of Wagtail's crop and size for ``spec``: an exact ``crop``, a ``force`` resize.
 
