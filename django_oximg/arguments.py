@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from django_oximg.core.errors import InvalidOptions
@@ -153,24 +152,24 @@ def tag_options(geometry: str, kwargs: Mapping[str, Any]) -> Options:
     if gravity is not None:
         if point is not None and crop_names_no_place(kwargs.get("crop")):
             gravity = focal_gravity(point)
-        options = replace(options, resizing_type="fill", gravity=gravity)
+        options = options._replace(resizing_type="fill", gravity=gravity)
     if kwargs.get("format"):
-        options = replace(options, format=output_format(kwargs["format"]))
+        options = options._replace(format=output_format(kwargs["format"]))
     numbers: dict[str, Any] = {
         name: number(name, kwargs[name], convert)
         for name, convert in NUMBER_KEYWORDS.items()
         if kwargs.get(name)
     }
-    options = replace(options, **numbers)
+    options = options._replace(**numbers)
     if kwargs.get("background"):
-        options = replace(options, background=hex_color("background", kwargs["background"]))
+        options = options._replace(background=hex_color("background", kwargs["background"]))
     padding_color = kwargs.get("padding_color")
     colour = hex_color("padding_color", padding_color) if padding_color else WHITE
     if flag("padding", kwargs.get("padding")):
-        options = replace(options, extend=True, background=colour)
+        options = options._replace(extend=True, background=colour)
     sizing(kwargs.get("sizing"))
     if kwargs.get("quality_mode"):
-        options = replace(options, quality_mode=quality_mode(kwargs["quality_mode"]))
+        options = options._replace(quality_mode=quality_mode(kwargs["quality_mode"]))
     return effect_keywords(options, kwargs)
 
 
@@ -194,7 +193,7 @@ def effect_keywords(options: Options, kwargs: Mapping[str, Any]) -> Options:
         changes["filename"] = str(kwargs["filename"])
     if "attachment" in kwargs:
         changes["return_attachment"] = flag("attachment", kwargs["attachment"])
-    return replace(options, **changes) if changes else options
+    return options._replace(**changes) if changes else options
 
 
 def parse_geometry(geometry: str) -> tuple[int, int]:

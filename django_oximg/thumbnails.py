@@ -21,7 +21,7 @@ import hashlib
 import posixpath
 import re
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from django.urls import (
@@ -234,10 +234,10 @@ def make_thumbnail(
     arithmetic = "imgproxy" if settings.ONLY_PRESETS else sizing(kwargs.get("sizing"))
     exact = exact_size_options(arithmetic, meta.width, meta.height, meta.orientation, effective)
     if exact is not None:
-        options = replace(options, **exact)
+        options = options._replace(**exact)
         effective = effective_options(request.prefix, options, settings.PRESETS)
     version = url_version(meta.version, effective, source_string)
-    options = replace(options, cachebuster=version)
+    options = options._replace(cachebuster=version)
     path = request.prefix + build_path(options, source_string, encode=encoding_for(source_string))
     if settings.ONLY_PRESETS:
         path = presets_only_path(kwargs, effective.format, source_string)
@@ -371,12 +371,12 @@ def _url_request(geometry: str, kwargs: dict[str, Any], fallback_format: str) ->
     presets = settings.PRESETS
     point = focal_point(kwargs.get("focal_point"))
     if point is not None and kwargs.get("crop") is None and crops_without_gravity(prefix, presets):
-        options = replace(options, gravity=focal_gravity(point))
+        options = options._replace(gravity=focal_gravity(point))
     effective = effective_options(prefix, options, presets)
     if not effective.format and fallback_format:
-        options = replace(options, format=fallback_format)
+        options = options._replace(format=fallback_format)
         effective = effective_options(prefix, options, presets)
-    return UrlRequest(prefix, options, replace(effective, cachebuster=""))
+    return UrlRequest(prefix, options, effective._replace(cachebuster=""))
 
 
 #: The source name the options are parsed back with; options never depend on it.
@@ -426,7 +426,7 @@ def url_version(source_version: str, effective: Options, source: str) -> str:
     deploys, so caches stay warm.
     """
     if effective.cachebuster:
-        effective = replace(effective, cachebuster="")
+        effective = effective._replace(cachebuster="")
     canonical = build_path(effective, source)
     text = "\n".join((source_version, runtime.get_output_fingerprint(), canonical))
     return hashlib.sha256(text.encode()).hexdigest()[:URL_VERSION_LENGTH]

@@ -153,12 +153,12 @@ def test_crop_means_a_full_decode_without_shrink_on_load() -> None:
     info = probe(source)
     crop = Crop(0.5, 0.5)
     fitted = estimate_peak_bytes(planned(info, FIT_500), 1, source)
-    cropped = estimate_peak_bytes(planned(info, replace(FIT_500, crop=crop)), 1, source)
+    cropped = estimate_peak_bytes(planned(info, FIT_500._replace(crop=crop)), 1, source)
     assert cropped > fitted
     # The decode no longer depends on the box: only the (small) output term does.
     small_box = Options(width=50, height=50, crop=crop)
     tiny = estimate_peak_bytes(planned(info, small_box), 1, source)
-    fitted_out = budget.sizes_of(planned(info, replace(FIT_500, crop=crop))).output_pixels
+    fitted_out = budget.sizes_of(planned(info, FIT_500._replace(crop=crop))).output_pixels
     tiny_out = budget.sizes_of(planned(info, small_box)).output_pixels
     assert cropped - tiny == pytest.approx(
         budget.OUTPUT_BYTES_PER_PIXEL["jpeg"] * (fitted_out - tiny_out), abs=2
@@ -180,7 +180,7 @@ def test_the_high_quality_mode_counts_its_float_pixels(
     data = source()
     info = probe(data)
     standard = estimate_peak_bytes(planned(info, FIT_500), 1, data)
-    high = estimate_peak_bytes(planned(info, replace(FIT_500, quality_mode="high")), 1, data)
+    high = estimate_peak_bytes(planned(info, FIT_500._replace(quality_mode="high")), 1, data)
     assert high - standard == pytest.approx(
         budget.LINEAR_LIGHT_BYTES_PER_PIXEL * float_pixels, abs=2
     )
@@ -213,8 +213,8 @@ def test_max_result_dimension_bounds_what_extend_aspect_ratio_adds() -> None:
 
 def test_trim_means_a_full_decode_as_crop() -> None:
     source = jpeg(4000, 3000)
-    trimmed = estimate(source, replace(FIT_500, trim_threshold=10.0))
-    cropped = estimate(source, replace(FIT_500, crop=Crop(4000, 3000)))
+    trimmed = estimate(source, FIT_500._replace(trim_threshold=10.0))
+    cropped = estimate(source, FIT_500._replace(crop=Crop(4000, 3000)))
     assert trimmed == cropped > estimate(source)
 
 
@@ -223,7 +223,7 @@ def test_a_watermark_costs_its_image_and_a_layer_of_the_output() -> None:
     info = probe(source)
     mark = WatermarkImage(b"", 300, 200)
     settings = RenderSettings(watermark=mark)
-    options = replace(FIT_500, watermark=Watermark(0.5, "re"))
+    options = FIT_500._replace(watermark=Watermark(0.5, "re"))
     laid = plan_render(info, options, "jpeg", settings)
     plain = plan_render(info, FIT_500, "jpeg", settings)
     output = budget.sizes_of(laid).output_pixels
@@ -372,7 +372,7 @@ def test_a_jpeg_result_drops_the_alpha_and_its_cost() -> None:
     info = SourceInfo(2000, 2000, "png", has_alpha=True)
     assert not plan_render(info, FIT_500, "jpeg", SETTINGS).alpha
     assert plan_render(info, FIT_500, "webp", SETTINGS).alpha
-    assert not plan_render(info, replace(FIT_500, background=(0, 0, 0)), "webp", SETTINGS).alpha
+    assert not plan_render(info, FIT_500._replace(background=(0, 0, 0)), "webp", SETTINGS).alpha
 
 
 def test_a_render_in_a_child_process_adds_the_process_and_its_copy_of_the_source() -> None:

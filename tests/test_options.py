@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-from dataclasses import replace
 
 import pytest
 from hypothesis import assume, event, given, settings
@@ -974,6 +973,6 @@ def test_distinct_requests_build_distinct_paths(
 
 def test_replace_with_format_changes_only_the_extension() -> None:
     parsed = parse_path("/w:10/plain/a.jpg")
-    assert build_path(replace(parsed.options, format="webp"), parsed.source) == (
+    assert build_path(parsed.options._replace(format="webp"), parsed.source) == (
         "/w:10/plain/a.jpg@webp"
     )

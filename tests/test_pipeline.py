@@ -734,7 +734,7 @@ def test_copyright_kept_without_the_preview(fmt: str, decoder: str) -> None:
     }
     assert not out.get_typeof("jpeg-thumbnail-data")
     assert not {"exif-ifd0-Make", "exif-ifd2-UserComment"} & exif_fields(out)
-    stripped = pipeline.render(data, replace(options, keep_copyright=False), fmt, settings).data
+    stripped = pipeline.render(data, options._replace(keep_copyright=False), fmt, settings).data
     assert len(block) < SMALL_EXIF_BYTES
     assert len(kept) - len(stripped) < SMALL_EXIF_BYTES
 

@@ -7,8 +7,6 @@ the packages' code.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from django_oximg.core.geometry import plan_geometry
@@ -24,7 +22,7 @@ def test_sorl_rounds_halves_to_even_and_never_to_zero(number: float, rounded: in
 
 
 def fit(width: int, height: int, **changes: object) -> Options:
-    return replace(Options(width=width, height=height), **changes)  # type: ignore[arg-type]
+    return Options(width=width, height=height)._replace(**changes)  # type: ignore[arg-type]
 
 
 def fill(width: int, height: int, gravity: str = "ce", **changes: object) -> Options:
@@ -62,7 +60,7 @@ def test_the_packages_sizes_become_exact_options(
     assert exact is not None
     assert (exact["width"], exact["height"], exact["padding"]) == (*size, padding)
     planned = plan_geometry(
-        width, height, replace(options, **exact), orientation=orientation, max_result_dimension=0
+        width, height, options._replace(**exact), orientation=orientation, max_result_dimension=0
     )
     boxed = (size[0] + padding[1] + padding[3], size[1] + padding[0] + padding[2])
     assert (planned.width, planned.height) == boxed
@@ -76,7 +74,7 @@ def test_the_packages_sizes_become_exact_options(
         fit(100, 100, min_width=50),
         fit(100, 100, padding=(1, 1, 1, 1)),
         fit(0, 0),
-        replace(fit(100, 100), resizing_type="force"),
+        fit(100, 100)._replace(resizing_type="force"),
         fit(100, 100, extend=True, extend_gravity=Gravity("no")),
     ],
 )

@@ -18,7 +18,6 @@ the options, so of the cache key.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any, NamedTuple
 
 from django_oximg.core.geometry import round_half_up
@@ -87,4 +86,4 @@ def with_hints(parsed: ParsedPath, hints: ClientHints) -> tuple[Options, tuple[s
         vary += tuple(name for _, name in DPR_HEADERS)
     if takes_width:
         vary += tuple(name for _, name in WIDTH_HEADERS)
-    return (replace(options, **changes) if changes else options), vary
+    return (options._replace(**changes) if changes else options), vary

@@ -14,7 +14,6 @@ makes (:class:`~django_oximg.core.staging.RenderWork`,
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import NamedTuple
 
 from django_oximg.core import errors, keys, responders
@@ -117,7 +116,7 @@ class JobReader(NamedTuple):
         fmt, negotiated = output_format(options, source.name, accept, self.auto_format)
         # The canonical request: what decides the bytes. ``expires`` decides
         # only whether there is an answer, so URLs that differ in it share one.
-        canonical = build_path(replace(options, format=fmt, expires=0), parsed.source)
+        canonical = build_path(options._replace(format=fmt, expires=0), parsed.source)
         key = keys.result_key(parsed.source, canonical, self.version, fmt)
         vary = (VARY_ACCEPT if negotiated else ()) + hinted
         disposition = ""

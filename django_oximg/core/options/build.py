@@ -18,10 +18,12 @@ from django_oximg.core.options.values import base64url, invalid, invalid_source
 #: Each field's option, by its place in the table (the canonical order).
 WRITER_OF = {field: place for place, option in enumerate(OPTIONS) for field in option.fields}
 
-#: Each written field with its default, to find the few a path sets without
-#: asking every option for its text.
+#: Each written field's place in :class:`Options`, name and default, to find
+#: the few a path sets without asking every option for its text.
 WRITTEN_DEFAULTS = tuple(
-    (name, default) for name, default in vars(DEFAULTS).items() if name in WRITER_OF
+    (index, name, default)
+    for index, (name, default) in enumerate(zip(Options._fields, DEFAULTS, strict=True))
+    if name in WRITER_OF
 )
 
 
@@ -59,13 +61,12 @@ def build_path(options: Options, source: str, *, encode: str = "plain") -> str:
     # An option whose fields all hold their defaults writes nothing (tested for
     # every option): most paths set a handful of some sixty fields, so only
     # their options are asked for their text.
-    values = vars(options)
     places = sorted(
         {
             WRITER_OF[name]
-            for name, default in WRITTEN_DEFAULTS
+            for index, name, default in WRITTEN_DEFAULTS
             # Mostly the very default object: "is" settles it without an __eq__ call.
-            if (value := values[name]) is not default and value != default
+            if (value := options[index]) is not default and value != default
         }
     )
     segments = [

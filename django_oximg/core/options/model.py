@@ -10,7 +10,7 @@ cache key. How the values are written in a URL is :mod:`.table`'s concern.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 #: Gravity types as imgproxy names them. ``sm`` is libvips' attention crop,
@@ -56,8 +56,7 @@ class Crop(NamedTuple):
     gravity: Gravity | None = None
 
 
-@dataclass(frozen=True)
-class Watermark:
+class Watermark(NamedTuple):
     """The site's watermark image laid over the result (imgproxy ``watermark``).
 
     ``opacity`` 0 means no watermark. ``position`` is one of
@@ -74,13 +73,17 @@ class Watermark:
     scale: float = 0.0
 
 
-@dataclass(frozen=True)
-class Options:
+class Options(NamedTuple):
     """One request's processing options, fully parsed and validated.
 
     Defaults are imgproxy's defaults, except ``format`` (empty means: from the
     URL extension, else negotiated from Accept) and the quality (0 means the
     configured per-format default).
+
+    A NamedTuple, as the request path's records are: a parse, a tag and a
+    client hint each build or ``_replace`` one several times, which a
+    frozen dataclass of these sixty fields does six to eight times slower
+    (docs/design.md, "Decisions worth knowing"). Every default is immutable.
     """
 
     resizing_type: str = "fit"
@@ -92,7 +95,7 @@ class Options:
     enlarge: bool = False
     extend: bool = False
     extend_gravity: Gravity | None = None
-    gravity: Gravity = field(default_factory=Gravity)
+    gravity: Gravity = Gravity()
     crop: Crop | None = None
     #: top, right, bottom, left in CSS pixels (multiplied by ``dpr``).
     padding: tuple[int, int, int, int] = (0, 0, 0, 0)
@@ -133,7 +136,7 @@ class Options:
     trim_equal_vertical: bool = False
     #: Size of the ``pixelate`` blocks in output pixels; 0 for none.
     pixelate: int = 0
-    watermark: Watermark = field(default_factory=Watermark)
+    watermark: Watermark = Watermark()
     #: ``Content-Disposition``: the file name (without extension), and
     #: ``attachment`` rather than ``inline``. Headers only, never the bytes.
     filename: str = ""
@@ -212,7 +215,7 @@ MAX_APPLIED_OPTIONS = 500
 
 
 DEFAULTS = Options()
-FIELD_NAMES = tuple(f.name for f in fields(Options))
+FIELD_NAMES = Options._fields
 
 
 class Draft(dict[str, Any]):
@@ -266,4 +269,4 @@ def normalized(options: Options) -> Options:
     if options.raw:
         changes.update(format="", skip_processing=())
     changes = {name: value for name, value in changes.items() if getattr(options, name) != value}
-    return replace(options, **changes) if changes else options
+    return options._replace(**changes) if changes else options

@@ -20,7 +20,6 @@ have their reading and their text written next to each other below.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any, NamedTuple, TypeVar
 
 from django_oximg.core.options.model import (
@@ -337,7 +336,7 @@ def _read_watermark(draft: Draft, args: list[str]) -> None:
             changes[name] = real("watermark", args[index], -MAX_DIMENSION, MAX_DIMENSION)
     if len(args) > 4 and args[4]:
         changes["scale"] = real("watermark", args[4], 0.0, MAX_ZOOM, above_low=True)
-    draft["watermark"] = replace(mark, **changes)
+    draft["watermark"] = mark._replace(**changes)
 
 
 def _watermark_text(options: Options) -> str | None:
