@@ -533,16 +533,19 @@ T = TypeVar("T")
 
 
 def under_perf(
-    root: int, data: Path, run: Callable[[], T], frequency: int = 999
+    root: int, data: Path, run: Callable[[], T], frequency: int = 999, stacks: bool = False
 ) -> tuple[T, dict[str, float]]:
     """``run()`` while Linux ``perf record`` samples every process of ``root``'s tree.
 
     Returns what ``run`` returned and perf's share of the samples (0..1) per
     shared object (``perf report --sort dso``); the samples go to ``data``.
+    ``stacks`` records each sample's call stack too (DWARF unwinding: the
+    interpreter and libc keep no frame pointers), for :func:`perf_stacks`.
     """
     pids = ",".join(str(pid) for pid in process_tree(root))
+    graph = ["--call-graph", "dwarf,16384"] if stacks else []
     recorder = subprocess.Popen(
-        ["perf", "record", "-q", "-F", str(frequency), "-p", pids, "-o", str(data)],
+        ["perf", "record", "-q", "-F", str(frequency), *graph, "-p", pids, "-o", str(data)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -552,7 +555,20 @@ def under_perf(
         recorder.send_signal(signal.SIGINT)  # perf writes its file and exits
         recorder.wait(timeout=60)
     report = subprocess.run(
-        ["perf", "report", "-i", str(data), "--sort", "dso", "--stdio", "-g", "none"],
+        # --no-children: each sample counted once, in its own function's object,
+        # also when call stacks were recorded.
+        [
+            "perf",
+            "report",
+            "-i",
+            str(data),
+            "--sort",
+            "dso",
+            "--stdio",
+            "-g",
+            "none",
+            "--no-children",
+        ],
         capture_output=True,
         text=True,
         check=True,
@@ -569,6 +585,29 @@ def perf_shares(report: str) -> dict[str, float]:
         if match:
             shares[match.group(2)] = shares.get(match.group(2), 0.0) + float(match.group(1)) / 100
     return shares
+
+
+def perf_stacks(data: Path) -> list[list[str]]:
+    """Every sample's call stack in ``data`` (recorded with stacks), innermost function first."""
+    script = subprocess.run(
+        ["perf", "script", "-i", str(data), "-F", "ip,sym"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+    ).stdout
+    samples: list[list[str]] = []
+    stack: list[str] = []
+    for line in script.splitlines():
+        parts = line.split()
+        if len(parts) >= 2:  # "address symbol+offset"
+            stack.append(parts[1].split("+0x")[0])
+        elif stack:  # a blank line ends a sample
+            samples.append(stack)
+            stack = []
+    if stack:
+        samples.append(stack)
+    return samples
 
 
 def wait_until_idle(

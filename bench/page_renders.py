@@ -1,7 +1,7 @@
 """Page renders: a page of 50 thumbnails of 10 photos, by django-oximg and its Django peers.
 
     .venv/bin/python bench/page_renders.py [--runs 5] [--renders 300] [--starts 5]
-        [--contenders oximg,sorl,easy] [--json FILE]
+        [--contenders oximg,sorl,easy] [--before COMMIT] [--json FILE]
 
 sorl-thumbnail and easy-thumbnails run in their own venv
 (``bash bench/peers/setup_django_peers.sh``); a contender whose venv is
@@ -30,7 +30,8 @@ Each run measures every contender in fresh processes, on fresh state:
   the median render is reported.
 
 Ratios are taken within one run (same machine state) and reported as a
-median with the range over runs.
+median with the range over runs. ``--before COMMIT`` adds ``oximg-before``:
+django-oximg's package as it was at that commit, in the same runs.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ HEAVY_MODULES = ("pyvips", "numpy", "simplejpeg", "PIL")
 #: Each contender's name in ``pages``, and its tag library's module.
 CONTENDERS = {
     "oximg": ("django-oximg", "django_oximg.templatetags.oximg"),
+    "oximg-before": ("django-oximg", "django_oximg.templatetags.oximg"),
     "sorl": ("sorl-thumbnail", "sorl.thumbnail.templatetags.thumbnail"),
     "easy": ("easy-thumbnails", "easy_thumbnails.templatetags.thumbnail"),
 }
@@ -79,7 +81,7 @@ def configure(contender: str, state: Path) -> None:
 
     apps = ["django.contrib.contenttypes", "bench.page_app"]
     extra: dict[str, Any] = {}
-    if contender == "oximg":
+    if contender.startswith("oximg"):
         apps.append("django_oximg")
         extra = {"OXIMG": {"KEY": KEY, "SALT": SALT}}
     elif contender == "sorl":
@@ -179,12 +181,20 @@ def draw_photos(directory: Path) -> None:
 def python_for(contender: str) -> Path | None:
     from bench.servers import PEERS_PYTHON
 
-    if contender == "oximg":
+    if contender.startswith("oximg"):
         return Path(sys.executable)
     return PEERS_PYTHON if PEERS_PYTHON.exists() else None
 
 
-def run_child(python: Path, contender: str, state: Path, renders: int, migrate: bool) -> Any:
+def run_child(
+    python: Path,
+    contender: str,
+    state: Path,
+    renders: int,
+    migrate: bool,
+    package_root: Path | None = None,
+) -> Any:
+    """One child process's figures; ``package_root`` holds another django_oximg, put first."""
     from bench.servers import bytecode_environment
 
     command = [
@@ -199,6 +209,8 @@ def run_child(python: Path, contender: str, state: Path, renders: int, migrate: 
     ]
     if migrate:
         command.append("--migrate")
+    if package_root is not None:
+        command += ["--package-root", str(package_root)]
     done = subprocess.run(
         command, capture_output=True, text=True, check=False, cwd=ROOT, env=bytecode_environment()
     )
@@ -207,7 +219,14 @@ def run_child(python: Path, contender: str, state: Path, renders: int, migrate: 
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def measure(contender: str, photos: Path, work: Path, renders: int, starts: int) -> dict[str, Any]:
+def measure(
+    contender: str,
+    photos: Path,
+    work: Path,
+    renders: int,
+    starts: int,
+    package_root: Path | None = None,
+) -> dict[str, Any]:
     """One run of one contender: never made, then ``starts`` new processes.
 
     A busy machine only ever adds time to a process start, so each start
@@ -219,9 +238,9 @@ def measure(contender: str, photos: Path, work: Path, renders: int, starts: int)
     state = work / contender
     shutil.rmtree(state, ignore_errors=True)
     shutil.copytree(photos, state / "media" / "photos")
-    never = run_child(python, contender, state, renders=0, migrate=True)
+    never = run_child(python, contender, state, 0, True, package_root)
     started = [
-        run_child(python, contender, state, renders=renders if last else 0, migrate=False)
+        run_child(python, contender, state, renders if last else 0, False, package_root)
         for last in [False] * (starts - 1) + [True]
     ]
     warm = started[-1]
@@ -276,32 +295,57 @@ def main() -> None:
     parser.add_argument("--renders", type=int, default=300, help="warm renders per run")
     parser.add_argument("--starts", type=int, default=5, help="new processes per run")
     parser.add_argument("--contenders", default="oximg,sorl,easy")
+    parser.add_argument(
+        "--before", metavar="COMMIT", help="add oximg-before: the package at COMMIT"
+    )
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--child", choices=("oximg", "sorl", "easy"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=sorted(CONTENDERS), help=argparse.SUPPRESS)
     parser.add_argument("--state", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--migrate", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--package-root", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
+        if args.package_root:  # before anything imports django_oximg
+            sys.path.insert(0, str(args.package_root))
         print(json.dumps(child(args.child, args.state, args.renders, args.migrate)))
         return
+    if args.before and "oximg-before" not in args.contenders.split(","):
+        args.contenders += ",oximg-before"
     contenders = []
     for name in args.contenders.split(","):
         if python_for(name) is None:
             print(f"note: {name} skipped: run bash bench/peers/setup_django_peers.sh")
         else:
             contenders.append(name)
+    from bench.load import checkout
     from bench.servers import compile_sources
 
-    compile_sources()
     with tempfile.TemporaryDirectory(prefix="oximg-pages-") as temp:
         work = Path(temp)
+        before = None
+        if "oximg-before" in contenders:
+            if not args.before:
+                parser.error("oximg-before needs --before COMMIT")
+            before = checkout(args.before, work)
+            compile_sources(before)
+        compile_sources()
         draw_photos(work / "photos")
         results = []
         for run in range(args.runs):
             # Interleaved, so slow drift of a shared machine hits all alike.
             order = contenders[run % len(contenders) :] + contenders[: run % len(contenders)]
             results.append(
-                {c: measure(c, work / "photos", work, args.renders, args.starts) for c in order}
+                {
+                    c: measure(
+                        c,
+                        work / "photos",
+                        work,
+                        args.renders,
+                        args.starts,
+                        before if c == "oximg-before" else None,
+                    )
+                    for c in order
+                }
             )
             print(
                 f"run {run + 1}: "
