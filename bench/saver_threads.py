@@ -9,7 +9,8 @@ each save is one ``ctypes`` call into libvips (``vips_jpegsave_buffer`` of a
 quantisation tables, one libvips
 thread), and ctypes releases the GIL for the whole call. For contrast the
 same pixels are encoded by Pillow with the same settings
-(core/encoder.py), which releases the GIL while it encodes.
+(core/encoder.py), which keeps the GIL while it encodes into a ``BytesIO``:
+its two threads keep one core busy.
 
 Each row: saves/s, CPU ms per save and cores kept busy, for one thread,
 two threads of one process and two processes (docs/BENCHMARKS.md,
