@@ -136,7 +136,7 @@ def test_a_name_too_long_for_the_file_system_is_not_found(
     def too_long(*args: object, **kwargs: object) -> None:
         raise OSError(errno.ENAMETOOLONG, "File name too long")
 
-    monkeypatch.setattr("builtins.open", too_long)
+    monkeypatch.setattr("django_oximg.core.stores.os.open", too_long)
     with pytest.raises(SourceNotFound):
         FileSystemSourceStore(root).read("photos/x.jpg", 1000)
 
@@ -256,7 +256,7 @@ def test_cache_store_fsyncs_each_result_before_naming_it_unless_told_not_to(
     assert leftovers(tmp_path) == []
 
 
-@pytest.mark.parametrize("failing", ["fsync", "replace", "chmod"])
+@pytest.mark.parametrize("failing", ["write", "fsync", "fchmod", "replace"])
 def test_a_write_failing_midway_leaves_no_temp_file_and_no_final_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str
 ) -> None:

@@ -223,27 +223,45 @@ class FileSystemSourceStore:
         jail_name(name)
 
     def read(self, name: str, max_bytes: int, reserve: Reserve | None = None) -> bytes:
+        """The whole file, in four system calls (open, fstat, read, close).
+
+        Through the descriptor rather than a file object: Python's buffered
+        ``open`` adds an ``isatty`` ioctl, an ``lseek``, a second ``fstat``
+        and reads in pieces, each a call that gives up the GIL and, on a
+        busy server, waits to take it back from the render threads.
+        """
         path = path_inside(self.root, name)
-        with file_errors(), open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size > max_bytes:
-                raise SourceTooLarge(f"{name!r} has {size} bytes, limit {max_bytes}")
-            if reserve is not None:
-                reserve(size)
-            # Read the size fstat gave, not the limit: a read of the limit
-            # allocates that much first (50 MiB by default, 8x slower for
-            # a 1 MB file). A file that grew since is read on to the limit.
-            data = handle.read(size + 1)
-            if len(data) > size:
-                data += handle.read(max_bytes + 1 - len(data))
+        with file_errors():
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                status = os.fstat(fd)
+                if stat.S_ISDIR(status.st_mode):  # which open() would have refused
+                    raise SourceNotFound(f"{name!r} is a directory")
+                size = status.st_size
+                if size > max_bytes:
+                    raise SourceTooLarge(f"{name!r} has {size} bytes, limit {max_bytes}")
+                if reserve is not None:
+                    reserve(size)
+                # Read the size fstat gave, not the limit: a read of the limit
+                # allocates that much first (50 MiB by default, 8x slower for
+                # a 1 MB file). A file that grew since is read on to the limit.
+                data = read_up_to(fd, size + 1)
+                if len(data) > size:
+                    data += read_up_to(fd, max_bytes + 1 - len(data))
+            finally:
+                os.close(fd)
         if len(data) > max_bytes:
             raise SourceTooLarge(f"{name!r} grew past the limit of {max_bytes} bytes")
         return data
 
     def read_header(self, name: str, limit: int) -> bytes:
         path = path_inside(self.root, name)
-        with file_errors(), open(path, "rb") as handle:
-            return handle.read(limit)
+        with file_errors():
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                return read_up_to(fd, limit)  # a directory: IsADirectoryError
+            finally:
+                os.close(fd)
 
     def version(self, name: str) -> str:
         """The file's modification time and size, from one ``stat``.
@@ -259,6 +277,21 @@ class FileSystemSourceStore:
         except OSError as exc:
             raise SourceNotFound(str(exc)) from exc
         return f"{stat.st_mtime_ns:x}{stat.st_size:x}"
+
+
+def read_up_to(fd: int, count: int) -> bytes:
+    """Up to ``count`` bytes from ``fd``: fewer only at the end of the file.
+
+    One ``read`` for a regular file; more only if the kernel returns less
+    than asked before the end (a signal, a file system that reads in pieces).
+    """
+    data = os.read(fd, count)
+    while data and len(data) < count:
+        more = os.read(fd, count - len(data))
+        if not more:
+            break
+        data += more
+    return data
 
 
 @contextlib.contextmanager
@@ -414,7 +447,8 @@ def write_atomically(path: Path, data: bytes, fsync: bool = True) -> None:
     system), fsync before the rename so a power cut cannot leave a named but
     empty file (with ``fsync`` False, readers still never see a partial file,
     but the disk may after a power cut), and the temp file removed if
-    anything fails.
+    anything fails. Written through the descriptor, as :meth:`FileSystemSourceStore.read`
+    reads: six system calls, where a file object added three.
     """
     try:
         fd, temp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
@@ -422,12 +456,15 @@ def write_atomically(path: Path, data: bytes, fsync: bool = True) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, temp_name = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
             if fsync:
-                os.fsync(handle.fileno())
-        os.chmod(temp_name, 0o644)
+                os.fsync(fd)
+            os.fchmod(fd, 0o644)  # mkstemp's 0600, whatever the umask
+        finally:
+            os.close(fd)
         os.replace(temp_name, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
