@@ -8,6 +8,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from django_oximg.core.stores import (
     FileSystemSourceStore,
     jail_name,
     path_inside,
+    read_up_to,
     write_atomically,
 )
 
@@ -139,6 +141,55 @@ def test_a_name_too_long_for_the_file_system_is_not_found(
     monkeypatch.setattr("django_oximg.core.stores.os.open", too_long)
     with pytest.raises(SourceNotFound):
         FileSystemSourceStore(root).read("photos/x.jpg", 1000)
+
+
+def test_a_source_that_grew_after_its_fstat_is_read_on_to_the_limit(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The read trusts a read of fstat's size as the whole file, but not one that brings more."""
+    (root / "photos" / "x.jpg").write_bytes(b"grown well past")
+    real_fstat = os.fstat
+
+    def stale(fd: int) -> os.stat_result:  # the size before the file grew
+        status = real_fstat(fd)
+        return os.stat_result((*status[:6], 5, *status[7:]))
+
+    monkeypatch.setattr("django_oximg.core.stores.os.fstat", stale)
+    store = FileSystemSourceStore(root)
+    assert store.read("photos/x.jpg", 1000) == b"grown well past"
+    with pytest.raises(SourceTooLarge, match="grew past"):
+        store.read("photos/x.jpg", 10)
+
+
+def test_read_up_to_reads_on_through_short_reads() -> None:
+    """A pipe hands over what was written so far: the reads go on to the count or the end."""
+    reader, writer = os.pipe()
+    later = threading.Timer(0.05, lambda: (os.write(writer, b"defgh"), os.close(writer)))
+    try:
+        os.write(writer, b"abc")
+        later.start()  # the first read gets "abc" alone, the next waits for the rest
+        assert read_up_to(reader, 6) == b"abcdef"
+        later.join(5)
+        assert read_up_to(reader, 6) == b"gh"  # the end comes first
+        assert read_up_to(reader, 6) == b""
+    finally:
+        later.join(5)
+        os.close(reader)
+
+
+def test_read_up_to_stops_at_enough_without_reading_the_end() -> None:
+    """``enough`` bytes in: no further read (one would wait on a writer that holds the pipe)."""
+    reader, writer = os.pipe()
+    os.set_blocking(reader, False)  # a read with nothing to give fails rather than waits
+    try:
+        os.write(writer, b"abcd")
+        assert read_up_to(reader, 5, enough=4) == b"abcd"
+        os.write(writer, b"efgh")
+        with pytest.raises(BlockingIOError):  # without it, a read for the fifth byte
+            read_up_to(reader, 5)
+    finally:
+        os.close(reader)
+        os.close(writer)
 
 
 def test_source_store_reserves_the_size_before_reading(root: Path) -> None:

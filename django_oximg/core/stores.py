@@ -245,7 +245,7 @@ class FileSystemSourceStore:
                 # Read the size fstat gave, not the limit: a read of the limit
                 # allocates that much first (50 MiB by default, 8x slower for
                 # a 1 MB file). A file that grew since is read on to the limit.
-                data = read_up_to(fd, size + 1)
+                data = read_up_to(fd, size + 1, enough=size)
                 if len(data) > size:
                     data += read_up_to(fd, max_bytes + 1 - len(data))
             finally:
@@ -279,14 +279,18 @@ class FileSystemSourceStore:
         return f"{stat.st_mtime_ns:x}{stat.st_size:x}"
 
 
-def read_up_to(fd: int, count: int) -> bytes:
-    """Up to ``count`` bytes from ``fd``: fewer only at the end of the file.
+def read_up_to(fd: int, count: int, enough: int | None = None) -> bytes:
+    """Up to ``count`` bytes from ``fd``, fewer only at the end of the file.
 
-    One ``read`` for a regular file; more only if the kernel returns less
-    than asked before the end (a signal, a file system that reads in pieces).
+    With ``enough`` (the size ``fstat`` gave), a read that brings that many
+    is taken as the whole file: no second ``read`` to see the end, while a
+    file that grew since still shows as ``count`` bytes. One ``read`` for a
+    regular file; more only if the kernel returns less than asked (a
+    signal, a file system that reads in pieces).
     """
+    goal = count if enough is None else enough
     data = os.read(fd, count)
-    while data and len(data) < count:
+    while data and len(data) < goal:
         more = os.read(fd, count - len(data))
         if not more:
             break
