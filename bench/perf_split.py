@@ -87,6 +87,11 @@ def hand_offs(samples: list[list[str]], ms_per_request: float) -> list[tuple[flo
     return rows
 
 
+#: What :func:`split` gives: requests per second, CPU ms per request, context
+#: switches per request, and (ms per request, what) rows.
+Split = tuple[float, float, float, list[tuple[float, str]]]
+
+
 def split(
     server: servers.Running,
     case: Case,
@@ -95,9 +100,9 @@ def split(
     seconds: float,
     data: Path,
     stacks: bool = False,
-) -> tuple[float, float, float, list[tuple[float, str]]]:
-    """(requests per second, CPU ms per request, context switches per request,
-    [(ms per request, shared object)], with :func:`hand_offs`' rows when ``stacks``)."""
+) -> Split:
+    """The figures of one server, split by shared object, with :func:`hand_offs`' rows
+    when ``stacks``."""
     warm = url_list(case, 400, "diverse", f"warm{data.stem}", build)
     closed_loop(server.port, per_connection(warm, connections), 3)
     urls = url_list(case, max(2000, int(seconds * 300)), "diverse", f"perf{data.stem}", build)
@@ -120,22 +125,10 @@ def split(
     return stats.requests / seconds, stats.cpu_ms_per_request, stats.switches_per_request, rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--case", choices=sorted(CASES), default="medium-jpeg-boxes")
-    parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--connections", type=int, default=8)
-    parser.add_argument("--contenders", default="oximg,thumbor")
-    parser.add_argument(
-        "--hand-offs",
-        action="store_true",
-        help="record call stacks too: the GIL's hand-offs, futex calls and page faults",
-    )
-    args = parser.parse_args()
-    if not shutil.which("perf"):
-        parser.error("needs Linux perf (Debian: apt-get install linux-perf)")
+def measure(args: argparse.Namespace, work: Path) -> dict[str, Split]:
+    """:func:`split` of each server ``args`` asks for, its files under ``work``
+    (removed after: with ``--hand-offs`` perf's data is hundreds of MB)."""
     wanted = args.contenders.split(",")
-    work = Path(tempfile.mkdtemp(prefix="oximg-perf-split-"))
     media = work / "media"
     write_set(media)
     servers.compile_sources()
@@ -168,6 +161,26 @@ def main() -> None:
                     work / "thumbor.data",
                     args.hand_offs,
                 )
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case", choices=sorted(CASES), default="medium-jpeg-boxes")
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--contenders", default="oximg,thumbor")
+    parser.add_argument(
+        "--hand-offs",
+        action="store_true",
+        help="record call stacks too: the GIL's hand-offs, futex calls and page faults",
+    )
+    args = parser.parse_args()
+    if not shutil.which("perf"):
+        parser.error("needs Linux perf (Debian: apt-get install linux-perf)")
+    with tempfile.TemporaryDirectory(prefix="oximg-perf-split-") as temp:
+        results = measure(args, Path(temp))
+    case = CASES[args.case]
     print(f"{case.name}, c={args.connections}, {args.seconds:.0f} s under perf record")
     for name, (rate, cpu, switches, rows) in results.items():
         print(f"{name}: {rate:.1f} req/s, {cpu:.2f} CPU ms per request, {switches:.0f} switches")

@@ -1,8 +1,7 @@
 """A memo of values computed from the settings, kept until the settings change.
 
-The template tags and :mod:`django_oximg.thumbnails` compute the same things
-for every tag of every page; this keeps each one once per process and
-settings object. Nothing here knows what is kept.
+Used by :mod:`django_oximg.thumbnails` and :mod:`django_oximg.source_metadata`;
+nothing here knows what is kept.
 """
 
 from __future__ import annotations

@@ -230,36 +230,37 @@ class FileSystemSourceStore:
         and reads in pieces, each a call that gives up the GIL and, on a
         busy server, waits to take it back from the render threads.
         """
-        path = path_inside(self.root, name)
-        with file_errors():
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-            try:
-                status = os.fstat(fd)
-                if stat.S_ISDIR(status.st_mode):  # which open() would have refused
-                    raise SourceNotFound(f"{name!r} is a directory")
-                size = status.st_size
-                if size > max_bytes:
-                    raise SourceTooLarge(f"{name!r} has {size} bytes, limit {max_bytes}")
-                if reserve is not None:
-                    reserve(size)
-                # Read the size fstat gave, not the limit: a read of the limit
-                # allocates that much first (50 MiB by default, 8x slower for
-                # a 1 MB file). A file that grew since is read on to the limit.
-                data = read_up_to(fd, size + 1, enough=size)
-                if len(data) > size:
-                    data += read_up_to(fd, max_bytes + 1 - len(data))
-            finally:
-                os.close(fd)
+        with self._opened(name) as fd:
+            status = os.fstat(fd)
+            if stat.S_ISDIR(status.st_mode):  # which open() would have refused
+                raise SourceNotFound(f"{name!r} is a directory")
+            size = status.st_size
+            if size > max_bytes:
+                raise SourceTooLarge(f"{name!r} has {size} bytes, limit {max_bytes}")
+            if reserve is not None:
+                reserve(size)
+            # Read the size fstat gave, not the limit: a read of the limit
+            # allocates that much first (50 MiB by default, 8x slower for
+            # a 1 MB file). A file that grew since is read on to the limit.
+            data = read_up_to(fd, size + 1, enough=size)
+            if len(data) > size:
+                data += read_up_to(fd, max_bytes + 1 - len(data))
         if len(data) > max_bytes:
             raise SourceTooLarge(f"{name!r} grew past the limit of {max_bytes} bytes")
         return data
 
     def read_header(self, name: str, limit: int) -> bytes:
+        with self._opened(name) as fd:
+            return read_up_to(fd, limit)  # a directory: IsADirectoryError
+
+    @contextlib.contextmanager
+    def _opened(self, name: str) -> Iterator[int]:
+        """A descriptor of ``name`` inside the root, closed after; OS errors as the core's."""
         path = path_inside(self.root, name)
         with file_errors():
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             try:
-                return read_up_to(fd, limit)  # a directory: IsADirectoryError
+                yield fd
             finally:
                 os.close(fd)
 

@@ -18,10 +18,11 @@ from django_oximg.core.options.values import base64url, invalid, invalid_source
 #: Each field's option, by its place in the table (the canonical order).
 WRITER_OF = {field: place for place, option in enumerate(OPTIONS) for field in option.fields}
 
-#: Each written field's place in :class:`Options`, name and default, to find
-#: the few a path sets without asking every option for its text.
+#: Each written field's index in :class:`Options`, its option's place in the
+#: table and its default: to find the few options a path sets without asking
+#: every option for its text.
 WRITTEN_DEFAULTS = tuple(
-    (index, name, default)
+    (index, WRITER_OF[name], default)
     for index, (name, default) in enumerate(zip(Options._fields, DEFAULTS, strict=True))
     if name in WRITER_OF
 )
@@ -63,8 +64,8 @@ def build_path(options: Options, source: str, *, encode: str = "plain") -> str:
     # their options are asked for their text.
     places = sorted(
         {
-            WRITER_OF[name]
-            for index, name, default in WRITTEN_DEFAULTS
+            place
+            for index, place, default in WRITTEN_DEFAULTS
             # Mostly the very default object: "is" settles it without an __eq__ call.
             if (value := options[index]) is not default and value != default
         }

@@ -215,7 +215,6 @@ MAX_APPLIED_OPTIONS = 500
 
 
 DEFAULTS = Options()
-FIELD_NAMES = Options._fields
 
 
 class Draft(dict[str, Any]):

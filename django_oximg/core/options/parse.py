@@ -18,7 +18,6 @@ from django_oximg.core.errors import InvalidOptions
 from django_oximg.core.options.model import (
     ANY_URL,
     DEFAULTS,
-    FIELD_NAMES,
     MAX_APPLIED_OPTIONS,
     Draft,
     Options,
@@ -162,7 +161,7 @@ def parse_path(
     except UnicodeEncodeError as error:
         raise InvalidOptions(detail="path is not encodable text", public="Invalid URL") from error
     parser = _OptionParser(presets or {})
-    draft = Draft({name: getattr(DEFAULTS, name) for name in FIELD_NAMES})
+    draft = Draft(DEFAULTS._asdict())
     if "default" in parser.presets:
         parser.apply_presets(draft, ["default"], ())
     if rules.only_presets:
