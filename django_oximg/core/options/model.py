@@ -82,8 +82,8 @@ class Options(NamedTuple):
 
     A NamedTuple, as the request path's records are: a parse, a tag and a
     client hint each build or ``_replace`` one several times, which a
-    frozen dataclass of these sixty fields does six to eight times slower
-    (docs/design.md, "Decisions worth knowing"). Every default is immutable.
+    frozen dataclass of these sixty fields does several times slower
+    (docs/BENCHMARKS.md, "Page renders"). Every default is immutable.
     """
 
     resizing_type: str = "fit"
