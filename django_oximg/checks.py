@@ -22,6 +22,9 @@
   only the process that ran it.
 * ``oximg.W009`` the result cache is in a relative directory, which moves with
   the server's working directory (``MEDIA_ROOT`` unset or relative).
+* ``oximg.W010`` (``--deploy``) the coordination or metadata cache is Redis or
+  Memcached without a socket timeout: a server that stops answering holds
+  each call for as long as the operating system keeps the connection.
 * ``oximg.E020`` a declared size (``RENDER_AHEAD``, a model's
   ``oximg_render_ahead``) names no file field, or is not one the tag takes.
 * ``oximg.E021`` sizes are declared but no task backend can run them: Django's
@@ -53,6 +56,7 @@ def register() -> None:
     checks.register(check_serving, "django_oximg", checks.Tags.urls)
     checks.register(check_caches, "django_oximg")
     checks.register(check_render_ahead, "django_oximg")
+    checks.register(check_cache_timeouts, "django_oximg", deploy=True)
 
 
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
@@ -207,6 +211,46 @@ def metadata_cache_messages(settings: conf.OximgSettings) -> list[checks.CheckMe
             )
         ]
     return []
+
+
+#: Cache backends that talk to a server, and the OPTIONS that bound a call
+#: to it (connecting, and waiting for an answer): all must be set.
+CLIENT_TIMEOUT_OPTIONS = {
+    "django.core.cache.backends.redis.RedisCache": ("socket_connect_timeout", "socket_timeout"),
+    "django_redis.cache.RedisCache": ("SOCKET_CONNECT_TIMEOUT", "SOCKET_TIMEOUT"),
+    "django.core.cache.backends.memcached.PyMemcacheCache": ("connect_timeout", "timeout"),
+}
+
+
+def check_cache_timeouts(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """W010: a coordination or metadata cache whose client may wait forever."""
+    try:
+        settings = conf.build_settings(conf.raw_settings())
+    except ImproperlyConfigured:  # reported by check_settings as oximg.E001
+        return []
+    configured = getattr(django_settings, "CACHES", {})
+    messages: list[checks.CheckMessage] = []
+    for setting in ("COORDINATION_CACHE", "METADATA_CACHE"):
+        alias = getattr(settings, setting)
+        entry = configured.get(alias) if alias else None
+        if not entry:  # none, or a missing alias (E005, E007)
+            continue
+        wanted = CLIENT_TIMEOUT_OPTIONS.get(str(entry.get("BACKEND", "")), ())
+        options = entry.get("OPTIONS") or {}
+        missing = [name for name in wanted if options.get(name) is None]
+        if missing:
+            messages.append(
+                checks.Warning(
+                    f"OXIMG['{setting}'] is the cache {alias!r}, whose client has no "
+                    f"{' or '.join(missing)}: a server that stops answering (frozen, or "
+                    "behind a network partition) holds every call to it.",
+                    hint=f"Set CACHES[{alias!r}]['OPTIONS'] "
+                    + ", ".join(f"{name!r}" for name in wanted)
+                    + " to a second or less (docs/deployment.md, Redis).",
+                    id="oximg.W010",
+                )
+            )
+    return messages
 
 
 def result_cache_messages(settings: conf.OximgSettings) -> list[checks.CheckMessage]:

@@ -113,6 +113,16 @@ class OximgSettings:
     """Alias in ``STORAGES`` for the result cache. Empty: a
     ``FileSystemStorage`` under ``MEDIA_ROOT/oximg``."""
 
+    CACHE_STORAGE_TIMEOUT: float = defaults.CACHE_STORAGE_TIMEOUT
+    """Seconds a call to an S3 result cache may take: a lookup, a write. A
+    lookup that takes longer is a miss (the result is rendered), a write
+    that takes longer is given up (the result is served from memory), and
+    either shows in ``/health`` until one works again. One attempt each, no
+    retries: both are survived, so a retry would only hold the request
+    longer. Other storages are bounded by their own clients' settings; a
+    local disk needs none. Part of the longest a request can take
+    (docs/deployment.md, timeouts)."""
+
     CACHE_FSYNC: bool = True
     """fsync each result on a local-disk cache before renaming it into place,
     so that a power cut cannot leave a torn or empty file under a final name
@@ -262,7 +272,15 @@ class OximgSettings:
     COORDINATION_CACHE: str = ""
     """Alias in ``CACHES`` (Redis or Memcached) through which processes that
     share a result cache agree who renders a hot key, so it is rendered once
-    across all of them. Empty: each process coordinates only its own threads."""
+    across all of them. Empty: each process coordinates only its own threads.
+    Give its client a socket timeout too (system check ``oximg.W010``)."""
+
+    COORDINATION_TIMEOUT: float = defaults.COORDINATION_TIMEOUT
+    """Seconds a call to the ``COORDINATION_CACHE`` may take. A cache that
+    fails or takes longer (a Redis that is down, or frozen) never fails a
+    request: the request renders without a lease, as if there were no
+    coordination, no request asks the cache again for a few seconds, and
+    ``/health`` reports it until it answers."""
 
     METRICS: bool = defaults.METRICS
     """Answer ``<prefix>metrics`` with Prometheus metrics (requests by status,
@@ -653,7 +671,14 @@ def _validate(conf: OximgSettings) -> None:
     for name in COUNTS:
         if getattr(conf, name) < 0:
             raise ImproperlyConfigured(f"OXIMG: {name} must not be negative.")
-    for name in ("QUEUE_TIMEOUT", "RENDER_TIMEOUT", "HTTP_TIMEOUT", "SOURCE_TIMEOUT"):
+    for name in (
+        "QUEUE_TIMEOUT",
+        "RENDER_TIMEOUT",
+        "HTTP_TIMEOUT",
+        "SOURCE_TIMEOUT",
+        "CACHE_STORAGE_TIMEOUT",
+        "COORDINATION_TIMEOUT",
+    ):
         if getattr(conf, name) <= 0:
             raise ImproperlyConfigured(f"OXIMG: {name} must be positive.")
     if conf.RENDER_AHEAD_RETRY_DELAY < 0:

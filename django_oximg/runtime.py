@@ -20,18 +20,19 @@ from typing import TYPE_CHECKING
 from django.conf import settings as django_settings
 from django.core.cache import caches
 from django.core.exceptions import ImproperlyConfigured
-from django.core.files.storage import FileSystemStorage, Storage, storages
+from django.core.files.storage import FileSystemStorage, InvalidStorageError, Storage, storages
 
 from django_oximg import conf, storage
-from django_oximg.coordination import CacheCoordinator
 from django_oximg.core.cgroups import default_memory_budget, usable_cpus
-from django_oximg.core.coordination import Coordinator
+from django_oximg.core.coordination import CacheCoordinator, Coordinator
 from django_oximg.core.errors import OximgError
 from django_oximg.core.executor import Executor
+from django_oximg.core.faults import Faults
 from django_oximg.core.options import URLRules
 from django_oximg.core.signing import URLSigner, pairs_from_hex
 from django_oximg.core.sources import URL_ALIAS, SourceResolver
 from django_oximg.core.stores import CacheStore, FileSystemSourceStore, SourceStore
+from django_oximg.core.timeouts import RequestTimeouts
 
 if TYPE_CHECKING:
     from django_oximg.core.http_source import HttpSourceConfig
@@ -77,6 +78,7 @@ def cache_store(settings: conf.OximgSettings) -> CacheStore:
         fsync=settings.CACHE_FSYNC,
         cache_control=settings.CACHE_CONTROL,
         redirect=settings.CACHE_REDIRECT,
+        timeout=settings.CACHE_STORAGE_TIMEOUT,
     )
 
 
@@ -105,7 +107,10 @@ def get_source_resolver() -> SourceResolver:
 
 def source_stores(settings: conf.OximgSettings) -> dict[str, SourceStore]:
     """Source stores by alias, plus the HTTP store when ``HTTP_SOURCES`` lists prefixes."""
-    stores = {alias: storage.source_store(s) for alias, s in source_storages(settings).items()}
+    stores = {
+        alias: storage.source_store(s, timeout=settings.SOURCE_TIMEOUT)
+        for alias, s in source_storages(settings).items()
+    }
     if settings.HTTP_SOURCES:
         # urllib3 (tens of milliseconds to import) only for sites with URL sources.
         from django_oximg.core.http_source import HttpSourceStore
@@ -196,7 +201,7 @@ def thumbnailer_config(
         render_timeout=settings.RENDER_TIMEOUT,
         source_reads=settings.SOURCE_READS or workers(settings) * 2,
         source_timeout=settings.SOURCE_TIMEOUT,
-        peer_wait=settings.QUEUE_TIMEOUT + settings.RENDER_TIMEOUT,
+        peer_wait=request_timeouts(settings).peer_wait(),
         cache_control=settings.CACHE_CONTROL,
         metrics=settings.METRICS,
         metrics_token=settings.METRICS_TOKEN,
@@ -204,6 +209,26 @@ def thumbnailer_config(
         rules=url_rules(settings),
         client_hints=settings.CLIENT_HINTS,
         hit_cache_bytes=settings.HIT_CACHE_BYTES,
+    )
+
+
+def request_timeouts(settings: conf.OximgSettings) -> RequestTimeouts:
+    """The bounds of each part of a request under ``settings``: their sum is the
+    longest a request may take (docs/deployment.md, timeouts).
+
+    The result cache's bound counts only where a call can hang (anything but
+    a local disk), the coordination cache's only when there is one.
+    """
+    try:
+        local_cache = isinstance(cache_storage(settings), FileSystemStorage)
+    except InvalidStorageError:  # reported by oximg.E003; assume the worst here
+        local_cache = False
+    return RequestTimeouts(
+        queue=settings.QUEUE_TIMEOUT,
+        source=settings.SOURCE_TIMEOUT,
+        render=settings.RENDER_TIMEOUT,
+        cache=0.0 if local_cache else settings.CACHE_STORAGE_TIMEOUT,
+        coordination=settings.COORDINATION_TIMEOUT if settings.COORDINATION_CACHE else 0.0,
     )
 
 
@@ -247,13 +272,15 @@ def build_thumbnailer() -> Thumbnailer:
 
     settings = conf.get_settings()
     prepare_libvips(settings)
+    faults = Faults()
     return Thumbnailer(
         thumbnailer_config(settings, get_watermark()),
         signer(settings),
         get_source_resolver(),
         cache_store(settings),
         executor(settings),
-        coordinator=coordinator(settings),
+        coordinator=coordinator(settings, faults),
+        faults=faults,
     )
 
 
@@ -283,11 +310,13 @@ def reset() -> None:
     conf.reset()
 
 
-def coordinator(settings: conf.OximgSettings) -> Coordinator | None:
-    """Cross-process leases on the configured Django cache, if any."""
+def coordinator(settings: conf.OximgSettings, faults: Faults) -> Coordinator | None:
+    """Cross-process leases on the configured Django cache, if any, reporting to ``faults``."""
     if not settings.COORDINATION_CACHE:
         return None
-    return CacheCoordinator(caches[settings.COORDINATION_CACHE])
+    return CacheCoordinator(
+        caches[settings.COORDINATION_CACHE], timeout=settings.COORDINATION_TIMEOUT, faults=faults
+    )
 
 
 @functools.cache

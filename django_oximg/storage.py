@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import logging
+import os
 import posixpath
 import sys
-import time
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from django.core.exceptions import SuspiciousFileOperation
@@ -46,28 +46,43 @@ from django_oximg.core.stores import (
     jail_name,
 )
 
+#: Seconds an S3 call may take when the caller names no bound (the settings'
+#: ``SOURCE_TIMEOUT`` and ``CACHE_STORAGE_TIMEOUT`` are passed in practice).
+DEFAULT_S3_TIMEOUT = 10.0
 
-def source_store(storage: Storage) -> SourceStore:
-    """The source store for ``storage``."""
+
+def source_store(storage: Storage, *, timeout: float = DEFAULT_S3_TIMEOUT) -> SourceStore:
+    """The source store for ``storage``.
+
+    ``timeout`` bounds each S3 call (``SOURCE_TIMEOUT``; :class:`S3Client`).
+    """
     if isinstance(storage, FileSystemStorage):
         return FileSystemSourceStore(storage.location)
     if is_s3(storage):
-        return S3SourceStore(storage)
+        return S3SourceStore(storage, timeout=timeout)
     return StorageSourceStore(storage)
 
 
 def cache_store(
-    storage: Storage, *, fsync: bool = True, cache_control: str = "", redirect: bool = False
+    storage: Storage,
+    *,
+    fsync: bool = True,
+    cache_control: str = "",
+    redirect: bool = False,
+    timeout: float = DEFAULT_S3_TIMEOUT,
 ) -> CacheStore:
     """The result cache store for ``storage``.
 
-    ``fsync`` applies to a local disk (``CACHE_FSYNC``); ``cache_control``
-    and ``redirect`` to S3 (``CACHE_CONTROL``, ``CACHE_REDIRECT``).
+    ``fsync`` applies to a local disk (``CACHE_FSYNC``); ``cache_control``,
+    ``redirect`` and ``timeout`` to S3 (``CACHE_CONTROL``, ``CACHE_REDIRECT``,
+    ``CACHE_STORAGE_TIMEOUT``).
     """
     if isinstance(storage, FileSystemStorage):
         return FileSystemCacheStore(storage.location, fsync=fsync)
     if is_s3(storage):
-        return S3CacheStore(storage, cache_control=cache_control, redirect=redirect)
+        return S3CacheStore(
+            storage, cache_control=cache_control, redirect=redirect, timeout=timeout
+        )
     return StorageCacheStore(storage)
 
 
@@ -127,13 +142,6 @@ def storage_errors() -> Iterator[None]:
         raise SourceUnavailable(str(exc)) from exc
 
 
-#: Seconds a failed ``put`` keeps :meth:`StorageCacheStore.writable` False,
-#: unless a later ``put`` succeeds first: long enough for a few health probes
-#: to see it, short enough that a store that recovered while every request
-#: was a hit is not reported broken for long.
-PUT_FAILURE_MEMORY = 60.0
-
-
 class StorageCacheStore:
     """Results kept in any Django storage.
 
@@ -141,16 +149,15 @@ class StorageCacheStore:
     plain save is atomic there. When ``save`` picked another name because the
     key already existed (another process won the race), the copy is removed.
 
-    ``writable`` is passive: it reports a recent failed ``put`` rather than
-    probing with a write, because a probe per health check (every few seconds,
-    from every process) would be a paid request to S3 and would leave objects
-    behind.
+    A lookup or write that fails raises ``OSError``: the thumbnailer treats
+    the lookup as a miss and serves the result it could not store, and
+    reports either as a fault (``/health``), judged from those calls rather
+    than from probes of its own, which on S3 would be paid requests and
+    leave objects behind.
     """
 
-    def __init__(self, storage: Storage, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, storage: Storage) -> None:
         self.storage = storage
-        self.clock = clock
-        self._last_put_failure: float | None = None
 
     def get(self, key: str) -> CachedResult | None:
         try:
@@ -162,19 +169,13 @@ class StorageCacheStore:
 
     def put(self, key: str, data: bytes) -> None:
         key = jail_name(key)
-        try:
-            saved = self.storage.save(key, ContentFile(data))
-            if saved != key:
-                self.storage.delete(saved)
-        except Exception:  # not swallowed: remembered for writable(), then re-raised
-            self._last_put_failure = self.clock()
-            raise
-        self._last_put_failure = None
+        saved = self.storage.save(key, ContentFile(data))
+        if saved != key:
+            self.storage.delete(saved)
 
     def writable(self) -> bool:
-        """True unless a ``put`` failed within :data:`PUT_FAILURE_MEMORY` seconds."""
-        failed = self._last_put_failure
-        return failed is None or self.clock() - failed >= PUT_FAILURE_MEMORY
+        """Always: whether writes work is told by the writes (see the class docstring)."""
+        return True
 
     def delete(self, key: str) -> None:
         self.storage.delete(jail_name(key))
@@ -216,14 +217,91 @@ class StorageCacheStore:
 
 # -- S3 through django-storages ----------------------------------------------------------
 #
-# django-storages' S3Storage keeps one boto3 resource per thread
-# (``S3Storage.connection`` is stored in a ``threading.local``), so
-# ``storage.connection.meta.client`` is this thread's own client: pool threads
-# never share one. ``storage.bucket`` is cached once for all threads and is a
-# boto3 *resource*, which boto3 does not promise to be thread-safe, so it is
-# not used here.
+# django-storages' S3Storage keeps one boto3 session and resource per thread
+# (``S3Storage.connection`` is a ``threading.local``): each thread that
+# touches S3 loads botocore's service model again, about 6.5 MiB, so a
+# gunicorn worker with 64 threads grew by hundreds of MiB serving S3 hits
+# with nothing rendering. boto3 *clients* are thread-safe (sessions and
+# resources are not), so the adapters here share one client per store and
+# process (:class:`S3Client`), made with the storage's own credentials and
+# options plus timeouts of our own, and leave ``storage.connection`` to the
+# rest of the site.
 
-logger = logging.getLogger("django_oximg")
+#: Connections the shared client keeps open: one per request thread that may
+#: be inside an S3 call at once. More threads than this still work (urllib3
+#: opens a connection for each, but keeps only this many for reuse).
+S3_CONNECTIONS = 64
+
+
+class S3Client:
+    """One boto3 S3 client shared by a process's threads, each call bounded in time.
+
+    Built on first use from the storage's credentials (``access_key``,
+    ``secret_key``, ``security_token`` or ``session_profile``), region,
+    endpoint, TLS options and ``client_config``, with this client's own
+    timeouts and attempts in place of ``client_config``'s: ``attempts``
+    tries, each of which may take ``timeout / attempts`` seconds (half to
+    connect, half for the answer, botocore's ``connect_timeout`` and
+    ``read_timeout``). botocore's defaults (60 s each, up to five attempts in
+    its legacy retry mode) would let one call hang a request for minutes.
+
+    A process forked after the client was made (gunicorn ``--preload``) makes
+    its own: a client's open connections must not be shared between
+    processes.
+    """
+
+    def __init__(self, storage: Any, *, timeout: float, attempts: int) -> None:
+        self.storage = storage
+        self.timeout = timeout
+        self.attempts = attempts
+        self._lock = threading.Lock()
+        self._client: Any = None
+        self._pid = 0
+
+    def __call__(self) -> Any:
+        client, pid = self._client, os.getpid()
+        if client is None or self._pid != pid:
+            with self._lock:
+                if self._client is None or self._pid != pid:
+                    self._client, self._pid = self._make(), pid
+                client = self._client
+        return client
+
+    def config(self) -> Any:
+        """The storage's ``client_config`` with this client's timeouts, attempts and pool."""
+        from botocore.config import Config
+
+        per_try = self.timeout / self.attempts / 2
+        bounds = Config(
+            connect_timeout=per_try,
+            read_timeout=per_try,
+            retries={"total_max_attempts": self.attempts, "mode": "standard"},
+            max_pool_connections=S3_CONNECTIONS,
+        )
+        base = self.storage.client_config
+        return base.merge(bounds) if base is not None else bounds
+
+    def _make(self) -> Any:
+        import boto3
+
+        storage = self.storage
+        if storage.session_profile:
+            session = boto3.Session(profile_name=storage.session_profile)
+        else:
+            session = boto3.Session(
+                aws_access_key_id=storage.access_key,
+                aws_secret_access_key=storage.secret_key,
+                aws_session_token=storage.security_token,
+            )
+        return session.client(
+            "s3",
+            region_name=storage.region_name,
+            use_ssl=storage.use_ssl,
+            endpoint_url=storage.endpoint_url,
+            config=self.config(),
+            verify=storage.verify,
+        )
+
 
 #: S3 error codes meaning "no such object": GET answers NoSuchKey; HEAD has no
 #: body, so its code is the bare status. NoSuchBucket is a configuration
@@ -232,9 +310,6 @@ NOT_FOUND_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 
 #: S3 error codes for a range that starts past the end: the object is empty.
 UNSATISFIABLE_RANGE_CODES = frozenset({"InvalidRange", "416"})
-
-#: Seconds between two log lines about failing cache lookups.
-LOOKUP_ERROR_LOG_INTERVAL = 60.0
 
 
 def is_s3(storage: Storage) -> bool:
@@ -253,11 +328,6 @@ def botocore_errors() -> Any:
     import botocore.exceptions
 
     return botocore.exceptions
-
-
-def s3_client(storage: Any) -> Any:
-    """This thread's boto3 S3 client (django-storages keeps one per thread)."""
-    return storage.connection.meta.client
 
 
 def s3_key(storage: Any, name: str) -> str:
@@ -301,12 +371,16 @@ class S3SourceStore:
     The size limit is checked on the response's Content-Length before any of
     the body is read (the body is then dropped unread), so an oversized
     source costs one request and no transfer, and the read itself is bounded.
+    Each call may take ``timeout`` seconds, in two attempts (a source read
+    is worth a retry; the thumbnailer also stops waiting for it at
+    ``SOURCE_TIMEOUT``).
     """
 
     read_on_worker = False
 
-    def __init__(self, storage: Storage) -> None:
+    def __init__(self, storage: Storage, *, timeout: float = DEFAULT_S3_TIMEOUT) -> None:
         self.storage: Any = storage
+        self.client = S3Client(storage, timeout=timeout, attempts=2)
 
     def check_name(self, name: str) -> None:
         jail_name(name)
@@ -315,7 +389,7 @@ class S3SourceStore:
         key = s3_key(self.storage, name)
         exceptions = botocore_errors()
         try:
-            response = s3_client(self.storage).get_object(
+            response = self.client().get_object(
                 Bucket=self.storage.bucket_name, Key=key, **download_params(self.storage, key)
             )
             with contextlib.closing(response["Body"]) as body:
@@ -342,7 +416,7 @@ class S3SourceStore:
         key = s3_key(self.storage, name)
         exceptions = botocore_errors()
         try:
-            response = s3_client(self.storage).get_object(
+            response = self.client().get_object(
                 Bucket=self.storage.bucket_name,
                 Key=key,
                 Range=f"bytes=0-{limit - 1}",
@@ -367,7 +441,7 @@ class S3SourceStore:
         key = s3_key(self.storage, name)
         exceptions = botocore_errors()
         try:
-            head = s3_client(self.storage).head_object(
+            head = self.client().head_object(
                 Bucket=self.storage.bucket_name, Key=key, **download_params(self.storage, key)
             )
         except (exceptions.ClientError, exceptions.BotoCoreError) as error:
@@ -385,10 +459,16 @@ class S3CacheStore(StorageCacheStore):
       ``cache_control``: S3 makes an object visible whole or not at all, so
       it is atomic, and an existing key is overwritten in place (never
       ``Storage.save``'s renaming). Failures become ``OSError``, which the
-      thumbnailer logs and survives (served from memory, nothing cached).
+      thumbnailer reports and survives (served from memory, nothing cached).
     * ``get`` is one GetObject whose body is handed over unread as
       ``CachedResult.stream`` (the reply streams it to the client), or with
-      ``redirect``, one HeadObject and the object's ``storage.url()``.
+      ``redirect``, one HeadObject and the object's ``storage.url()``. No
+      such key is a miss; any other failure an ``OSError`` (a miss too, and
+      reported).
+    * Each call is one attempt of at most ``timeout`` seconds
+      (``CACHE_STORAGE_TIMEOUT``): a lookup that fails is rendered anyway
+      and a write that fails is served anyway, so a retry would only make
+      the request wait longer.
     * Listing and purging come from :class:`StorageCacheStore`.
     """
 
@@ -398,53 +478,51 @@ class S3CacheStore(StorageCacheStore):
         *,
         cache_control: str = "",
         redirect: bool = False,
-        clock: Callable[[], float] = time.monotonic,
+        timeout: float = DEFAULT_S3_TIMEOUT,
     ) -> None:
-        super().__init__(storage, clock)
+        super().__init__(storage)
         self.s3: Any = storage
+        self.client = S3Client(storage, timeout=timeout, attempts=1)
         self.cache_control = cache_control
         self.redirect = redirect
-        self._last_lookup_error = float("-inf")
 
     def get(self, key: str) -> CachedResult | None:
-        """One GetObject (or HeadObject with ``redirect``); a failing lookup is a miss."""
+        """One GetObject (or HeadObject with ``redirect``)."""
         key = jail_name(key)
         exceptions = botocore_errors()
         try:
             return self._head(key) if self.redirect else self._get(key)
         except exceptions.ClientError as error:
-            if error_code(error) not in NOT_FOUND_CODES:
-                self._log_lookup_error(key, error)
+            if error_code(error) in NOT_FOUND_CODES:
+                return None
+            raise OSError(f"S3 lookup of {key}: {error}") from error
         except exceptions.BotoCoreError as error:
-            self._log_lookup_error(key, error)
-        return None
+            raise OSError(f"S3 lookup of {key}: {error}") from error
 
     def put(self, key: str, data: bytes) -> None:
         key = jail_name(key)
         object_key = s3_key(self.s3, key)
         exceptions = botocore_errors()
         try:
-            s3_client(self.s3).put_object(
+            self.client().put_object(
                 Bucket=self.s3.bucket_name,
                 Key=object_key,
                 Body=data,
                 **self._write_params(object_key),
             )
         except (exceptions.ClientError, exceptions.BotoCoreError) as error:
-            self._last_put_failure = self.clock()
             raise OSError(f"S3 PutObject {object_key}: {error}") from error
-        self._last_put_failure = None
 
     def _get(self, key: str) -> CachedResult:
         object_key = s3_key(self.s3, key)
-        response = s3_client(self.s3).get_object(
+        response = self.client().get_object(
             Bucket=self.s3.bucket_name, Key=object_key, **download_params(self.s3, object_key)
         )
         return CachedResult(size=int(response["ContentLength"]), stream=response["Body"])
 
     def _head(self, key: str) -> CachedResult:
         object_key = s3_key(self.s3, key)
-        head = s3_client(self.s3).head_object(
+        head = self.client().head_object(
             Bucket=self.s3.bucket_name, Key=object_key, **download_params(self.s3, object_key)
         )
         return CachedResult(size=int(head["ContentLength"]), url=str(self.s3.url(key)))
@@ -458,10 +536,3 @@ class S3CacheStore(StorageCacheStore):
         if "ACL" not in params and getattr(self.s3, "default_acl", None):
             params["ACL"] = self.s3.default_acl
         return params
-
-    def _log_lookup_error(self, key: str, error: Exception) -> None:
-        """A failing lookup is a miss (the result is rendered); logged once a minute."""
-        now = time.monotonic()
-        if now - self._last_lookup_error >= LOOKUP_ERROR_LOG_INTERVAL:
-            self._last_lookup_error = now
-            logger.error("result cache lookup failed for %s: %s", key, error)

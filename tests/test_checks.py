@@ -318,3 +318,49 @@ def test_w020_immediate_task_backend_and_e021_missing_one(settings: Any) -> None
     settings.OXIMG = {**settings.OXIMG, "RENDER_AHEAD_BACKEND": "elsewhere"}
     assert [m.id for m in oximg_checks.check_render_ahead()] == ["oximg.E021"]
     assert all(isinstance(m, checks.CheckMessage) for m in oximg_checks.check_render_ahead())
+
+
+REDIS = "django.core.cache.backends.redis.RedisCache"
+
+
+def deploy_messages() -> list[checks.CheckMessage]:
+    """What ``manage.py check --deploy`` adds for this app."""
+    return [
+        m
+        for m in checks.run_checks(include_deployment_checks=True)
+        if str(m.id).startswith("oximg.") and not m.is_silenced()
+    ]
+
+
+@pytest.mark.parametrize(
+    ("options", "expected"),
+    [
+        ({}, ["oximg.W010", "oximg.W010"]),
+        ({"socket_timeout": 0.5}, ["oximg.W010", "oximg.W010"]),
+        ({"socket_timeout": 0.5, "socket_connect_timeout": 0.5}, []),
+    ],
+)
+def test_w010_redis_caches_without_socket_timeouts(
+    settings: Any, options: dict[str, Any], expected: list[str]
+) -> None:
+    """Only with --deploy: a frozen Redis would hold every call for as long as TCP lets it."""
+    redis = {"BACKEND": REDIS, "LOCATION": "redis://127.0.0.1:1/0", "OPTIONS": options}
+    settings.CACHES = {"default": LOCMEM, "leases": redis, "meta": redis}
+    settings.OXIMG = {
+        "KEY": KEY,
+        "SALT": SALT,
+        "COORDINATION_CACHE": "leases",
+        "METADATA_CACHE": "meta",
+    }
+    assert ids(oximg_messages()) == []  # a deployment check only
+    messages = deploy_messages()
+    assert ids(messages) == expected
+    if expected:
+        assert "socket_connect_timeout" in messages[0].msg
+        assert "COORDINATION_CACHE" in messages[0].msg and "METADATA_CACHE" in messages[1].msg
+
+
+def test_w010_leaves_caches_without_a_server_alone(settings: Any) -> None:
+    settings.CACHES = {"default": LOCMEM, "files": FILES}
+    settings.OXIMG = {"KEY": KEY, "SALT": SALT, "COORDINATION_CACHE": "files"}
+    assert [m for m in deploy_messages() if m.id == "oximg.W010"] == []

@@ -397,6 +397,8 @@ SAME_BYTES = {
     "JPEG_DECODER": "the same pixels either way (tests/test_jpeg.py)",
     "ENCODER": "the same pixels either way (tests/test_encoder.py)",
     "COORDINATION_CACHE": "who renders, not what",
+    "COORDINATION_TIMEOUT": "how long a lease is waited for, not what is rendered",
+    "CACHE_STORAGE_TIMEOUT": "how long a lookup or write may take, not what is stored",
     "METRICS": "an operational endpoint",
     "METADATA_CACHE": "where the tags keep a source's size",
     "METRICS_TOKEN": "who may read an operational endpoint",

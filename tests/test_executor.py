@@ -205,10 +205,10 @@ def test_job_not_started_by_the_deadline_times_out_and_never_runs(
 def test_deadline_is_measured_on_the_injected_clock(
     make_executor: Callable[..., Executor],
 ) -> None:
-    # The clock jumps past the deadline right after arrival (read once on admission,
-    # once on queueing): even with an idle worker the caller sees its job still
-    # queued, abandons it, and the job never runs.
-    readings = iter([0.0, 0.0])
+    # The clock jumps past the deadline right after arrival (read once, on
+    # admission, which sets the deadline): even with an idle worker the caller
+    # sees its job still queued, abandons it, and the job never runs.
+    readings = iter([0.0])
     executor = make_executor(workers=1, queue_timeout=5.0, clock=lambda: next(readings, 99.0))
     ran = threading.Event()
 
@@ -670,3 +670,27 @@ def test_stuck_workers_are_those_on_one_job_longer_than_the_limit(
     for caller in callers:
         caller.outcome()
     assert executor.stuck_workers(0.0) == 0
+
+
+def test_an_admission_restarts_its_deadline_after_waiting_elsewhere() -> None:
+    """A request that waited for a peer process gets the whole queue timeout again."""
+    now = [0.0]
+    executor = Executor(1, 1, 5.0, 1024, clock=lambda: now[0])
+    with executor.admit() as admission:
+        assert admission.deadline == 5.0
+        now[0] = 30.0  # a peer's lease was waited for
+        admission.restart()
+        assert admission.deadline == 35.0
+        assert executor.run(lambda: "made", admission=admission) == "made"
+    executor.shutdown()
+
+
+def test_reading_the_source_does_not_count_against_the_queue_timeout() -> None:
+    now = [0.0]
+    executor = Executor(1, 1, 5.0, 1024, clock=lambda: now[0])
+    with executor.admit() as admission:
+        now[0] = 8.0  # 8 s spent reading a source from S3
+        admission.extend(8.0)
+        assert admission.deadline == 13.0
+        assert executor.run(lambda: "made", admission=admission) == "made"
+    executor.shutdown()

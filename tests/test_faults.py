@@ -11,6 +11,10 @@ gunicorn runs with ``--preload``, so a killed worker is replaced by a fork of
 the master in milliseconds instead of a fresh Django start-up; the code that
 renders and writes is the same.
 
+What ``/health`` reports of failing dependencies (``core/faults.py``) is
+tested at the end; through gunicorn nodes, S3 and Redis in
+tests/test_production_faults.py.
+
 Row 48 (cache writes that fail) is covered by
 test_thumbnailer.py::test_a_failing_cache_write_still_serves_from_memory
 (read-only directory), test_views.py::test_a_read_only_cache_still_answers_200_from_memory
@@ -44,6 +48,14 @@ from django.core.files.storage import Storage
 from django_oximg import conf
 from django_oximg.core import stores
 from django_oximg.core.executor import Executor
+from django_oximg.core.faults import (
+    FAULT_MEMORY,
+    MAX_REASON,
+    RESULT_CACHE_WRITE,
+    Fault,
+    Faults,
+    source_dependency,
+)
 from django_oximg.core.keys import source_directory
 from django_oximg.core.stores import TEMP_PREFIX, FileSystemSourceStore
 from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
@@ -366,3 +378,50 @@ def test_a_hanging_source_read_times_out_and_keeps_only_its_read_slot(
         storage.release.set()
     wait_until(lambda: thumbnailer.reads.in_use() == 0)
     assert cache.puts == 3
+
+
+# -- what /health reports: the record of recent failures ---------------------------------
+
+
+def test_a_dependency_is_failing_from_a_failed_call_until_one_works() -> None:
+    now = [100.0]
+    faults = Faults(clock=lambda: now[0])
+    faults.succeeded(RESULT_CACHE_WRITE)
+    assert faults.failing() == {}
+    assert faults.failure_counts() == {RESULT_CACHE_WRITE: 0}
+    faults.failed(RESULT_CACHE_WRITE, "[Errno 28] No space\nleft on device")
+    now[0] += 3
+    faults.failed(RESULT_CACHE_WRITE, "[Errno 28] No space left on device")
+    assert faults.failing()[RESULT_CACHE_WRITE] == Fault(
+        "[Errno 28] No space left on device", since=100.0, last=103.0, failures=2
+    )
+    assert faults.problems() == [
+        "result_cache_write failing for 3 s (2 failed in a row): [Errno 28] No space left on device"
+    ]
+    faults.succeeded(RESULT_CACHE_WRITE)
+    assert faults.problems() == []
+    assert faults.failure_counts() == {RESULT_CACHE_WRITE: 2}
+
+
+def test_a_failure_nothing_has_called_since_is_forgotten_after_a_while() -> None:
+    now = [100.0]
+    faults = Faults(clock=lambda: now[0])
+    faults.failed(source_dependency("archive"), "S3 500 " + "x" * 500)
+    assert list(faults.failing()) == ["source:archive"]
+    assert len(faults.failing()["source:archive"].reason) == MAX_REASON
+    now[0] += FAULT_MEMORY - 1
+    assert list(faults.failing()) == ["source:archive"]
+    now[0] += 1
+    assert faults.failing() == {}
+    assert source_dependency("") == "source"
+
+
+def test_a_failing_source_storage_is_named_by_health(
+    cache: CountingCacheStore, executors: list[Executor]
+) -> None:
+    thumbnailer = thumbnailer_over(FailingStorage(), cache, executors)
+    assert get(thumbnailer, CONTROL).status == 502
+    problems = thumbnailer.health_problems()
+    assert len(problems) == 1
+    assert problems[0].startswith("source failing for ")
+    assert "Input/output error" in problems[0]

@@ -20,11 +20,11 @@ from typing import Any
 
 import prometheus_client
 import pytest
-from django.core.files.storage import InMemoryStorage
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
 from django_oximg.core import metrics, pipeline
+from django_oximg.core.coordination import LeaseState, LocalCoordinator
 from django_oximg.core.errors import Overloaded, ProcessingTimeout
 from django_oximg.core.executor import Executor
 from django_oximg.core.responders import Reply
@@ -36,7 +36,6 @@ from django_oximg.core.stores import (
     directory_is_writable,
 )
 from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
-from django_oximg.storage import PUT_FAILURE_MEMORY, StorageCacheStore
 from tests import images
 from tests.constants import JOIN_TIMEOUT, KEY, MIB, SALT, SIGNER
 from tests.test_wsgi import call, environ_for
@@ -210,17 +209,22 @@ def test_identical_concurrent_requests_are_counted_as_coalesced(
     assert value(series, "oximg_cache_misses_total") == 8
 
 
-class HeldElsewhere:
-    """A coordinator whose lease another process always holds, counting refusals."""
+class HeldElsewhere(LocalCoordinator):
+    """A coordinator whose lease another process holds until ``stored`` is set, then
+    says "done" (counting refusals)."""
 
     shared = True
 
     def __init__(self) -> None:
         self.refused = 0
+        self.stored = threading.Event()
 
-    def acquire(self, key: str, ttl: float) -> bool:
+    def acquire(self, key: str) -> bool:
         self.refused += 1
         return False
+
+    def state(self, key: str) -> LeaseState:
+        return LeaseState.DONE if self.stored.is_set() else LeaseState.BUSY
 
     def release(self, key: str) -> None:
         raise AssertionError("never acquired")
@@ -238,6 +242,7 @@ def test_a_result_rendered_by_a_peer_process_is_counted(
     try:
         wait_until(lambda: leases.refused > 0)
         assert get(peer, CONTROL).status == 200  # the lease holder renders into the cache
+        leases.stored.set()
     finally:
         thread.join(JOIN_TIMEOUT)
     assert [reply.status for reply in replies] == [200]
@@ -499,12 +504,15 @@ def test_health_is_503_while_every_read_slot_is_held_by_a_read_past_its_timeout(
     thumbnailer = make(source=source, source_reads=1, source_timeout=0.2)
     assert get(thumbnailer, CONTROL).status == 504
     reply = get(thumbnailer, "/health")
-    assert (reply.status, reply.body) == (
-        503,
-        b"unhealthy: all 1 source read slots held by reads past their 0.2 s timeout\n",
+    assert reply.status == 503
+    assert reply.body.startswith(b"unhealthy: source failing for ")
+    assert b"took longer than 0.2 s" in reply.body
+    assert reply.body.endswith(
+        b", all 1 source read slots held by reads past their 0.2 s timeout\n"
     )
     source.gate.set()
     wait_until(lambda: thumbnailer.reads.in_use() == 0)
+    # The read that hung has returned: the storage answers again.
     assert get(thumbnailer, "/health").status == 200
     assert get(thumbnailer, CONTROL).status == 200
 
@@ -547,42 +555,64 @@ def test_a_missing_cache_root_is_writable_when_its_parent_is(tmp_path: Path) -> 
     assert not (tmp_path / "not").exists()  # checking creates nothing
 
 
-class FailingStorage(InMemoryStorage):
-    """A Django storage whose saves fail while ``failing`` is set (an S3 outage)."""
+class SwitchedCache(FileSystemCacheStore):
+    """A result cache whose writes or lookups fail while switched (a full disk, S3 down)."""
 
-    failing = False
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.failing_writes = False
+        self.failing_lookups = False
 
-    def save(self, name: str | None, content: Any, max_length: int | None = None) -> str:
-        if self.failing:
-            raise OSError("PutObject: 500 Internal Error")
-        return super().save(name, content, max_length)
+    def put(self, key: str, data: bytes) -> None:
+        if self.failing_writes:
+            raise OSError(28, "No space left on device")
+        super().put(key, data)
 
-
-def test_storage_cache_is_unwritable_for_a_while_after_a_failed_put() -> None:
-    now = [1000.0]
-    storage = FailingStorage()
-    store = StorageCacheStore(storage, clock=lambda: now[0])
-    assert store.writable()
-    storage.failing = True
-    with pytest.raises(OSError, match="PutObject"):
-        store.put("ab/key.jpeg", b"data")
-    assert not store.writable()
-    now[0] += PUT_FAILURE_MEMORY - 1
-    assert not store.writable()
-    now[0] += 1
-    assert store.writable()  # nothing failed lately
+    def get(self, key: str) -> CachedResult | None:
+        if self.failing_lookups:
+            raise OSError("S3 lookup: Read timeout")
+        return super().get(key)
 
 
-def test_storage_cache_is_writable_again_after_a_successful_put() -> None:
-    storage = FailingStorage()
-    store = StorageCacheStore(storage)
-    storage.failing = True
-    with pytest.raises(OSError):
-        store.put("ab/key.jpeg", b"data")
-    assert not store.writable()
-    storage.failing = False
-    store.put("ab/key.jpeg", b"data")
-    assert store.writable()
+def test_health_names_failing_cache_writes_until_one_works(
+    make: Callable[..., Thumbnailer], cache_dir: Path
+) -> None:
+    cache = SwitchedCache(cache_dir)
+    thumbnailer = make(cache=cache)
+    cache.failing_writes = True
+    assert get(thumbnailer, CONTROL).status == 200  # served from memory, not stored
+    assert get(thumbnailer, CONTROL).status == 200  # so rendered again
+
+    reply = get(thumbnailer, "/health")
+    assert reply.status == 503
+    assert b"result_cache_write failing" in reply.body
+    assert b"No space left on device" in reply.body
+    series = scrape(thumbnailer)
+    assert value(series, "oximg_dependency_failures_total", dependency="result_cache_write") == 2
+    assert value(series, "oximg_dependency_failing", dependency="result_cache_write") == 1
+
+    cache.failing_writes = False
+    assert get(thumbnailer, OTHER).status == 200  # a write that works
+    assert get(thumbnailer, "/health").status == 200
+    assert (
+        value(scrape(thumbnailer), "oximg_dependency_failing", dependency="result_cache_write") == 0
+    )
+    assert thumbnailer.renders == 3
+
+
+def test_a_failing_lookup_is_a_miss_and_named_by_health(
+    make: Callable[..., Thumbnailer], cache_dir: Path
+) -> None:
+    cache = SwitchedCache(cache_dir)
+    thumbnailer = make(cache=cache)
+    cache.failing_lookups = True
+    assert get(thumbnailer, CONTROL).status == 200
+    reply = get(thumbnailer, "/health")
+    assert reply.status == 503
+    assert b"result_cache_lookup failing" in reply.body
+    cache.failing_lookups = False
+    assert get(thumbnailer, CONTROL).status == 200
+    assert get(thumbnailer, "/health").status == 200
 
 
 # -- through Django: the view and the middleware ----------------------------------------

@@ -34,6 +34,7 @@ from django_oximg import runtime, storage
 from django_oximg.core.errors import SourceNotFound, SourceTimeout, SourceUnavailable
 from django_oximg.thumbnails import get_info_url, get_thumbnail
 from tests import images
+from tests.constants import JOIN_TIMEOUT
 from tests.servers import fetch as http_fetch
 from tests.servers import gunicorn, imgproxy_url
 from tests.services import redis_server
@@ -377,20 +378,83 @@ def test_source_errors_map_to_404_502_and_504(s3_server: S3Server, buckets: Buck
             blackhole.read("photos/landscape.jpg", 10**6)
 
 
-def test_pool_threads_each_get_their_own_boto3_client(s3_server: S3Server) -> None:
-    """django-storages keeps one boto3 resource per thread; the adapters rely on it."""
-    shared = direct_storage(s3_server.endpoint, "b-b-b")
+@pytest.fixture
+def sessions(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every boto3 session made from now on (each loads botocore's models: MiBs)."""
+    made: list[Any] = []
+
+    class Counted(boto3.Session):  # type: ignore[misc]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(boto3, "Session", Counted)
+    return made
+
+
+def test_every_thread_shares_one_boto3_client_per_store(
+    s3_server: S3Server, buckets: Buckets, sessions: list[Any]
+) -> None:
+    """boto3 clients are thread-safe: one per store and process, not one per thread."""
+    store = storage.source_store(direct_storage(s3_server.endpoint, buckets.source))
+    assert isinstance(store, storage.S3SourceStore)
     clients: list[Any] = []
+    versions: list[str] = []
 
-    def remember() -> None:
-        clients.append(storage.s3_client(shared))
+    def use() -> None:
+        clients.append(store.client())
+        versions.append(store.version("photos/landscape.jpg"))
 
-    threads = [threading.Thread(target=remember) for _ in range(3)]
+    threads = [threading.Thread(target=use) for _ in range(16)]
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(10)
-    assert len({id(client) for client in clients}) == 3
+        thread.join(JOIN_TIMEOUT)
+    assert len(versions) == 16 and len(set(versions)) == 1
+    assert len({id(client) for client in clients}) == 1
+    assert len(sessions) == 1
+
+
+def test_the_shared_client_bounds_each_call_whatever_the_storage_says(
+    s3_server: S3Server,
+) -> None:
+    """botocore's defaults (60 s, several attempts) would let one call hold a request."""
+    slow = direct_storage(s3_server.endpoint, "b-b-b", read_timeout=60, connect_timeout=60)
+    cache = storage.cache_store(slow, timeout=3.0)
+    source = storage.source_store(slow, timeout=8.0)
+    assert isinstance(cache, storage.S3CacheStore) and isinstance(source, storage.S3SourceStore)
+    cache_config = cache.client().meta.config
+    assert (cache_config.connect_timeout, cache_config.read_timeout) == (1.5, 1.5)
+    assert cache_config.retries["total_max_attempts"] == 1
+    source_config = source.client().meta.config
+    assert (source_config.connect_timeout, source_config.read_timeout) == (2.0, 2.0)
+    assert source_config.retries["total_max_attempts"] == 2
+    assert source_config.s3 == {"addressing_style": "path"}  # the storage's own options kept
+
+
+def test_concurrent_hits_on_s3_make_one_client_per_store(
+    all_s3: Buckets, sessions: list[Any]
+) -> None:
+    """64 threads hitting the S3 cache: memory independent of the thread count."""
+    thumbnailer = runtime.get_thumbnailer()
+    path = runtime.get_signer().signed_path(CONTROL)
+    assert thumbnailer.reply(path, "GET", {}).status == 200  # the miss: a read, a PutObject
+    statuses: list[int] = []
+
+    def hit() -> None:
+        reply = thumbnailer.reply(path, "GET", {})
+        assert reply.file is not None  # streamed from S3
+        with reply.file:
+            assert reply.file.read()
+        statuses.append(reply.status)
+
+    threads = [threading.Thread(target=hit) for _ in range(64)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(JOIN_TIMEOUT)
+    assert statuses == [200] * 64
+    assert len(sessions) == 2  # the source store's and the cache store's
 
 
 def test_concurrent_requests_for_different_sizes_all_succeed(

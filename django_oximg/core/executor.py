@@ -13,10 +13,13 @@ process in three ways:
   it downloads, waits for a worker and renders: so the requests a process
   is busy with, and the threads they hold, are bounded, and a refused one
   has read nothing.
-* **Queue deadline.** A job that has not *started* ``queue_timeout`` seconds after it
-  arrived is taken out of the queue and its caller gets
+* **Queue deadline.** A job that has not *started* ``queue_timeout`` seconds after its
+  request was admitted is taken out of the queue and its caller gets
   :class:`~django_oximg.core.errors.ProcessingTimeout` (a 503). Removal and start
-  happen under one lock, so an abandoned job never runs later.
+  happen under one lock, so an abandoned job never runs later. One deadline covers
+  all of a request's waits (a read slot, budget, a worker); time spent reading its
+  source pushes it back (:meth:`Admission.extend`), so the whole request waits at
+  most ``queue_timeout`` in all, besides the read itself.
 * **Memory budget.** Each job declares its estimated peak memory as ``cost``; it
   starts only once that many bytes can be reserved from ``memory_budget``, so many
   large images arriving together wait rather than exhaust the process. An
@@ -126,8 +129,10 @@ class Admission:
     the request may reserve budget for bytes it is about to hold
     (:meth:`reserve`: a source being downloaded), and hands the place to
     its job (``admission=`` of :meth:`Executor.run`), whose cost then covers
-    those bytes. Waits before the job is queued (for memory, for a read
-    slot) end at :attr:`deadline`, the queue timeout after admission.
+    those bytes. Every wait (for memory, for a read slot, for a worker)
+    ends at :attr:`deadline`, the queue timeout after admission, pushed back
+    by the time spent reading the source (:meth:`extend`), or started afresh
+    after waiting for a peer process (:meth:`restart`).
     """
 
     def __init__(self, executor: Executor, deadline: float) -> None:
@@ -147,6 +152,20 @@ class Admission:
         request gave up).
         """
         self._executor._reserve_held(self, nbytes)
+
+    def restart(self) -> None:
+        """Start the queue timeout afresh, as for a request admitted now.
+
+        For a request that waited on something that is not this process's
+        queue (a peer process's render of the same key): that wait has its
+        own bound, and must not leave the request too little time to be
+        served itself.
+        """
+        self._executor._move_deadline(self, None)
+
+    def extend(self, seconds: float) -> None:
+        """Push the deadline back by ``seconds`` spent working, not waiting (a source read)."""
+        self._executor._move_deadline(self, seconds)
 
     def close(self) -> None:
         """Give the place and every byte held back (once; later calls do nothing)."""
@@ -378,7 +397,9 @@ class Executor:
         if job.admission.closed:
             raise ValueError("the job's admission is closed")
         self._start_workers()
-        job.deadline = self._clock() + self.queue_timeout
+        # The admission's deadline: one queue timeout covers every wait of a
+        # request (a read slot, budget for its download, a worker), not one each.
+        job.deadline = job.admission.deadline
         self._waiting.append(job)
         # Downloads waiting for budget sleep on the same condition: one
         # notify() could wake one of them instead of an idle worker.
@@ -538,6 +559,14 @@ class Executor:
     def _take_budget(self, nbytes: int) -> None:
         self._reserved += nbytes
         self._peak_reserved = max(self._peak_reserved, self._reserved)
+
+    def _move_deadline(self, admission: Admission, seconds: float | None) -> None:
+        """:meth:`Admission.restart` (``seconds`` None) and :meth:`Admission.extend`."""
+        with self._lock:
+            if seconds is None:
+                admission.deadline = self._clock() + self.queue_timeout
+            else:
+                admission.deadline += seconds
 
     def _release(self, admission: Admission) -> None:
         """:meth:`Admission.close`: the place and the bytes it holds back to the pool."""

@@ -1,15 +1,22 @@
 """A job's content: from the cache, from an identical request in flight, from a peer, or made once.
 
-The cache is looked up first. On a miss, identical concurrent requests in
-this process share one flight (:class:`~django_oximg.core.singleflight.SingleFlight`);
-its leader takes a place in the executor (a 429 at once when there is
-none) before it reads anything, then a lease on the key, so that processes
-sharing the cache make it once (:mod:`~django_oximg.core.coordination`):
-while a peer holds the lease, the cache is polled for its result, and a
-holder that never answers is given up on after ``peer_wait``. The one that
-holds the lease makes the answer (:class:`~django_oximg.core.making.Maker`).
-The flight shares only the content: each request builds its own result
-from it (:meth:`~django_oximg.core.jobs.Job.result`).
+The cache is looked up first; a lookup that fails (a remote cache that does
+not answer) is a miss, and reported as a fault (:mod:`~django_oximg.core.faults`).
+On a miss, identical concurrent requests in this process share one flight
+(:class:`~django_oximg.core.singleflight.SingleFlight`); its leader takes a
+place in the executor (a 429 at once when there is none) before it reads
+anything, then a lease on the key, so that processes sharing the cache make
+it once (:mod:`~django_oximg.core.coordination`). While a peer holds the
+lease, the lease itself is watched (a Redis read, not a paid lookup in an S3
+cache): once it says the result is stored, the cache is read once; once it
+lapses (its holder failed, or was killed), this process takes it and makes
+the result. A holder that keeps its lease past ``peer_wait`` is given up on,
+and the result made here too. Time spent waiting for a peer does not count
+against the queue timeout: the request's admission starts afresh after it.
+The one that holds the lease makes the answer
+(:class:`~django_oximg.core.making.Maker`). The flight shares only the
+content: each request builds its own result from it
+(:meth:`~django_oximg.core.jobs.Job.result`).
 """
 
 from __future__ import annotations
@@ -19,22 +26,19 @@ import threading
 import time
 
 from django_oximg.core import metrics, responders
-from django_oximg.core.coordination import Coordinator
+from django_oximg.core.coordination import Coordinator, LeaseState
 from django_oximg.core.executor import Admission, Executor
+from django_oximg.core.faults import RESULT_CACHE_LOOKUP, Faults
 from django_oximg.core.jobs import Job
 from django_oximg.core.making import Maker
 from django_oximg.core.singleflight import SingleFlight
 from django_oximg.core.stores import CachedResult, CacheStore
+from django_oximg.core.timeouts import PEER_POLL_FIRST, PEER_POLL_MAX
 
 logger = logging.getLogger("django_oximg")
 
-#: Polling a shared result cache for a peer's render: first pause and cap (s).
-PEER_POLL_FIRST = 0.02
-PEER_POLL_MAX = 0.25
-
-#: A lease outlives the longest wait by this much, so a holder that was killed
-#: blocks its peers for a bounded time only.
-LEASE_MARGIN = 5.0
+#: Seconds between two log lines about failing cache lookups.
+LOOKUP_ERROR_LOG_INTERVAL = 60.0
 
 
 class Lookup:
@@ -49,6 +53,7 @@ class Lookup:
         maker: Maker,
         peer_wait: float,
         recorder: metrics.Recorder,
+        faults: Faults | None = None,
     ) -> None:
         """``peer_wait``: how long a request waits for a peer process's render of its key."""
         self.cache = cache
@@ -58,9 +63,12 @@ class Lookup:
         self.maker = maker
         self.peer_wait = peer_wait
         self.metrics = recorder
+        self.faults = faults or Faults()
         #: Answers read from the cache after waiting for a peer's lease.
         self.peer_results = 0
         self._lock = threading.Lock()
+        # -inf, not 0: time.monotonic() may be below the interval just after boot.
+        self._last_lookup_error = float("-inf")
 
     def result_for(self, job: Job, look: bool = True) -> responders.Result:
         """The cached answer, or a fresh one made once for concurrent identical requests.
@@ -72,7 +80,7 @@ class Lookup:
         their own.
         """
         made_before = self.maker.made
-        cached = self.cache.get(job.key) if look else None
+        cached = self.looked_up(job.key) if look else None
         if look:
             self.metrics.count_cache_lookup(hit=cached is not None)
         if cached is not None:
@@ -80,45 +88,75 @@ class Lookup:
         content, _shared = self.flights.do(job.key, lambda: self.admitted(job, made_before))
         return job.result(content)
 
+    def looked_up(self, key: str) -> CachedResult | None:
+        """``cache.get(key)``; a lookup that fails is a miss (reported, logged once a minute)."""
+        try:
+            found = self.cache.get(key)
+        except OSError as error:
+            self.faults.failed(RESULT_CACHE_LOOKUP, str(error))
+            now = time.monotonic()
+            if now - self._last_lookup_error >= LOOKUP_ERROR_LOG_INTERVAL:
+                self._last_lookup_error = now
+                logger.error("result cache lookup failed for %s: %s", key, error)
+            return None
+        self.faults.succeeded(RESULT_CACHE_LOOKUP)
+        return found
+
     def admitted(self, job: Job, made_before: int) -> CachedResult:
         """The flight's leader: take a place in the executor, then the lease."""
         with self.executor.admit() as admission:
             return self.cached_or_made(job, made_before, admission)
 
     def cached_or_made(self, job: Job, made_before: int, admission: Admission) -> CachedResult:
-        """Run once per key in flight: make the answer, unless it appeared meanwhile.
+        """Run once per key in flight: make the answer, or read a peer's.
 
-        The cache is looked at again, once the lease is held, only when it
-        may have changed since the caller's miss: when this process made an
-        answer in between (a flight that ended just before this one
-        started), or when other processes share the cache (a peer may have
-        stored it and released its lease in between). While a peer holds the
-        lease, the cache is polled for its result. Followers share what this
-        returns, so a remote store's stream is read into memory first.
+        Followers share what this returns, so a remote store's stream is
+        read into memory first.
         """
-        lease_ttl = self.peer_wait + LEASE_MARGIN
+        if self.coordinator.acquire(job.key):
+            return self.made_under_lease(job, made_before, admission)
         give_up = time.monotonic() + self.peer_wait
-        pause = PEER_POLL_FIRST
-        look = self.maker.made != made_before or self.coordinator.shared
+        pause = 0.0  # the lease is read at once: it may say "done" already
         while True:
-            if self.coordinator.acquire(job.key, lease_ttl):
-                try:
-                    cached = self.cache.get(job.key) if look else None
-                    if cached is not None:
-                        return cached.in_memory()
-                    return self.maker.make(job, admission)
-                finally:
-                    self.coordinator.release(job.key)
-            # Another process holds the lease: its result will be in the cache.
-            if time.monotonic() >= give_up:
-                # The holder is stuck or was killed: make it here rather than fail.
-                logger.warning("no result from the lease holder of %s; making it here", job.key)
-                return self.maker.make(job, admission)
             time.sleep(pause)
-            pause = min(pause * 2, PEER_POLL_MAX)
-            cached = self.cache.get(job.key)
-            if cached is not None:
-                with self._lock:
-                    self.peer_results += 1
-                return cached.in_memory()
-            look = True  # the peer may finish between this look and our lease
+            pause = min(max(pause * 2, PEER_POLL_FIRST), PEER_POLL_MAX)
+            state = self.coordinator.state(job.key)
+            if state is LeaseState.DONE:
+                cached = self.looked_up(job.key)
+                if cached is not None:
+                    with self._lock:
+                        self.peer_results += 1
+                    return cached.in_memory()
+                # Stored and gone again (a purge): make it here.
+                return self.made_after_waiting(job, admission)
+            if state is LeaseState.UNKNOWN:
+                return self.made_after_waiting(job, admission)
+            if state is LeaseState.FREE and self.coordinator.acquire(job.key):
+                # The holder failed or died: the lease lapsed, and it is ours.
+                admission.restart()
+                return self.made_under_lease(job, made_before, admission)
+            if time.monotonic() >= give_up:
+                logger.warning("no result from the lease holder of %s; making it here", job.key)
+                return self.made_after_waiting(job, admission)
+
+    def made_under_lease(self, job: Job, made_before: int, admission: Admission) -> CachedResult:
+        """Make the answer holding the lease; the lease then says "done", or is given back.
+
+        The cache is looked at again only when this process made an answer
+        since the caller's miss (a flight that ended just before this one
+        started). A peer that stored it in between would have left its lease
+        saying "done", so it is not looked for here.
+        """
+        try:
+            cached = self.looked_up(job.key) if self.maker.made != made_before else None
+            result = cached.in_memory() if cached is not None else self.maker.make(job, admission)
+        except BaseException:
+            self.coordinator.release(job.key)
+            raise
+        self.coordinator.finish(job.key)
+        return result
+
+    def made_after_waiting(self, job: Job, admission: Admission) -> CachedResult:
+        """Make the answer here, without the lease, after waiting for a peer in vain."""
+        admission.restart()
+        return self.maker.make(job, admission)

@@ -15,15 +15,19 @@ still served.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 
 from django_oximg.core import metrics, pipeline
+from django_oximg.core.errors import SourceTimeout, SourceUnavailable
 from django_oximg.core.executor import Admission, Executor
+from django_oximg.core.faults import RESULT_CACHE_WRITE, Faults, source_dependency
 from django_oximg.core.jobs import Job
 from django_oximg.core.reads import SourceReads
 from django_oximg.core.singleflight import SingleFlight
+from django_oximg.core.sources import URL_ALIAS
 from django_oximg.core.staging import Limits, SourceRead, Staged
 from django_oximg.core.stores import CachedResult, CacheStore
 
@@ -44,8 +48,13 @@ class Maker:
         reads: SourceReads,
         source_reads: SingleFlight,
         recorder: metrics.Recorder,
+        faults: Faults | None = None,
     ) -> None:
-        """``reads``: the remote read slots; ``source_reads``: reads shared by source."""
+        """``reads``: the remote read slots; ``source_reads``: reads shared by source.
+
+        ``faults`` hears how each cache write and source read went.
+        """
+        self.faults = faults or Faults()
         self.cache = cache
         self.executor = executor
         self.limits = limits
@@ -101,21 +110,43 @@ class Maker:
         once.
         """
         store, limit = job.source.store, self.limits.max_src_file_size
-        if store.read_on_worker:
-            data = store.read(job.source.name, limit)
-        else:
-            data = self.reads.read(store, job.source.name, limit, admission)
+        # Storages are the site's own, so their failures are the server's
+        # faults; an HTTP source that fails is somebody else's site.
+        dependency = "" if job.source.alias == URL_ALIAS else source_dependency(job.source.alias)
+        try:
+            if store.read_on_worker:
+                data = store.read(job.source.name, limit)
+            else:
+                late = functools.partial(self.read_ended_late, dependency) if dependency else None
+                data = self.reads.read(store, job.source.name, limit, admission, late)
+        except (SourceUnavailable, SourceTimeout) as error:
+            if dependency:
+                self.faults.failed(dependency, error.detail or str(error))
+            raise
+        if dependency:
+            self.faults.succeeded(dependency)
         info = pipeline.probe(data)
         with self.lock:
             self.source_loads += 1
         return SourceRead(data, info)
 
+    def read_ended_late(self, dependency: str, error: BaseException | None) -> None:
+        """A read its request gave up on has ended: the storage answers again, or not."""
+        if error is None or not isinstance(error, SourceUnavailable | SourceTimeout):
+            self.faults.succeeded(dependency)  # it answered (a 404 is an answer too)
+        else:
+            self.faults.failed(dependency, error.detail or str(error))
+
     def store(self, key: str, data: bytes) -> None:
-        """Write to the cache; a failure is logged (rate-limited) and the result still served."""
+        """Write to the cache; a failure is reported, logged (rate-limited) and the
+        result still served."""
         try:
             self.cache.put(key, data)
         except OSError as exc:
+            self.faults.failed(RESULT_CACHE_WRITE, str(exc))
             now = time.monotonic()
             if now - self._last_cache_error >= CACHE_ERROR_LOG_INTERVAL:
                 self._last_cache_error = now
                 logger.error("result cache write failed for %s: %s", key, exc)
+        else:
+            self.faults.succeeded(RESULT_CACHE_WRITE)

@@ -23,8 +23,9 @@ Two kinds of series:
   render seconds (a histogram of the time inside the executor job);
 * read when scraped, from counters the thumbnailer and executor keep anyway:
   renders, source loads, coalesced requests, queue depth, jobs running,
-  memory reserved / peak / budget, workers, rejections; plus the process
-  collector (RSS, open fds, CPU seconds).
+  memory reserved / peak / budget, workers, rejections, failed calls to
+  each dependency and which are failing now; plus the process collector
+  (RSS, open fds, CPU seconds).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import math
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from django_oximg.core import pipeline
@@ -87,6 +89,10 @@ class Counts(NamedTuple):
     coalesced: int
     #: Requests answered by another process's render (through the shared cache).
     peer_results: int
+    #: Failed calls by dependency (:mod:`~django_oximg.core.faults`), and the
+    #: dependencies failing now.
+    dependency_failures: Mapping[str, int] = MappingProxyType({})
+    failing: frozenset[str] = frozenset()
 
 
 class Recorder(Protocol):
@@ -285,6 +291,22 @@ class ThumbnailerCollector:
         coalesced.add_metric(["process"], counts.coalesced)
         coalesced.add_metric(["peers"], counts.peer_results)
         yield coalesced
+        failures = CounterMetricFamily(
+            "oximg_dependency_failures",
+            "Failed calls to a dependency: result cache writes and lookups, the "
+            "coordination cache, each source storage.",
+            labels=["dependency"],
+        )
+        failing = GaugeMetricFamily(
+            "oximg_dependency_failing",
+            "1 while a dependency's latest call failed (what /health reports), else 0.",
+            labels=["dependency"],
+        )
+        for dependency, count in counts.dependency_failures.items():
+            failures.add_metric([dependency], count)
+            failing.add_metric([dependency], int(dependency in counts.failing))
+        yield failures
+        yield failing
         rejected = CounterMetricFamily(
             "oximg_rejected",
             "Render jobs refused: queue full (429) or not started by the queue timeout (503).",

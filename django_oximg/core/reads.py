@@ -15,7 +15,9 @@ those reads per process:
   :meth:`~django_oximg.core.stores.SourceStore.read`, bound to the request's
   admission), so downloads in flight count against ``MEMORY_BUDGET``.
 * **Time.** Each read runs on a thread of its own, and the request waits
-  for it at most ``timeout`` seconds (504 after). Python cannot stop a
+  for it at most ``timeout`` seconds (504 after). The read's time does not
+  count against the request's queue timeout (:meth:`Admission.extend
+  <django_oximg.core.executor.Admission.extend>`). Python cannot stop a
   thread, so a read that hangs (a storage that never answers, a DNS lookup
   that never returns) keeps its thread *and its slot* until it returns:
   hung reads cannot pile up threads beyond ``slots``, and the health check
@@ -36,6 +38,10 @@ from django_oximg.core.errors import ProcessingTimeout, SourceTimeout
 from django_oximg.core.executor import Admission
 from django_oximg.core.stores import SourceStore
 
+#: Told how a read ended that its request stopped waiting for: None when it
+#: returned the bytes (too late), else its error.
+LateOutcome = Callable[[BaseException | None], None]
+
 
 class _Read:
     """One read on its own thread: its outcome, and when it must have finished."""
@@ -45,6 +51,9 @@ class _Read:
         self.done = threading.Event()
         self.data: bytes | None = None
         self.error: BaseException | None = None
+        #: Set when the request stopped waiting: then ``late`` hears the outcome.
+        self.abandoned = False
+        self.late: LateOutcome | None = None
 
 
 class SourceReads:
@@ -63,14 +72,25 @@ class SourceReads:
         self._changed = threading.Condition()
         self._running: set[_Read] = set()
 
-    def read(self, store: SourceStore, name: str, max_bytes: int, admission: Admission) -> bytes:
+    def read(
+        self,
+        store: SourceStore,
+        name: str,
+        max_bytes: int,
+        admission: Admission,
+        late: LateOutcome | None = None,
+    ) -> bytes:
         """``store.read(name, max_bytes)`` in a slot, within the timeout, its bytes reserved.
 
         Raises what the store raises, :class:`SourceTimeout` after
         ``timeout`` seconds, or :class:`ProcessingTimeout` when no slot was
-        free by the admission's deadline.
+        free by the admission's deadline. A read given up on goes on in its
+        thread; ``late`` hears how it ended (a storage that hung, then
+        answered, is working again).
         """
         read = self._take_slot(admission.deadline)
+        read.late = late
+        started = self._clock()
         thread = threading.Thread(
             target=self._run,
             args=(read, store, name, max_bytes, admission),
@@ -79,8 +99,13 @@ class SourceReads:
         )
         thread.start()
         if not read.done.wait(max(0.0, read.deadline - self._clock())):
-            # The thread goes on, holding its slot, until the store returns.
-            raise SourceTimeout(f"reading {name[:300]!r} took longer than {self.timeout:g} s")
+            with self._changed:
+                read.abandoned = not read.done.is_set()
+            if read.abandoned:
+                # The thread goes on, holding its slot, until the store returns.
+                raise SourceTimeout(f"reading {name[:300]!r} took longer than {self.timeout:g} s")
+        # Reading is not waiting: the request's queue timeout is for its waits.
+        admission.extend(self._clock() - started)
         if read.error is not None:
             error, read.error = read.error, None  # no read -> traceback -> frame cycle
             raise error
@@ -122,4 +147,8 @@ class SourceReads:
             with self._changed:
                 self._running.discard(read)
                 self._changed.notify()
-            read.done.set()
+                read.done.set()
+                abandoned = read.abandoned
+        if abandoned and read.late is not None:
+            outcome, read.error, read.data = read.error, None, None
+            read.late(outcome)

@@ -32,6 +32,7 @@ from django_oximg.core import defaults, errors, keys, metrics, pipeline, respond
 from django_oximg.core.client_hints import NO_HINTS, ClientHints, read_hints
 from django_oximg.core.coordination import Coordinator, LocalCoordinator
 from django_oximg.core.executor import Executor
+from django_oximg.core.faults import Faults
 from django_oximg.core.hits import CachedFile, HitCache
 from django_oximg.core.jobs import Job, JobReader
 from django_oximg.core.logs import printable
@@ -45,12 +46,9 @@ from django_oximg.core.singleflight import SingleFlight
 from django_oximg.core.sources import SourceResolver
 from django_oximg.core.staging import Limits
 from django_oximg.core.stores import CacheStore, SourceStore
+from django_oximg.core.timeouts import RENDER_OVERRUN, RequestTimeouts
 
 logger = logging.getLogger("django_oximg")
-
-#: A worker on one job for longer than the queue timeout plus the render
-#: deadline plus this is stuck (the health check reports it).
-STUCK_MARGIN = 1.0
 
 #: Request variables that carry the query string (WSGI, and the raw URI).
 RAW_URI_VARIABLES = ("RAW_URI", "REQUEST_URI")
@@ -75,8 +73,11 @@ class ThumbnailerConfig:
     #: longest one may take (:class:`~django_oximg.core.reads.SourceReads`).
     source_reads: int = 4
     source_timeout: float = defaults.SOURCE_TIMEOUT
-    #: How long a request waits for a peer process's render of the same key.
-    peer_wait: float = defaults.QUEUE_TIMEOUT + defaults.RENDER_TIMEOUT
+    #: How long a request waits for a peer process's render of the same key
+    #: (:meth:`~django_oximg.core.timeouts.RequestTimeouts.peer_wait`).
+    peer_wait: float = RequestTimeouts(
+        defaults.QUEUE_TIMEOUT, defaults.SOURCE_TIMEOUT, defaults.RENDER_TIMEOUT, 0.0, 0.0
+    ).peer_wait()
     cache_control: str = defaults.CACHE_CONTROL
     #: Whether ``/metrics`` answers (it also needs prometheus-client installed).
     metrics: bool = defaults.METRICS
@@ -106,9 +107,15 @@ class Thumbnailer:
         executor: Executor,
         clock: Callable[[], float] = time.time,
         coordinator: Coordinator | None = None,
+        faults: Faults | None = None,
     ) -> None:
-        """``sources``: the process's resolver, or the stores by alias to resolve with."""
+        """``sources``: the process's resolver, or the stores by alias to resolve with.
+
+        ``faults``: where the calls to the caches and the source storages
+        report how they went (the coordinator's own, when it has one).
+        """
         self.config = config
+        self.faults = faults or Faults()
         self.signer = signer
         self.sources = sources if isinstance(sources, SourceResolver) else SourceResolver(sources)
         self.cache = cache
@@ -144,7 +151,9 @@ class Thumbnailer:
             config.max_src_file_size,
             config.render_timeout,
         )
-        self.maker = Maker(cache, executor, limits, self.reads, self.source_reads, self.metrics)
+        self.maker = Maker(
+            cache, executor, limits, self.reads, self.source_reads, self.metrics, self.faults
+        )
         self.lookup = Lookup(
             cache,
             executor,
@@ -153,6 +162,7 @@ class Thumbnailer:
             self.maker,
             config.peer_wait,
             self.metrics,
+            self.faults,
         )
 
     # -- the public entry point --------------------------------------------------
@@ -183,15 +193,21 @@ class Thumbnailer:
     def health_problems(self) -> list[str]:
         """What keeps this process from serving thumbnails (``/health``); empty when healthy.
 
-        Besides libvips, the executor and the cache: every render worker on
-        a job longer than any job may take (the queue timeout for its
-        memory, the render deadline and a second for an encoder that cannot
-        be stopped), or every remote read slot held by a read that outlived
-        its timeout. Either means something hangs where no deadline
-        reaches, and misses can no longer be served.
+        Besides libvips, the executor and the cache directory: every
+        dependency whose latest call failed (:mod:`~django_oximg.core.faults`:
+        result cache writes and lookups, source storages, the coordination
+        cache, which is asked once here so that its recovery shows); every
+        render worker on a job longer than any job may take (the queue
+        timeout for its memory, the render deadline and a second for an
+        encoder that cannot be stopped); or every remote read slot held by a
+        read that outlived its timeout. Either of the last two means
+        something hangs where no deadline reaches, and misses can no longer
+        be served.
         """
+        self.coordinator.check()
         problems = metrics.health_problems(self.executor, self.cache)
-        longest_job = self.executor.queue_timeout + self.config.render_timeout + STUCK_MARGIN
+        problems.extend(self.faults.problems())
+        longest_job = self.executor.queue_timeout + self.config.render_timeout + RENDER_OVERRUN
         if self.executor.stuck_workers(longest_job) == self.executor.workers:
             problems.append(
                 f"all {self.executor.workers} render workers busy for more than {longest_job:g} s"
@@ -208,7 +224,14 @@ class Thumbnailer:
         coalesced = self.flights.stats().coalesced
         with self.maker.lock:
             renders, source_loads = self.maker.renders, self.maker.source_loads
-        return metrics.Counts(renders, source_loads, coalesced, self.lookup.peer_results)
+        return metrics.Counts(
+            renders,
+            source_loads,
+            coalesced,
+            self.lookup.peer_results,
+            self.faults.failure_counts(),
+            frozenset(self.faults.failing()),
+        )
 
     @property
     def renders(self) -> int:

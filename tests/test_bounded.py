@@ -1,0 +1,96 @@
+"""Calls to something that may stop answering: each waited for at most a bound."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from django_oximg.core.bounded import BoundedCalls, Breaker, CallTimedOut
+from tests.constants import JOIN_TIMEOUT
+
+
+def wait_until(condition: Callable[[], bool]) -> None:
+    """Until ``condition()`` holds (a thread finishing its bookkeeping), within JOIN_TIMEOUT."""
+    deadline = time.monotonic() + JOIN_TIMEOUT
+    while not condition():
+        assert time.monotonic() < deadline, "condition never became true"
+        time.sleep(0.001)
+
+
+def test_a_call_returns_its_result_or_raises_its_error() -> None:
+    calls = BoundedCalls("test", threads=2, timeout=JOIN_TIMEOUT)
+    assert calls.call(lambda: 42) == 42
+    with pytest.raises(ZeroDivisionError):
+        calls.call(lambda: 1 / 0)
+
+
+def test_a_call_that_hangs_is_given_up_on_and_keeps_only_its_thread() -> None:
+    calls = BoundedCalls("test", threads=1, timeout=0.01)
+    release = threading.Event()
+    returned = threading.Event()
+
+    def hang() -> None:
+        release.wait(JOIN_TIMEOUT)
+        returned.set()
+
+    with pytest.raises(CallTimedOut, match=r"no answer within 0\.01 s"):
+        calls.call(hang)
+    assert calls.stuck() == 1
+    # Its one thread is held: the next call fails at once, and is never made.
+    made = threading.Event()
+    with pytest.raises(CallTimedOut, match="all 1 threads are waiting"):
+        calls.call(made.set)
+    release.set()
+    assert returned.wait(JOIN_TIMEOUT)
+    wait_until(lambda: calls.stuck() == 0)
+    assert calls.call(lambda: "again") == "again"
+    assert not made.is_set()
+
+
+def test_the_first_calls_may_take_longer_until_one_answers() -> None:
+    """A process's first call imports the client and connects."""
+    calls = BoundedCalls("test", threads=2, timeout=0.01, first_timeout=JOIN_TIMEOUT)
+    slow_once = threading.Event()
+    assert calls.call(lambda: slow_once.wait(0.05)) is False  # past 0.01 s, within the first bound
+    release = threading.Event()
+    with pytest.raises(CallTimedOut, match=r"0\.01 s"):
+        calls.call(lambda: release.wait(JOIN_TIMEOUT))
+    release.set()
+
+
+def test_a_posted_call_runs_without_waiting_and_is_dropped_when_no_thread_is_free() -> None:
+    calls = BoundedCalls("test", threads=1, timeout=0.01)
+    release = threading.Event()
+    returned = threading.Event()
+    dropped = threading.Event()
+
+    def hang() -> None:
+        release.wait(JOIN_TIMEOUT)
+        returned.set()
+
+    calls.post(hang)  # returns at once, though the call hangs
+    calls.post(dropped.set)  # the one thread is taken: dropped, never run later
+    release.set()
+    assert returned.wait(JOIN_TIMEOUT)
+    wait_until(lambda: calls.stuck() == 0)
+    ran = threading.Event()
+    calls.post(ran.set)  # the thread is free again
+    assert ran.wait(JOIN_TIMEOUT)
+    assert not dropped.is_set()
+
+
+def test_a_breaker_stays_open_for_its_pause() -> None:
+    now = [100.0]
+    breaker = Breaker(5.0, clock=lambda: now[0])
+    assert breaker.closed()
+    breaker.opened()
+    now[0] += 4.9
+    assert not breaker.closed()
+    now[0] += 0.1
+    assert breaker.closed()
+    breaker.opened()
+    breaker.reset()
+    assert breaker.closed()
