@@ -94,20 +94,18 @@ def render_ahead(thumbnailer: Thumbnailer, requests: Sequence[AheadRequest]) -> 
     except errors.OximgError as error:
         outcome.failures.extend((job.key, error) for job in missing)
         return outcome
-    planned: list[tuple[Job, pipeline.Plan]] = []
+    plans: dict[str, pipeline.Plan] = {}
     for job in missing:
         try:
-            planned.append((job, plan_for(thumbnailer, job, data, info)))
+            plans[job.key] = plan_for(thumbnailer, job, data, info)
         except errors.OximgError as error:
             outcome.failures.append((job.key, error))
-    made, outcome.stats = render_batch(
-        data, [plan for _, plan in planned], config.render, timeout=config.render_timeout
-    )
-    for (job, _), result in zip(planned, made, strict=True):
+    made, outcome.stats = render_batch(data, plans, config.render, timeout=config.render_timeout)
+    for key, result in made.items():  # by key: a size not planned leaves no gap to slip into
         if isinstance(result, errors.OximgError):
-            outcome.failures.append((job.key, result))
+            outcome.failures.append((key, result))
             continue
-        thumbnailer.cache.put(job.key, result.data)
+        thumbnailer.cache.put(key, result.data)
         outcome.rendered += 1
     return outcome
 
