@@ -72,13 +72,16 @@ def separate(data: bytes, sizes: list[tuple[str, str]]) -> list[bytes]:
 def one_decode(data: bytes, sizes: list[tuple[str, str]]) -> tuple[list[bytes], int]:
     """All sizes as the render-ahead task renders them; and the decodes made."""
     info = pipeline.probe(data)
-    plans = [
-        pipeline.plan_render(info, parse_path(path + "/plain/x.jpg", {}).options, fmt, SETTINGS)
-        for path, fmt in sizes
-    ]
+    plans = {
+        index: pipeline.plan_render(
+            info, parse_path(path + "/plain/x.jpg", {}).options, fmt, SETTINGS
+        )
+        for index, (path, fmt) in enumerate(sizes)
+    }
     results, stats = render_batch(data, plans, SETTINGS, timeout=60)
     made = []
-    for result in results:
+    for index in plans:
+        result = results[index]
         assert isinstance(result, pipeline.Rendered), result
         made.append(result.data)
     return made, stats.shared_decodes + stats.separate

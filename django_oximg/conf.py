@@ -168,7 +168,9 @@ class OximgSettings:
 
     MEMORY_BUDGET: int = 0
     """Bytes of estimated peak render memory per process. 0: the smaller of
-    512 MiB and a quarter of the cgroup memory limit."""
+    512 MiB and a quarter of the cgroup memory limit. Renders ahead count
+    against it as requests do, in the process that runs the task; a size
+    over it alone is refused there as its request is (docs/render-ahead.md)."""
 
     MAX_SRC_RESOLUTION: int = defaults.MAX_SRC_RESOLUTION
     """Largest source in pixels, all rendered frames summed (422 above)."""

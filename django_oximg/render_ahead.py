@@ -11,11 +11,14 @@ and a deleted row's files are purged.
 The task (:mod:`django_oximg.tasks`) renders every declared size of the file
 from one source read and one decode per DCT scale
 (:mod:`django_oximg.core.render_ahead`), under the keys the tags' URLs look
-up, so the first request for each is a hit. A task that fails logs why and
-enqueues itself again, up to ``RENDER_AHEAD_RETRIES`` times with a growing
-delay; the sizes it stored are not rendered again. The upload itself never
-fails because of it: a failing enqueue is logged, and what was not rendered
-ahead is rendered by its first request, as without rendering ahead."""
+up, so the first request for each is a hit, within the worker process's
+``MEMORY_BUDGET`` as requests are: a size its request would be refused (422,
+over a limit or the budget) is not rendered, not stored and not tried again.
+A task that fails logs why and enqueues itself again, up to
+``RENDER_AHEAD_RETRIES`` times with a growing delay; the sizes it stored are
+not rendered again. The upload itself never fails because of it: a failing
+enqueue is logged, and what was not rendered ahead is rendered by its first
+request, as without rendering ahead."""
 
 from __future__ import annotations
 

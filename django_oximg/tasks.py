@@ -79,7 +79,12 @@ def retry_delay(attempt: int) -> float:
 
 
 def run(model: str, pk: Any, field: str, name: str, attempt: int) -> dict[str, int]:
-    """The task's body: render, and on a failure log it, enqueue a retry and raise."""
+    """The task's body: render, and on a failure log it, enqueue a retry and raise.
+
+    A size its request would be refused (422, for a limit or ``MEMORY_BUDGET``)
+    is no failure: it is logged, counted under ``refused`` and not retried,
+    since a retry would be refused again.
+    """
     described = f"{printable(name)} ({model}.{field}, pk {pk})"
     try:
         outcome = render_file(model, pk, field, name)
@@ -94,14 +99,18 @@ def run(model: str, pk: Any, field: str, name: str, attempt: int) -> dict[str, i
         counts = {
             "rendered": outcome.rendered,
             "cached": outcome.cached,
+            "refused": len(outcome.refused),
             "decodes": outcome.stats.shared_decodes,
         }
+        if outcome.refused:
+            log_refused(described, outcome)
         if not outcome.failures:
             logger.info(
-                "rendered ahead %d size(s) of %s (%d already cached) from %d decode(s)",
+                "rendered ahead %d size(s) of %s (%d already cached, %d refused) from %d decode(s)",
                 outcome.rendered,
                 described,
                 outcome.cached,
+                len(outcome.refused),
                 outcome.stats.shared_decodes + outcome.stats.separate,
             )
             return counts
@@ -132,6 +141,22 @@ def run(model: str, pk: Any, field: str, name: str, attempt: int) -> dict[str, i
             printable(problem, 500),
         )
     raise RenderAheadFailed(problem)
+
+
+def log_refused(described: str, outcome: AheadOutcome) -> None:
+    """One WARNING line for the sizes their requests would be refused (422): too large for
+    a limit or for ``MEMORY_BUDGET``. Nothing is stored for them and they are not tried
+    again; raising the limit, or the budget, is what would make them."""
+    reasons = "; ".join(
+        f"{type(error).__name__}: {error.detail or error}" for _, error in outcome.refused
+    )
+    logger.warning(
+        "render ahead of %s refused %d size(s), as their requests are refused (422); "
+        "nothing is stored for them and they are not tried again: %s",
+        described,
+        len(outcome.refused),
+        printable(reasons, 500),
+    )
 
 
 def render_file(model: str, pk: Any, field: str, name: str) -> AheadOutcome | None:

@@ -68,9 +68,11 @@ def test_every_size_is_byte_for_byte_the_requests_render(source: str, encoder: s
     }[source]()
     settings = dataclasses.replace(SETTINGS, encoder=encoder)  # type: ignore[arg-type]
     sizes = [*SIZES, ("/w:200/kcr:1", "jpeg")] if source == "credited" else SIZES
-    plans = [plan_for(data, path, fmt, settings) for path, fmt in sizes]
+    plans = {path: plan_for(data, path, fmt, settings) for path, fmt in sizes}
     made, stats = batch.render_batch(data, plans, settings, timeout=30)
-    for (path, fmt), plan, result in zip(sizes, plans, made, strict=True):
+    assert list(made) == list(plans)
+    for path, fmt in sizes:
+        plan, result = plans[path], made[path]
         expected = pipeline.render(data, plan.options, fmt, settings, plan=plan)
         assert isinstance(result, pipeline.Rendered), (path, result)
         assert (result.width, result.height) == (plan.geometry.width, plan.geometry.height)
@@ -84,22 +86,32 @@ def test_every_size_is_byte_for_byte_the_requests_render(source: str, encoder: s
 
 def test_sizes_of_one_scale_share_one_decode() -> None:
     data = images.jpeg(1600, 1200)
-    plans = [
-        plan_for(data, path, "jpeg", SETTINGS)
+    plans = {
+        path: plan_for(data, path, "jpeg", SETTINGS)
         for path in ("/w:300", "/rs:fill:320:240/g:ce", "/w:280/q:50", "/rs:fill:300:300/g:sm")
-    ]
-    keys = {batch.decode_key(plan, SETTINGS) for plan in plans}
+    }
+    keys = {batch.decode_key(plan, SETTINGS) for plan in plans.values()}
     assert len(keys) == 1
     _, stats = batch.render_batch(data, plans, SETTINGS, timeout=30)
     assert stats == batch.BatchStats(shared_decodes=1, shared=4, separate=0)
 
 
+def test_shared_decodes_names_the_sizes_of_each_scale_and_those_alone_by_key() -> None:
+    data = images.jpeg(1600, 1200)
+    paths = ["/w:300", "/w:1200", "/c:300:200/w:150", "/w:280/q:50", "/w:1000"]
+    plans = {path: plan_for(data, path, "jpeg", SETTINGS) for path in paths}
+    groups, alone = batch.shared_decodes(plans, SETTINGS)
+    assert sorted(groups.values()) == [["/w:1200", "/w:1000"], ["/w:300", "/w:280/q:50"]]
+    assert alone == ["/c:300:200/w:150"]
+
+
 def test_the_libvips_decoder_and_other_formats_render_each_size_the_normal_way() -> None:
     png = images.png_with_alpha(600, 400)
-    plans = [plan_for(png, path, "png", SETTINGS) for path in ("/w:100", "/w:200")]
+    plans = {path: plan_for(png, path, "png", SETTINGS) for path in ("/w:100", "/w:200")}
     made, stats = batch.render_batch(png, plans, SETTINGS, timeout=30)
     assert stats == batch.BatchStats(shared_decodes=0, shared=0, separate=2)
-    assert [r.width for r in made if isinstance(r, pipeline.Rendered)] == [100, 200]
+    widths = {path: r.width for path, r in made.items() if isinstance(r, pipeline.Rendered)}
+    assert widths == {"/w:100": 100, "/w:200": 200}
     settings = pipeline.RenderSettings(jpeg_decoder="libvips")
     data = images.jpeg(800, 600)
     assert batch.decode_key(plan_for(data, "/w:100", "jpeg", settings), settings) is None
@@ -107,16 +119,17 @@ def test_the_libvips_decoder_and_other_formats_render_each_size_the_normal_way()
 
 def test_a_failing_size_is_its_error_and_the_others_are_made() -> None:
     data = images.jpeg(1200, 800)
-    plans = [plan_for(data, path, "jpeg", SETTINGS) for path in ("/w:100", "/w:200")]
+    plans = {path: plan_for(data, path, "jpeg", SETTINGS) for path in ("/w:100", "/w:200")}
     now = time.monotonic()
     clock = iter([now, now - 100])  # the second size's deadline has passed when it starts
     made, _ = batch.render_batch(data, plans, SETTINGS, timeout=30, clock=lambda: next(clock))
-    assert isinstance(made[0], pipeline.Rendered)
-    assert isinstance(made[1], ProcessingTimeout)
+    assert isinstance(made["/w:100"], pipeline.Rendered)
+    assert isinstance(made["/w:200"], ProcessingTimeout)
 
 
 def test_a_truncated_source_fails_every_size_without_raising() -> None:
     data = images.jpeg(1200, 800)
-    plans = [plan_for(data, path, "jpeg", SETTINGS) for path in ("/w:100", "/c:200:200/w:50")]
+    plans = {path: plan_for(data, path, "jpeg", SETTINGS) for path in ("/w:100", "/c:200:200/w:50")}
     made, _ = batch.render_batch(data[: len(data) // 2], plans, SETTINGS, timeout=30)
-    assert all(isinstance(result, InvalidImage) for result in made), made
+    assert set(made) == set(plans)
+    assert all(isinstance(result, InvalidImage) for result in made.values()), made

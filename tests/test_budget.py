@@ -1,4 +1,5 @@
-"""Tests for django_oximg.core.budget: the peak-memory estimate of one render.
+"""Tests for django_oximg.core.budget: the peak-memory estimate of one render (and of
+sizes rendered from one shared decode).
 
 The weights themselves are measured by ``bench/memory.py``; these tests pin
 the shape of the model: more pixels cost more, progressive JPEG costs more
@@ -264,6 +265,23 @@ def test_the_source_is_counted_once_more() -> None:
         estimate_peak_bytes(planned(probe(source), FIT_500), 1, padded) - estimate(source)
         == 100_000
     )
+
+
+def test_sizes_sharing_one_decode_count_it_once_and_every_size_s_own_part() -> None:
+    """Rendered one after another from one decode (rendering ahead): more than any one
+    size's estimate, less than their sum, and one size alone is its own estimate."""
+    source = jpeg(1600, 1200)
+    info = probe(source)
+    plans = [planned(info, Options(width=width)) for width in (300, 320, 280)]
+    parts = [budget.peak_parts(plan, 1, source) for plan in plans]
+    assert len({part.decode for part in parts}) == 1  # one DCT scale: one decode
+    alone = [estimate_peak_bytes(plan, 1, source) for plan in plans]
+    together = budget.estimate_shared_decode_peak_bytes(plans, source)
+    assert max(alone) < together < sum(alone)
+    others = parts[1].linear_light + parts[1].output + parts[2].linear_light + parts[2].output
+    assert together - alone[0] == pytest.approx(others, abs=2)
+    assert budget.estimate_shared_decode_peak_bytes(plans[:1], source) == alone[0]
+    assert budget.estimate_shared_decode_peak_bytes([], source) == 0
 
 
 def test_every_estimate_includes_the_base() -> None:

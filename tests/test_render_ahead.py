@@ -5,7 +5,9 @@ project made of its model and settings blocks, migrated, a photo saved in one
 process, django-tasks-db's ``db_worker`` in another rendering its sizes, and
 gunicorn serving the URLs the docs' template writes, each of whose first
 requests must be a hit (``/img/metrics`` counts no render). The rest runs in
-this process, with the dummy task backend, which records what is enqueued.
+this process, with the dummy task backend, which records what is enqueued;
+the last part renders ahead with core thumbnailers under a 64 MiB memory
+budget and asks the same thumbnailer for each size afterwards.
 """
 
 from __future__ import annotations
@@ -30,10 +32,19 @@ from django.db import connections, transaction
 from django.template import Context, Template, TemplateSyntaxError
 
 from django_oximg import conf, runtime, tasks
+from django_oximg.core import pipeline
+from django_oximg.core.errors import SourceTooLarge
 from django_oximg.core.keys import source_directory
+from django_oximg.core.pipeline.batch import BatchStats
+from django_oximg.core.render_ahead import AheadOutcome, AheadRequest, render_ahead
+from django_oximg.core.staging import RenderWork, SourceRead, StagedRender
+from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
+from django_oximg.core.thumbnailer import Thumbnailer
 from django_oximg.thumbnails import get_thumbnail
-from tests import images
+from tests import bombs, images
+from tests.constants import MIB, SIGNER
 from tests.servers import STOP_TIMEOUT, request, without_control_socket
+from tests.test_thumbnailer import get
 from tests.testapp.models import Document
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -467,10 +478,11 @@ def test_render_ahead_in_the_task_is_what_the_requests_get(
     assert tasks.run("testapp.Document", document.pk, "scan", document.scan.name, 1) == {
         "rendered": 2,
         "cached": 0,
+        "refused": 0,
         "decodes": 2,
     }
     again = tasks.run("testapp.Document", document.pk, "scan", document.scan.name, 2)
-    assert again == {"rendered": 0, "cached": 2, "decodes": 0}
+    assert again == {"rendered": 0, "cached": 2, "refused": 0, "decodes": 0}
     thumbnailer = runtime.get_thumbnailer()
     renders = thumbnailer.renders
     for name in ("small", "card"):
@@ -514,3 +526,185 @@ def test_the_settings_block_of_the_docs_is_valid() -> None:
     exec(block, namespace)
     built = conf.build_settings(namespace["OXIMG"])
     assert set(built.RENDER_AHEAD) == {"gallery.Photo.image", "shop.Product.picture"}
+
+
+# -- in this process, the core: within the memory budget, as requests ------------------
+
+BUDGET = 64 * MIB
+
+#: Declared sizes of a 49 MP progressive JPEG: every one holds the whole
+#: coefficient buffer (over 150 MiB), so each is over a 64 MiB budget.
+LARGE_JPEG_SIZES = [
+    "/rs:fill:160:160/g:sm/plain/large.jpg@jpeg",
+    "/rs:fill:400:300/g:ce/plain/large.jpg@jpeg",
+    "/w:800/plain/large.jpg@jpeg",
+    "/w:1200/q:70/plain/large.jpg@webp",
+    "/c:3000:3000/w:300/plain/large.jpg@jpeg",
+]
+#: Animated sizes of 12 frames of 2000 x 2000: each over a 64 MiB budget too.
+ANIMATION_SIZES = [
+    "/w:200/plain/frames.gif@gif",
+    "/w:400/plain/frames.gif@gif",
+    "/w:300/plain/frames.gif@webp",
+]
+#: Sizes of one 1600 x 1200 JPEG whose requests decode it at one DCT scale.
+ONE_SCALE_SIZES = [
+    "/w:300/plain/photos/photo.jpg@jpeg",
+    "/rs:fill:320:240/g:ce/plain/photos/photo.jpg@jpeg",
+    "/w:280/q:50/plain/photos/photo.jpg@webp",
+]
+
+
+@pytest.fixture(scope="module")
+def large_sources(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 49 MP progressive JPEG and a 12-frame 2000 x 2000 GIF, made once (about 1 s)."""
+    root = tmp_path_factory.mktemp("large-sources")
+    (root / "large.jpg").write_bytes(bombs.progressive_jpeg(7000, 7000))
+    (root / "frames.gif").write_bytes(bombs.gif_animation(2000, 2000, 12))
+    return root
+
+
+def ahead(thumbnailer: Thumbnailer, paths: list[str]) -> AheadOutcome:
+    return render_ahead(thumbnailer, [AheadRequest(SIGNER.signed_path(path)) for path in paths])
+
+
+def key_of(thumbnailer: Thumbnailer, path: str) -> str:
+    return thumbnailer.job_for(SIGNER.signed_path(path), "").key
+
+
+def stored(cache_dir: Path) -> set[Path]:
+    """Every file in the result cache (temporary files included)."""
+    return (
+        {path for path in cache_dir.rglob("*") if path.is_file()} if cache_dir.exists() else set()
+    )
+
+
+def cached_bytes(thumbnailer: Thumbnailer, path: str) -> bytes | None:
+    found = thumbnailer.cache.get(key_of(thumbnailer, path))
+    return None if found is None or found.path is None else Path(found.path).read_bytes()
+
+
+def request_costs(thumbnailer: Thumbnailer, data: bytes, paths: list[str]) -> list[int]:
+    """What each path's request reserves from the budget (its staged render's cost)."""
+    source = SourceRead(data, pipeline.probe(data))
+    costs = []
+    for path in paths:
+        work = thumbnailer.job_for(SIGNER.signed_path(path), "").work
+        assert isinstance(work, RenderWork)
+        staged = work.stage(source, thumbnailer.maker.limits, lambda seconds: None)
+        assert isinstance(staged, StagedRender)
+        costs.append(staged.cost)
+    return costs
+
+
+@pytest.mark.parametrize(
+    "paths", [LARGE_JPEG_SIZES, ANIMATION_SIZES], ids=["49mp-progressive-jpeg", "12-frame-gif"]
+)
+def test_sizes_over_the_memory_budget_are_refused_and_their_requests_still_get_422(
+    make: Callable[..., Thumbnailer], large_sources: Path, cache_dir: Path, paths: list[str]
+) -> None:
+    thumbnailer = make(source=FileSystemSourceStore(large_sources), budget=BUDGET)
+    outcome = ahead(thumbnailer, paths)
+    assert stored(cache_dir) == set()  # nothing under a final key, no temporary file
+    assert thumbnailer.executor.stats().peak_reserved_bytes == 0  # refused before any reservation
+    assert (outcome.rendered, outcome.failures) == (0, [])
+    assert {key for key, _ in outcome.refused} == {key_of(thumbnailer, path) for path in paths}
+    for _, error in outcome.refused:
+        assert isinstance(error, SourceTooLarge)
+        assert "exceeds the memory budget" in error.detail, error.detail
+    for path in paths:
+        assert get(thumbnailer, path).status == 422, path  # not 200 from the cache
+    assert stored(cache_dir) == set()
+    assert thumbnailer.executor.stats().peak_reserved_bytes <= BUDGET
+
+
+def test_sizes_of_one_decode_reserve_more_than_one_render_and_store_the_requests_bytes(
+    make: Callable[..., Thumbnailer], source_dir: Path, tmp_path: Path
+) -> None:
+    data = images.jpeg(1600, 1200)
+    (source_dir / "photos" / "photo.jpg").write_bytes(data)
+    thumbnailer = make(budget=BUDGET)
+    costs = request_costs(thumbnailer, data, ONE_SCALE_SIZES)
+    outcome = ahead(thumbnailer, ONE_SCALE_SIZES)
+    # One reservation for the three: above any one size's, within the budget.
+    peak = thumbnailer.executor.stats().peak_reserved_bytes
+    assert max(costs) < peak <= min(sum(costs), BUDGET)
+    assert outcome.stats == BatchStats(shared_decodes=1, shared=3, separate=0)
+    assert (outcome.rendered, outcome.refused, outcome.failures) == (3, [], [])
+    requests = make(cache=FileSystemCacheStore(tmp_path / "requests"))
+    for path in ONE_SCALE_SIZES:
+        assert cached_bytes(thumbnailer, path) == get(requests, path).body, path
+    assert requests.renders == len(ONE_SCALE_SIZES)
+
+
+def test_sizes_that_fit_the_budget_alone_but_not_together_get_decodes_of_their_own(
+    make: Callable[..., Thumbnailer], source_dir: Path, tmp_path: Path
+) -> None:
+    data = images.jpeg(1600, 1200)
+    (source_dir / "photos" / "photo.jpg").write_bytes(data)
+    costs = request_costs(make(), data, ONE_SCALE_SIZES)
+    thumbnailer = make(budget=max(costs))  # the costliest alone fits, exactly
+    outcome = ahead(thumbnailer, ONE_SCALE_SIZES)
+    assert thumbnailer.executor.stats().peak_reserved_bytes == max(costs)
+    assert outcome.stats == BatchStats(shared_decodes=3, shared=3, separate=0)
+    assert (outcome.rendered, outcome.refused, outcome.failures) == (3, [], [])
+    requests = make(cache=FileSystemCacheStore(tmp_path / "requests"))
+    for path in ONE_SCALE_SIZES:
+        assert cached_bytes(thumbnailer, path) == get(requests, path).body, path
+
+
+def test_each_result_is_stored_under_its_own_key_when_sizes_before_it_are_refused(
+    make: Callable[..., Thumbnailer], source_dir: Path, tmp_path: Path
+) -> None:
+    """Refused by the budget, then made, then refused by a limit at planning, then made:
+    nothing under a refused size's key, each made size's bytes under its own."""
+    landscape = "plain/photos/landscape.jpg"
+    over_budget, small, over_limit, smaller = (
+        f"/w:4000/el:1/{landscape}@jpeg",
+        f"/w:200/{landscape}@jpeg",
+        f"/msr:0.1/w:150/{landscape}@jpeg",
+        f"/w:120/{landscape}@png",
+    )
+    paths = [over_budget, small, over_limit, smaller]
+    data = (source_dir / "photos" / "landscape.jpg").read_bytes()
+    costs = request_costs(make(), data, [small, smaller])
+    thumbnailer = make(budget=2 * max(costs))
+    outcome = ahead(thumbnailer, paths)
+    assert outcome.rendered == 2
+    assert [key for key, _ in outcome.refused] == [
+        key_of(thumbnailer, over_limit),
+        key_of(thumbnailer, over_budget),
+    ]
+    assert cached_bytes(thumbnailer, over_budget) is None
+    assert cached_bytes(thumbnailer, over_limit) is None
+    requests = make(cache=FileSystemCacheStore(tmp_path / "requests"))
+    for path in (small, smaller):
+        assert cached_bytes(thumbnailer, path) == get(requests, path).body, path
+    for path in (over_budget, over_limit):
+        assert get(thumbnailer, path).status == 422, path
+
+
+@pytest.mark.django_db
+def test_the_task_reports_sizes_over_the_budget_as_refused_and_does_not_retry_them(
+    declared_scans: Path,
+    large_sources: Path,
+    settings: Any,
+    no_connection_left: None,
+    caplog: Any,
+) -> None:
+    settings.OXIMG = {**settings.OXIMG, "MEMORY_BUDGET": BUDGET}
+    name = "photos/large.jpg"
+    (declared_scans / name).write_bytes((large_sources / "large.jpg").read_bytes())
+    document = Document.objects.create(scan=name)
+    counts = tasks.run("testapp.Document", document.pk, "scan", name, 1)
+    assert counts == {"rendered": 0, "cached": 0, "refused": 2, "decodes": 0}
+    assert enqueued() == []  # no retry (the create's own enqueue waits for a commit)
+    assert "refused 2 size(s)" in caplog.text
+    assert "exceeds the memory budget" in caplog.text
+    assert not (declared_scans / "oximg").exists()
+    thumbnailer = runtime.get_thumbnailer()
+    for size in ("small", "card"):
+        url = get_thumbnail(document.scan, size).url
+        reply = thumbnailer.reply("/" + url.removeprefix("/img/"), "GET", {})
+        assert reply.status == 422, size
+    assert not (declared_scans / "oximg").exists()

@@ -34,6 +34,7 @@ over the encoder matrix, 1.11x at the least.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import NamedTuple
 
 from django_oximg.core import encoder, jpeg
@@ -402,6 +403,28 @@ def output_bytes(plan: Plan, sizes: Sizes, frames: int, source: bytes) -> float:
     return held
 
 
+class PeakParts(NamedTuple):
+    """A render's peak bytes beyond the base and the source, split where a batch shares them."""
+
+    #: Decoding (and holding) the source: what sizes that share a decode hold once.
+    decode: float
+    #: Each size's own: the high-quality mode's floats of the decode it resizes,
+    linear_light: float
+    #: and the output side (encoder, frames, a child process) and a watermark.
+    output: float
+
+
+def peak_parts(plan: Plan, frames: int, source: bytes) -> PeakParts:
+    """The parts of :func:`estimate_peak_bytes` beyond its base and the source's bytes."""
+    frames = max(frames, 1)
+    sizes = sizes_of(plan)
+    return PeakParts(
+        decode_bytes(sizes, plan.source, frames, source),
+        linear_light_bytes(sizes, plan.source),
+        output_bytes(plan, sizes, frames, source) + watermark_bytes(plan, sizes),
+    )
+
+
 def estimate_peak_bytes(plan: Plan, frames: int, source: bytes) -> int:
     """Estimated peak bytes to render ``frames`` frames of ``source`` as ``plan`` says.
 
@@ -412,12 +435,30 @@ def estimate_peak_bytes(plan: Plan, frames: int, source: bytes) -> int:
     and for the JPEG/PNG header details libvips does not report (chroma
     subsampling, bit depth).
     """
-    frames = max(frames, 1)
-    sizes = sizes_of(plan)
-    decode = decode_bytes(sizes, plan.source, frames, source)
-    decode += linear_light_bytes(sizes, plan.source)
-    output = output_bytes(plan, sizes, frames, source) + watermark_bytes(plan, sizes)
-    return BASE_BYTES + len(source) + math.ceil(decode + output)
+    parts = peak_parts(plan, frames, source)
+    return BASE_BYTES + len(source) + math.ceil(parts.decode + parts.linear_light + parts.output)
+
+
+def estimate_shared_decode_peak_bytes(plans: Sequence[Plan], source: bytes) -> int:
+    """Estimated peak bytes to render every plan of ``plans`` from one decode of ``source``.
+
+    The sizes a JPEG's one decode serves (:mod:`~django_oximg.core.pipeline.batch`,
+    a single frame each) are rendered one after another while that decode
+    is held: the base, the source and the decode are counted once, at the
+    largest any of the plans would hold, and each size's own parts (the
+    high-quality mode's floats, the output side) for every size, as if all
+    were held at once: the results made are kept until they are stored, and
+    libvips may not have given a finished size's buffers back when the next
+    starts. On the safe side, then, and never below the estimate of any one
+    of them; for one plan, exactly :func:`estimate_peak_bytes`.
+    """
+    if not plans:
+        return 0
+    parts = [peak_parts(plan, 1, source) for plan in plans]
+    decode = max(part.decode for part in parts)
+    linear_light = sum(part.linear_light for part in parts)
+    output = sum(part.output for part in parts)
+    return BASE_BYTES + len(source) + math.ceil(decode + linear_light + output)
 
 
 def watermark_bytes(plan: Plan, sizes: Sizes) -> float:

@@ -11,22 +11,41 @@ DCT scale (:mod:`~django_oximg.core.pipeline.batch`), byte for byte what a
 request's render would store. Each result is written atomically
 (:meth:`CacheStore.put`), so a failure leaves nothing partial behind.
 
-Not the request path's executor: the worker process serves no requests, its
-task runner bounds how many of these run at once, and each size has the
-render deadline.
+Within the memory budget, as requests are: each size is staged as its
+request's render is (:meth:`RenderWork.stage`: the limits, the plan, its
+estimated peak), and every render runs on the process's executor
+(:meth:`Executor.run`), which first reserves its cost from ``MEMORY_BUDGET``,
+waiting behind the renders already running. The sizes one decode serves
+are reserved together, at their combined estimate
+(:func:`~django_oximg.core.budget.estimate_shared_decode_peak_bytes`, more
+than any one of them); when that does not fit the budget, the decode is
+shared by as many as fit and the others get decodes of their own. A size
+whose own estimate is above the whole budget is refused by the executor as
+its request is (``SourceTooLarge``, a 422): it is not rendered and nothing
+is stored under its key, so its request is refused too, not served from the
+cache.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from typing import NamedTuple
 
 from django_oximg.core import errors, pipeline
+from django_oximg.core.budget import estimate_shared_decode_peak_bytes
 from django_oximg.core.jobs import Job
-from django_oximg.core.pipeline.batch import BatchStats, render_batch
+from django_oximg.core.pipeline.batch import BatchStats, render_batch, shared_decodes
 from django_oximg.core.staging import RenderWork, SourceRead, StagedRender
 from django_oximg.core.stores import CacheStore
 from django_oximg.core.thumbnailer import Thumbnailer
+
+#: What a request is refused with (422) for a limit: the source's bytes,
+#: pixels or frames, the memory budget, the result's ``max_bytes`` or its
+#: encoder's predicted time. With the same settings a size is refused every
+#: time, so rendering ahead does not try it again.
+REFUSALS = (errors.SourceTooLarge, errors.ResultTooLarge)
 
 
 @dataclass(frozen=True)
@@ -45,9 +64,26 @@ class AheadOutcome:
     rendered: int = 0
     #: Results already in the cache (a retry, or requests were first).
     cached: int = 0
-    #: The key of each result that could not be made, and why.
+    #: The key of each result its request would be refused (:data:`REFUSALS`:
+    #: a 422 for a limit, the memory budget's included), and why. Not
+    #: rendered, not stored, and not worth trying again.
+    refused: list[tuple[str, errors.OximgError]] = field(default_factory=list)
+    #: The key of each other result that could not be made, and why.
     failures: list[tuple[str, errors.OximgError]] = field(default_factory=list)
     stats: BatchStats = field(default_factory=lambda: BatchStats(0, 0, 0))
+
+    def record(self, key: str, error: errors.OximgError) -> None:
+        """The result of ``key`` not made because of ``error``: refused, or failed."""
+        (self.refused if isinstance(error, REFUSALS) else self.failures).append((key, error))
+
+
+class Batch(NamedTuple):
+    """Sizes rendered by one executor job (one decode, when they share it), and its cost."""
+
+    #: The cache keys of the sizes: their results are paired with them by key.
+    keys: tuple[str, ...]
+    #: The estimated peak bytes the job reserves from the memory budget.
+    cost: int
 
 
 def is_cached(cache: CacheStore, key: str) -> bool:
@@ -64,9 +100,10 @@ def render_ahead(thumbnailer: Thumbnailer, requests: Sequence[AheadRequest]) -> 
     A request the thumbnailer refuses (a bad signature, an option not
     allowed, a source outside the jail) raises its error: the paths come
     from the tags, so that is a configuration error, not a bad source. What
-    the source itself causes (missing, not an image, too large) is each
-    result's failure in :attr:`AheadOutcome.failures`; a failing cache write
-    raises ``OSError``.
+    the source itself causes is each result's refusal (too large, for its
+    limits or the memory budget: :attr:`AheadOutcome.refused`) or failure
+    (missing, not an image, the executor's queue full:
+    :attr:`AheadOutcome.failures`); a failing cache write raises ``OSError``.
     """
     outcome = AheadOutcome()
     jobs: dict[str, Job] = {}
@@ -78,45 +115,87 @@ def render_ahead(thumbnailer: Thumbnailer, requests: Sequence[AheadRequest]) -> 
     sources = {job.source.source for job in jobs.values()}
     if len(sources) > 1:
         raise ValueError(f"paths of one source expected, got {sorted(sources)}")
-    missing = []
+    missing: dict[str, Job] = {}
     for key, job in jobs.items():
         if is_cached(thumbnailer.cache, key):
             outcome.cached += 1
         else:
-            missing.append(job)
+            missing[key] = job
     if not missing:
         return outcome
-    first = missing[0].source
-    config = thumbnailer.config
+    first = next(iter(missing.values())).source
+    limits = thumbnailer.maker.limits
     try:
-        data = first.store.read(first.name, config.max_src_file_size)
-        info = pipeline.probe(data)
+        data = first.store.read(first.name, limits.max_src_file_size)
+        source = SourceRead(data, pipeline.probe(data))
     except errors.OximgError as error:
-        outcome.failures.extend((job.key, error) for job in missing)
+        for key in missing:
+            outcome.record(key, error)
         return outcome
-    planned: list[tuple[Job, pipeline.Plan]] = []
-    for job in missing:
+    staged: dict[str, StagedRender] = {}
+    for key, job in missing.items():
         try:
-            planned.append((job, plan_for(thumbnailer, job, data, info)))
+            staged[key] = stage(thumbnailer, job, source)
         except errors.OximgError as error:
-            outcome.failures.append((job.key, error))
-    made, outcome.stats = render_batch(
-        data, [plan for _, plan in planned], config.render, timeout=config.render_timeout
-    )
-    for (job, _), result in zip(planned, made, strict=True):
-        if isinstance(result, errors.OximgError):
-            outcome.failures.append((job.key, result))
+            outcome.record(key, error)
+    executor = thumbnailer.executor
+    for batch in batches(staged, data, limits.render, executor.memory_budget):
+        plans = {key: staged[key].plan for key in batch.keys}
+        render = partial(render_batch, data, plans, limits.render, timeout=limits.render_timeout)
+        try:
+            made, stats = executor.run(render, cost=batch.cost)
+        except errors.OximgError as error:  # above the whole budget; the queue full or late
+            for key in batch.keys:
+                outcome.record(key, error)
             continue
-        thumbnailer.cache.put(job.key, result.data)
-        outcome.rendered += 1
+        outcome.stats += stats
+        for key, result in made.items():
+            if isinstance(result, errors.OximgError):
+                outcome.record(key, result)
+                continue
+            thumbnailer.cache.put(key, result.data)
+            outcome.rendered += 1
     return outcome
 
 
-def plan_for(
-    thumbnailer: Thumbnailer, job: Job, data: bytes, info: pipeline.SourceInfo
-) -> pipeline.Plan:
-    """The plan a request's render of ``job`` would make, after the same checks:
-    the request's own staging (:meth:`RenderWork.stage`), whose estimate is unused.
+def batches(
+    staged: Mapping[str, StagedRender], data: bytes, settings: pipeline.RenderSettings, budget: int
+) -> list[Batch]:
+    """The executor jobs that render ``staged`` within ``budget`` bytes, and their costs.
+
+    The sizes one decode would serve (:func:`shared_decodes`) go together
+    while their combined estimate fits the budget; once the next would not
+    fit, it starts another batch, with a decode of its own. Every other size
+    is a batch alone at its request's cost, and so is a size whose own cost
+    is above the whole budget: the executor refuses that batch, as it
+    refuses the size's request.
+    """
+    plans = {key: render.plan for key, render in staged.items()}
+    groups, alone = shared_decodes(plans, settings)
+    found: list[Batch] = []
+    for keys in groups.values():
+        together: list[str] = []
+        cost = 0
+        for key in keys:
+            own = staged[key].cost
+            if own > budget:
+                found.append(Batch((key,), own))
+                continue
+            joined = estimate_shared_decode_peak_bytes([plans[k] for k in (*together, key)], data)
+            if together and joined > budget:
+                found.append(Batch(tuple(together), cost))
+                together, joined = [], own
+            together.append(key)
+            cost = joined
+        if together:
+            found.append(Batch(tuple(together), cost))
+    found.extend(Batch((key,), staged[key].cost) for key in alone)
+    return found
+
+
+def stage(thumbnailer: Thumbnailer, job: Job, source: SourceRead) -> StagedRender:
+    """The render a request for ``job`` would run, after the same checks, with the
+    peak memory it would reserve: the request's own staging (:meth:`RenderWork.stage`).
 
     ``raw``, ``skip_processing`` and ``enforce_thumbnail`` are not rendered
     ahead: the tags never write them (their size is not known in advance).
@@ -125,9 +204,9 @@ def plan_for(
     options = job.work.options
     if options.raw or options.skip_processing or options.enforce_thumbnail:
         raise errors.InvalidOptions("raw, skip_processing and enforce_thumbnail are not rendered")
-    staged = job.work.stage(SourceRead(data, info), thumbnailer.maker.limits, ignore_duration)
+    staged = job.work.stage(source, thumbnailer.maker.limits, ignore_duration)
     assert isinstance(staged, StagedRender)  # neither raw nor skipped, refused above
-    return staged.plan
+    return staged
 
 
 def ignore_duration(seconds: float) -> None:

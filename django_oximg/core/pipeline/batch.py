@@ -18,6 +18,12 @@ few levels per pixel: a cache key and an ETag promise the same bytes, so
 such a size gets the decode at its own scale instead, shared with every
 other size at that scale. The sizes of one scale are rendered together and
 that decode is dropped before the next, so one decode is held at a time.
+What a batch holds is more than one size's render (the decode, and each
+size's own resize and encode): :func:`shared_decodes` tells a caller which
+sizes would share a decode, so that it can reserve their combined estimate
+(:func:`~django_oximg.core.budget.estimate_shared_decode_peak_bytes`) and
+give a batch the memory budget cannot hold fewer sizes
+(:mod:`django_oximg.core.render_ahead`).
 
 Rendered the normal way, each from its own load, because their load is
 not a whole-image decode another size could share: sources other than JPEG
@@ -33,8 +39,9 @@ child process (:attr:`~django_oximg.core.pipeline.plan.Plan.isolated`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
+from typing import TypeVar
 
 import pyvips
 
@@ -52,6 +59,9 @@ from django_oximg.core.pipeline.load import (
 from django_oximg.core.pipeline.plan import Plan, RenderSettings
 from django_oximg.core.pipeline.render import render, render_loaded
 from django_oximg.core.pipeline.rendered import Rendered
+
+#: What a caller names each size by (a cache key, when rendering ahead).
+K = TypeVar("K", bound=Hashable)
 
 
 @dataclass(frozen=True)
@@ -73,6 +83,14 @@ class BatchStats:
     shared: int
     #: Sizes rendered the normal way (:func:`render`), each with its own load.
     separate: int
+
+    def __add__(self, other: BatchStats) -> BatchStats:
+        """What two batches of one source did together."""
+        return BatchStats(
+            self.shared_decodes + other.shared_decodes,
+            self.shared + other.shared,
+            self.separate + other.separate,
+        )
 
 
 def decode_key(plan: Plan, settings: RenderSettings) -> DecodeKey | None:
@@ -105,50 +123,62 @@ def loaded_from(decoded: Image, plan: Plan) -> Loaded:
     return turbo_loaded(decoded.copy(), plan)
 
 
+def shared_decodes(
+    plans: Mapping[K, Plan], settings: RenderSettings
+) -> tuple[dict[DecodeKey, list[K]], list[K]]:
+    """The sizes each shared decode would serve, and the sizes rendered each on its own.
+
+    By the plans' keys, in their order: a caller that renders the groups
+    apart (rendering ahead, within the memory budget) pairs each result
+    with its size by key.
+    """
+    groups: dict[DecodeKey, list[K]] = {}
+    alone: list[K] = []
+    for name, plan in plans.items():
+        key = decode_key(plan, settings)
+        if key is None:
+            alone.append(name)
+        else:
+            groups.setdefault(key, []).append(name)
+    return groups, alone
+
+
 def render_batch(
     data: bytes,
-    plans: Sequence[Plan],
+    plans: Mapping[K, Plan],
     settings: RenderSettings,
     *,
     timeout: float,
     clock: Callable[[], float] = time.monotonic,
-) -> tuple[list[Rendered | OximgError], BatchStats]:
-    """Render every plan (all of the one source ``data``), in order; a size that fails
-    is its error in the list, and the others are still made.
+) -> tuple[dict[K, Rendered | OximgError], BatchStats]:
+    """Render every plan (all of the one source ``data``); each result under its
+    plan's key, and a size that fails is its error there, the others still made.
 
-    ``timeout`` is each size's render deadline, from its own start (a
-    request's ``RENDER_TIMEOUT``). The decode a group of sizes shares is
-    made within the first one's deadline (libjpeg-turbo's decode cannot be
-    stopped, as for a request).
+    Results are keyed, never matched by position: the caller stores each one
+    under the cache key of the request its plan is for. ``timeout`` is each
+    size's render deadline, from its own start (a request's
+    ``RENDER_TIMEOUT``). The decode a group of sizes shares is made within
+    the first one's deadline (libjpeg-turbo's decode cannot be stopped, as
+    for a request).
     """
     ensure_configured()
-    results: list[Rendered | OximgError | None] = [None] * len(plans)
-    groups: dict[DecodeKey, list[int]] = {}
-    separate = []
-    for index, plan in enumerate(plans):
-        key = decode_key(plan, settings)
-        if key is None:
-            separate.append(index)
-        else:
-            groups.setdefault(key, []).append(index)
+    results: dict[K, Rendered | OximgError] = {}
+    groups, separate = shared_decodes(plans, settings)
     decodes = shared = 0
-    for key, indices in groups.items():
-        decoded = turbo_decoded(
-            data, key.shrink, plans[indices[0]].source, plans[indices[0]].options
-        )
+    for key, names in groups.items():
+        first = plans[names[0]]
+        decoded = turbo_decoded(data, key.shrink, first.source, first.options)
         if decoded is None:  # libjpeg-turbo declined the file: libvips loads it, size by size
-            separate.extend(indices)
+            separate.extend(names)
             continue
         decodes += 1
-        for index in indices:
-            results[index] = shared_render(decoded, plans[index], settings, clock() + timeout)
+        for name in names:
+            results[name] = shared_render(decoded, plans[name], settings, clock() + timeout)
             shared += 1
         del decoded  # before the next scale's decode
-    for index in sorted(separate):
-        results[index] = separate_render(data, plans[index], settings, clock() + timeout)
-    done = [result for result in results if result is not None]
-    assert len(done) == len(plans)
-    return done, BatchStats(decodes, shared, len(separate))
+    for name in separate:
+        results[name] = separate_render(data, plans[name], settings, clock() + timeout)
+    return {name: results[name] for name in plans}, BatchStats(decodes, shared, len(separate))
 
 
 def shared_render(
