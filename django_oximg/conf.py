@@ -66,7 +66,8 @@ class OximgSettings:
     SOURCES: Mapping[str, str] = field(default_factory=dict)
     """More named sources: ``{"archive": "s3photos"}`` makes
     ``plain/archive:path/x.jpg`` read ``path/x.jpg`` from the ``s3photos``
-    storage."""
+    storage. An alias may hold letters, digits, ``_``, ``.`` and ``-``, and
+    may not be ``http`` or ``https`` (``http://...`` is a URL source)."""
 
     HTTP_SOURCES: tuple[str, ...] = ()
     """URL prefixes from which sources may be fetched over HTTP(S), e.g.
@@ -443,6 +444,9 @@ URL_PREFIX_PATTERN = re.compile(r"/(?:[A-Za-z0-9._~!$&'()*+,;=:@%-]+/)*")
 #: Source aliases are written ``alias:name`` in URLs, so they must not hold ":" or "/".
 SOURCE_ALIAS_PATTERN = re.compile(r"[A-Za-z0-9_.-]+")
 
+#: Not aliases: ``http://host/x`` is a URL source, not ``//host/x`` in an ``http`` source.
+URL_SCHEMES = ("http", "https")
+
 
 def derived_hex(purpose: str) -> str:
     """A key or salt derived from ``SECRET_KEY``, so signing is never off by default."""
@@ -690,6 +694,12 @@ def _validate_sources(sources: Mapping[str, str]) -> None:
         if not SOURCE_ALIAS_PATTERN.fullmatch(alias):
             raise ImproperlyConfigured(
                 f"OXIMG: SOURCES alias {alias!r} may only hold letters, digits, '_', '.', '-'."
+            )
+        if alias.lower() in URL_SCHEMES:
+            # ``http:`` + a name starting with "//" would read as a URL.
+            raise ImproperlyConfigured(
+                f"OXIMG: SOURCES alias {alias!r} is a URL scheme; "
+                "sources written 'alias://...' are URLs."
             )
 
 
