@@ -340,8 +340,11 @@ class OximgSettings:
     """Let the browser's client hints set a URL's ``dpr`` and ``width``
     (``Sec-CH-DPR``/``DPR``, ``Sec-CH-Width``/``Width``) where the URL and
     its presets leave them unset, as imgproxy's
-    ``IMGPROXY_ENABLE_CLIENT_HINTS``. Answers a hint could change say so in
-    ``Vary``. Browsers send hints only to sites that ask for them
+    ``IMGPROXY_ENABLE_CLIENT_HINTS``, rounded up to fixed steps (DPR 1,
+    1.5, 2, 3, 4, 6, 8; widths on a ladder of four rungs per doubling up
+    to ``MAX_RESULT_DIMENSION``), so one URL has at most a few hundred
+    answers whatever clients send (docs/urls.md). Answers a hint could
+    change say so in ``Vary``. Browsers send hints only to sites that ask for them
     (``Accept-CH``; see docs/django.md). The tags' URLs always set both, so
     the sizes they print stay exact."""
 
