@@ -66,7 +66,8 @@ class OximgSettings:
     SOURCES: Mapping[str, str] = field(default_factory=dict)
     """More named sources: ``{"archive": "s3photos"}`` makes
     ``plain/archive:path/x.jpg`` read ``path/x.jpg`` from the ``s3photos``
-    storage."""
+    storage. An alias may hold letters, digits, ``_``, ``.`` and ``-``, and
+    may not be ``http`` or ``https`` (``http://...`` is a URL source)."""
 
     HTTP_SOURCES: tuple[str, ...] = ()
     """URL prefixes from which sources may be fetched over HTTP(S), e.g.
@@ -359,8 +360,11 @@ class OximgSettings:
     """Let the browser's client hints set a URL's ``dpr`` and ``width``
     (``Sec-CH-DPR``/``DPR``, ``Sec-CH-Width``/``Width``) where the URL and
     its presets leave them unset, as imgproxy's
-    ``IMGPROXY_ENABLE_CLIENT_HINTS``. Answers a hint could change say so in
-    ``Vary``. Browsers send hints only to sites that ask for them
+    ``IMGPROXY_ENABLE_CLIENT_HINTS``, rounded up to fixed steps (DPR 1,
+    1.5, 2, 3, 4, 6, 8; widths on a ladder of four rungs per doubling up
+    to ``MAX_RESULT_DIMENSION``), so one URL has at most a few hundred
+    answers whatever clients send (docs/urls.md). Answers a hint could
+    change say so in ``Vary``. Browsers send hints only to sites that ask for them
     (``Accept-CH``; see docs/django.md). The tags' URLs always set both, so
     the sizes they print stay exact."""
 
@@ -462,6 +466,9 @@ URL_PREFIX_PATTERN = re.compile(r"/(?:[A-Za-z0-9._~!$&'()*+,;=:@%-]+/)*")
 
 #: Source aliases are written ``alias:name`` in URLs, so they must not hold ":" or "/".
 SOURCE_ALIAS_PATTERN = re.compile(r"[A-Za-z0-9_.-]+")
+
+#: Not aliases: ``http://host/x`` is a URL source, not ``//host/x`` in an ``http`` source.
+URL_SCHEMES = ("http", "https")
 
 
 def derived_hex(purpose: str) -> str:
@@ -717,6 +724,12 @@ def _validate_sources(sources: Mapping[str, str]) -> None:
         if not SOURCE_ALIAS_PATTERN.fullmatch(alias):
             raise ImproperlyConfigured(
                 f"OXIMG: SOURCES alias {alias!r} may only hold letters, digits, '_', '.', '-'."
+            )
+        if alias.lower() in URL_SCHEMES:
+            # ``http:`` + a name starting with "//" would read as a URL.
+            raise ImproperlyConfigured(
+                f"OXIMG: SOURCES alias {alias!r} is a URL scheme; "
+                "sources written 'alias://...' are URLs."
             )
 
 

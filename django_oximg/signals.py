@@ -32,6 +32,7 @@ from django.db.models.fields.files import FieldFile
 from django.db.models.signals import post_delete, post_save, pre_save
 
 from django_oximg.core.logs import printable
+from django_oximg.core.sources import source_for
 from django_oximg.purge import purge_source
 from django_oximg.source_metadata import storage_alias
 
@@ -151,8 +152,7 @@ def source_of(model: type[Model], field_name: str, name: str) -> str:
     """The source string thumbnails of this file were made for (``alias:name`` or name)."""
     field = model._meta.get_field(field_name)
     assert isinstance(field, FileField)
-    alias = storage_alias(field.storage)
-    return f"{alias}:{name}" if alias else name
+    return source_for(storage_alias(field.storage), name)
 
 
 def purge_after_commit(source: str, using: str) -> None:

@@ -23,6 +23,7 @@ from django_oximg import conf, runtime
 from django_oximg.arguments import ThumbnailError
 from django_oximg.core import headers
 from django_oximg.core.geometry import QUARTER_TURN_ORIENTATIONS
+from django_oximg.core.sources import source_for
 from django_oximg.core.stores import FileSystemSourceStore, SourceStore
 from django_oximg.memo import SettingsMemo
 
@@ -45,14 +46,19 @@ class SourceMetadata:
 
 
 def source_name(source: Any) -> str:
-    """The source string for a FieldFile (with its source alias) or a name."""
+    """The source string for a FieldFile (with its source alias) or a name.
+
+    A FieldFile's name is written so that it never reads as another source
+    or a URL (:func:`~django_oximg.core.sources.source_for`); a string is
+    the caller's own spelling of a source, used as it is.
+    """
     if isinstance(source, File):
         name = str(source.name or "")
         storage = getattr(source, "storage", None)
         if not name:
             raise ThumbnailError("the file field is empty")
         alias = storage_alias(storage) if storage is not None else ""
-        return f"{alias}:{name}" if alias else name
+        return source_for(alias, name)
     name = str(source or "")
     if not name:
         raise ThumbnailError("no source given")

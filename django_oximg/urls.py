@@ -9,5 +9,8 @@ from django_oximg import views
 app_name = "oximg"
 
 urlpatterns = [
-    re_path(r"^(?P<path>.+)$", views.serve, name="serve"),
+    # Everything after the mount point, line breaks and nothing included ("."
+    # would not match a newline, and Django would answer such a path itself):
+    # the thumbnailer decides every answer, as it does behind the middleware.
+    re_path(r"^(?P<path>[\s\S]*)$", views.serve, name="serve"),
 ]

@@ -27,9 +27,10 @@ WIDTH = ("Sec-CH-Width", "Width")
     [
         ("/plain/a", ClientHints(), Options(), DPR + WIDTH),
         ("/plain/a", ClientHints(dpr=2), Options(dpr=2), DPR + WIDTH),
-        ("/plain/a", ClientHints(width=300, dpr=1.5), Options(width=200, dpr=1.5), DPR + WIDTH),
-        # The URL's dpr wins, but the width is still the hint over the DPR hint.
-        ("/dpr:3/plain/a", ClientHints(width=300, dpr=2), Options(width=150, dpr=3), DPR + WIDTH),
+        # 300 physical pixels at 1.5 are 200 CSS pixels: the ladder's 224.
+        ("/plain/a", ClientHints(width=300, dpr=1.5), Options(width=224, dpr=1.5), DPR + WIDTH),
+        # The URL's dpr wins, but the width is still the hint over the DPR hint (150: 160).
+        ("/dpr:3/plain/a", ClientHints(width=300, dpr=2), Options(width=160, dpr=3), DPR + WIDTH),
         ("/w:100/plain/a", ClientHints(width=300, dpr=2), Options(width=100, dpr=2), DPR),
         ("/w:0/dpr:1/plain/a", ClientHints(width=300, dpr=2), Options(), ()),
         # Presets (the default one too) count as the URL's own options.
@@ -41,6 +42,70 @@ def test_hints_fill_in_what_the_url_leaves_open(
     path: str, hints: ClientHints, expected: Options, vary: tuple[str, ...]
 ) -> None:
     assert with_hints(parse_path(path, {"p": "w:40"}), hints) == (expected, vary)
+
+
+@pytest.mark.parametrize(
+    ("hints", "expected"),
+    [
+        (ClientHints(dpr=0.5), Options(dpr=1)),
+        (ClientHints(dpr=1.25), Options(dpr=1.5)),
+        (ClientHints(dpr=2.625), Options(dpr=3)),
+        (ClientHints(dpr=4.5), Options(dpr=6)),
+        (ClientHints(dpr=8), Options(dpr=8)),
+        (ClientHints(width=1), Options(width=16)),
+        (ClientHints(width=320), Options(width=320)),
+        (ClientHints(width=321), Options(width=384)),
+        (ClientHints(width=1025), Options(width=1280)),
+        (ClientHints(width=5000), Options(width=5120)),
+        (ClientHints(width=448, dpr=1.4), Options(width=320, dpr=1.5)),  # 448 / 1.4 is 320
+        (ClientHints(width=8192), Options(width=8192)),
+        # No result is wider than MAX_RESULT_DIMENSION (8192 here).
+        (ClientHints(width=8193), Options(width=8192)),
+        (ClientHints(width=100_000), Options(width=8192)),
+        (ClientHints(width=100_000, dpr=8), Options(width=8192, dpr=8)),
+    ],
+)
+def test_hints_are_rounded_up_to_fixed_steps(hints: ClientHints, expected: Options) -> None:
+    """Never smaller than asked: the DPR to its next step, the CSS width to the next rung."""
+    options, _ = with_hints(parse_path("/plain/a"), hints, max_result_dimension=8192)
+    assert options == expected
+    if hints.width:
+        assert options.width * (options.dpr or 1) >= min(hints.width, 8192)
+
+
+def test_the_answers_one_url_can_have_through_hints_are_few() -> None:
+    """Every Width and a fine grid of DPRs give at most 37 widths and 7 DPRs (304 with none)."""
+    parsed = parse_path("/plain/a")
+    widths = {with_hints(parsed, ClientHints(width=w), 8192)[0].width for w in range(1, 100_001)}
+    dprs = {with_hints(parsed, ClientHints(dpr=n / 1000), 8192)[0].dpr for n in range(1, 8001)}
+    assert len(widths) == 37 and max(widths) == 8192
+    assert dprs == {1, 1.5, 2, 3, 4, 6, 8}
+
+
+def test_the_cache_keys_one_url_can_have_through_hints_are_at_most_304(
+    thumbnailer: Thumbnailer,
+) -> None:
+    """Keys through the real job reader, over DPRs every 0.05 and widths 7% apart (23667 pairs)."""
+    signed = SIGNER.signed_path("/plain/a.jpg@png")
+    widths = [0, *sorted({round(1.07**k) for k in range(171)} | {100_000})]
+    dprs = [0.0, *(n / 20 for n in range(1, 161))]
+    keys = {
+        thumbnailer.job_for(signed, "", ClientHints(dpr, width)).key
+        for dpr in dprs
+        for width in widths
+    }
+    assert len(widths) * len(dprs) == 23_667
+    assert len(keys) <= (7 + 1) * (37 + 1) == 304
+
+
+def test_a_flood_of_width_hints_is_one_render_and_one_cache_file(
+    thumbnailer: Thumbnailer, cache_dir: Path
+) -> None:
+    """25 Width values on one signed URL fall on one rung (5120): one answer, not 25."""
+    etags = {answer(thumbnailer, "/plain/a.jpg", HTTP_WIDTH=str(w))[0] for w in range(5000, 5025)}
+    assert len(etags) == 1
+    assert thumbnailer.renders == 1
+    assert len([path for path in cache_dir.rglob("*") if path.is_file()]) == 1
 
 
 @pytest.mark.parametrize(
@@ -137,13 +202,14 @@ def test_a_hinted_answer_is_never_served_to_another_hint(
     hit cache would learn it; the next one with another hint must be its own."""
     settings.OXIMG = {**settings.OXIMG, "CLIENT_HINTS": True}
     url = "/img" + runtime.get_signer().signed_path(path)
-    for hints, size in [
-        ({"HTTP_WIDTH": "100"}, (100, 75)),
-        ({"HTTP_WIDTH": "100"}, (100, 75)),
-        ({"HTTP_WIDTH": "200"}, (200, 150)),
-        ({"HTTP_WIDTH": "200"}, (200, 150)),
-        ({"HTTP_SEC_CH_WIDTH": "100"}, (100, 75)),
-        ({"HTTP_WIDTH": "100", "HTTP_DPR": "2"}, (100, 75)),  # Width counts physical pixels
+    for hints, size in [  # widths on the ladder: 100 and 200 go to 112 and 224
+        ({"HTTP_WIDTH": "100"}, (112, 84)),
+        ({"HTTP_WIDTH": "100"}, (112, 84)),
+        ({"HTTP_WIDTH": "200"}, (224, 168)),
+        ({"HTTP_WIDTH": "200"}, (224, 168)),
+        ({"HTTP_SEC_CH_WIDTH": "100"}, (112, 84)),
+        # Width counts physical pixels: 50 CSS pixels, 56 on the ladder, at DPR 2.
+        ({"HTTP_WIDTH": "100", "HTTP_DPR": "2"}, (112, 84)),
         ({}, (640, 480)),
     ]:
         status, headers, body = SHELLS[shell](url, **hints)

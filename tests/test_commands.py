@@ -707,6 +707,27 @@ def test_warm_with_a_source_alias(media: Path, settings: Any, tmp_path: Path) ->
     assert purge_source("archive:old/a.jpg").results == 1
 
 
+def test_warm_writes_a_default_name_that_looks_like_another_source(
+    media: Path, settings: Any, tmp_path: Path
+) -> None:
+    """A listed ``other:c.jpg`` of the default storage is warmed as that file, ``:other:c.jpg``."""
+    (tmp_path / "archive").mkdir()
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "archive": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(tmp_path / "archive")},
+        },
+    }
+    settings.OXIMG = {**settings.OXIMG, "SOURCES": {"other": "archive"}}
+    (media / "other:c.jpg").write_bytes((media / "photos" / "landscape.jpg").read_bytes())
+    out, _ = run("oximg_warm", "--source", "other*", "--geometry", "30")
+    assert "Rendered 1, already cached 0, failed 0; 1 source(s)" in out
+    out, _ = run("oximg_warm", "--source", ":other:c*", "--geometry", "30")
+    assert "Rendered 0, already cached 1, failed 0; 1 source(s)" in out
+    assert purge_source(":other:c.jpg").results == 1
+
+
 def test_warm_through_a_non_local_cache_store(media: Path, settings: Any) -> None:
     """The cache check and the render go through any CacheStore (here in memory)."""
     settings.STORAGES = {

@@ -176,6 +176,7 @@ def test_signature_size_in_range_is_accepted(size: int) -> None:
         ({"QUALITY": [("jpeg", 80)]}, "QUALITY must be a dict"),
         ({"SOURCES": ["archive"]}, "SOURCES must be a dict"),
         ({"SOURCES": {"a:b": "default"}}, "SOURCES alias"),
+        ({"SOURCES": {"HTTPS": "default"}}, "is a URL scheme"),
         ({"PRESETS": {"card": "nonsense:1"}}, "PRESETS\\['card'\\]"),
         ({"PRESETS": {"card": "q:500"}}, "PRESETS\\['card'\\]"),
         # An empty name no URL can name, a value without an option: imgproxy refuses both.

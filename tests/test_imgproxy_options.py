@@ -320,12 +320,14 @@ def test_parse_skip_processing_invalid() -> None:
 @pytest.mark.parametrize(
     ("path", "headers", "expected"),
     [
-        # TestParsePathClientHints/WidthOnly; TestParsePathWidthHeader (v3)
-        ("/plain/photo.jpg@png", {"HTTP_WIDTH": "100"}, (100, 75)),
+        # TestParsePathClientHints/WidthOnly; TestParsePathWidthHeader (v3). imgproxy
+        # gives 100 wide; here hints are rounded up to the width ladder's 112.
+        ("/plain/photo.jpg@png", {"HTTP_WIDTH": "100"}, (112, 84)),
         # TestParsePathClientHints/DprOnly; TestParsePathDprHeader (v3)
         ("/w:100/plain/photo.jpg@png", {"HTTP_DPR": "2"}, (200, 150)),
-        # TestParsePathClientHints/WidthAndDpr: Width is physical pixels.
-        ("/plain/photo.jpg@png", {"HTTP_WIDTH": "100", "HTTP_DPR": "2"}, (100, 75)),
+        # TestParsePathClientHints/WidthAndDpr: Width is physical pixels (50 CSS
+        # pixels, 56 on the ladder, at DPR 2; imgproxy: 100).
+        ("/plain/photo.jpg@png", {"HTTP_WIDTH": "100", "HTTP_DPR": "2"}, (112, 84)),
         # TestParsePathWidthHeaderRedefine (v3)
         ("/width:150/plain/photo.jpg@png", {"HTTP_WIDTH": "100"}, (150, 113)),
         # TestParsePathClientHintsRedefine: the URL's width and dpr win over the hints.

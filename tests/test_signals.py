@@ -45,7 +45,7 @@ def cached_variants(media: Path, source: str) -> int:
     return len(list(directory.glob("*"))) if directory.exists() else 0
 
 
-def render(source: str, *geometries: str) -> None:
+def render(source: Any, *geometries: str) -> None:
     """Put thumbnails of ``source`` in the result cache and its metadata in Django's cache."""
     thumbnailer = runtime.get_thumbnailer()
     for geometry in geometries:
@@ -106,6 +106,19 @@ def test_deleting_the_row_purges_its_file(
     assert cached_variants(rendered, LANDSCAPE) == 0
     assert cache.get(metadata_key(LANDSCAPE)) is None
     assert cached_variants(rendered, ALPHA) == 2
+
+
+def test_deleting_a_file_named_like_another_source_purges_what_its_tag_wrote(
+    media: Path, django_capture_on_commit_callbacks: Capture
+) -> None:
+    """``other:c.jpg`` in the default storage is written ``:other:c.jpg``; so is its purge."""
+    (media / "other:c.jpg").write_bytes((media / LANDSCAPE).read_bytes())
+    photo = Photo.objects.create(image="other:c.jpg")
+    render(photo.image, "40x40")
+    assert cached_variants(media, ":other:c.jpg") == 1
+    with django_capture_on_commit_callbacks(execute=True):
+        photo.delete()
+    assert cached_variants(media, ":other:c.jpg") == 0
 
 
 def test_queryset_delete_purges_each_row(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -535,6 +536,60 @@ def test_a_field_file_on_another_oximg_source(media: Path, settings: Any, tmp_pa
     assert parsed(thumbnail.url).source == "old:old/scan.png"
     assert thumbnail.format == "png"
     assert served_size(thumbnail) == (50, 25)
+
+
+def archive_source(settings: Any, tmp_path: Path) -> Path:
+    """A second source, ``other``, on a directory of its own."""
+    archive = tmp_path / "archive"
+    archive.mkdir()
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "archive": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": str(archive)},
+        },
+    }
+    settings.OXIMG = {**settings.OXIMG, "SOURCES": {"other": "archive"}}
+    return archive
+
+
+def test_a_default_name_that_looks_like_another_source(
+    media: Path, settings: Any, tmp_path: Path
+) -> None:
+    """``other:c.jpg`` in the default storage is that file, not ``c.jpg`` of ``other``."""
+    (media / "other:c.jpg").write_bytes(images.jpeg(100, 50))
+    (archive_source(settings, tmp_path) / "c.jpg").write_bytes(images.jpeg(300, 200))
+    thumbnail = get_thumbnail(field_file(default_storage, "other:c.jpg"), "80")
+    assert parsed(thumbnail.url).source == ":other:c.jpg"
+    assert (thumbnail.width, thumbnail.height) == (80, 40)
+    assert served_size(thumbnail) == (80, 40)
+
+
+def test_a_default_name_that_looks_like_a_url_is_never_fetched(media: Path, settings: Any) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        prefix = f"http://127.0.0.1:{listener.getsockname()[1]}/"
+        name = prefix + "x.jpg"
+        settings.OXIMG = {
+            **settings.OXIMG,
+            "HTTP_SOURCES": [prefix],
+            "HTTP_ALLOW_PRIVATE_NETWORKS": True,
+            "HTTP_TIMEOUT": 0.5,  # bounds the test without the fix, which waits for an answer
+        }
+        with pytest.raises(SourceNotFound):  # a name with an empty segment: no file has it
+            get_thumbnail(field_file(default_storage, name), "80")
+        # What a tag would write for it is a 404 from the server too.
+        path = runtime.get_signer().signed_path(f"/rs:fit:80:80/plain/:{name}@jpg")
+        assert Client().get(f"/img{path}").status_code == 404
+        listener.setblocking(False)
+        with pytest.raises(BlockingIOError):  # nothing ever connected
+            listener.accept()
+
+
+def test_an_ordinary_field_file_name_keeps_its_url(media: Path) -> None:
+    """Only names that could be misread are written otherwise: these URLs are unchanged."""
+    url = get_thumbnail(field_file(default_storage, LANDSCAPE), "80").url
+    assert url.endswith(f"/w:80/cb:{parsed(url).options.cachebuster}/plain/{LANDSCAPE}@jpeg")
+    assert url == get_thumbnail(LANDSCAPE, "80").url
 
 
 def test_a_field_file_on_a_storage_that_is_no_source(media: Path, tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import pyvips
 from django.test import Client
+from django.urls import resolve
 
 from django_oximg import runtime
 from django_oximg.core import pipeline
@@ -379,6 +380,15 @@ def test_a_percent_encoded_mount_point_is_not_found(media: Path, client: Client)
     assert answer.status == 404
     assert answer.headers["x-content-type-options"] == "nosniff"
     assert cached_files(media) == []
+
+
+@pytest.mark.parametrize("urlconf", ["django_oximg.urls", "django_oximg.urls_async"])
+@pytest.mark.parametrize("rest", ["", "x\ny", "x\n", "\n", "x\ry", "x\x00y"])
+def test_both_urlconfs_give_every_path_to_the_view(urlconf: str, rest: str) -> None:
+    """Whatever follows the mount point is the thumbnailer's to answer, never Django's 404."""
+    match = resolve("/" + rest, urlconf=urlconf)
+    assert match.url_name == "serve"
+    assert match.kwargs == {"path": rest}
 
 
 def test_every_answer_says_nosniff(media: Path, client: Client) -> None:

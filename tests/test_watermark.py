@@ -7,6 +7,7 @@ import pyvips
 
 from django_oximg.core import pipeline
 from django_oximg.core.options import parse_path
+from django_oximg.core.pipeline.steps import watermark
 from tests import images
 
 RED = [255.0, 0.0, 0.0]
@@ -90,6 +91,21 @@ def test_replicate_tiles_the_whole_image_from_its_centre() -> None:
     # 20x10 copies in 30x20 cells: a third of the image is red (7 x 5 cells,
     # centred, cut to 200 x 100).
     assert 0.3 < reds / (200 * 100) < 0.36
+
+
+def runs_of_red(line: list[float]) -> int:
+    """How many separate red runs a row or column of the red band holds."""
+    red = [value == 255 for value in line]
+    return sum(1 for index, on in enumerate(red) if on and (index == 0 or not red[index - 1]))
+
+
+def test_a_tiny_scale_tiles_at_most_max_copies_each_way() -> None:
+    """``scale`` fits the mark into 1 px; with 2 px spacing that was 667 x 333 copies."""
+    band = render("wm:1:re:2:2:0.00001", flat(2000, 1000)).extract_band(0)
+    across = runs_of_red(band.crop(0, 500, 2000, 1).tolist()[0])
+    down = runs_of_red([row[0] for row in band.crop(1000, 0, 1, 1000).tolist()])
+    assert 100 < across <= watermark.MAX_COPIES
+    assert 50 < down <= watermark.MAX_COPIES
 
 
 def test_the_watermark_keeps_the_size_and_the_alpha() -> None:

@@ -398,6 +398,45 @@ def test_oximg_middleware_and_the_view_serve_the_same_bytes(
     assert (image.width, image.height) == (160, 90)
 
 
+#: Paths the view's URLconf and the middleware's prefix match must treat alike:
+#: line breaks (which a URLconf's "." does not match), NUL, an empty rest.
+ODD_PATHS = [
+    "/img/",
+    "/img/x%0Ay",
+    "/img/x%0Dy",
+    "/img/x%0A",
+    "/img/%0A",
+    "/img/x\ny",
+    "/img/x%00y",
+    "/img/x%0D%0A/plain/photos/landscape.jpg",
+]
+
+
+@pytest.mark.parametrize("raw_uri", [True, False], ids=["raw-uri", "rebuilt"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        *ODD_PATHS,
+        # Signed, so the answer comes from past the signature check.
+        "signed:/rs:fit:10:10/plain/photos/land%0Ascape.jpg@jpeg",
+        "signed:/rs:fit:10:10/plain/photos/land%0Dscape.jpg@jpeg",
+        "signed:/rs:fit:10:10/plain/photos/landscape.jpg%0A@jpeg",
+    ],
+)
+def test_the_view_and_the_middleware_answer_every_path_alike(
+    django_app: WSGIApp, path: str, raw_uri: bool
+) -> None:
+    from django.core.wsgi import get_wsgi_application
+
+    if path.startswith("signed:"):
+        path = django_signed_url(path.removeprefix("signed:"))
+    by_middleware = call(django_app, environ_for(path, raw_uri=raw_uri))
+    by_view = call(get_wsgi_application(), environ_for(path, raw_uri=raw_uri))
+    assert by_view.status == by_middleware.status
+    assert by_view.body == by_middleware.body
+    assert by_view.headers["content-type"] == by_middleware.headers["content-type"]
+
+
 def test_oximg_middleware_passes_other_paths_to_django(django_app: WSGIApp) -> None:
     answer = call(django_app, environ_for("/not-ours/"))
     assert answer.status == 404

@@ -91,6 +91,8 @@ class JobReader(NamedTuple):
     client_hints: bool
     #: Whether a watermark image is configured (``WATERMARK``).
     watermark: bool
+    #: ``MAX_RESULT_DIMENSION``: no client hint asks for a wider result.
+    max_result_dimension: int
 
     def job_for(self, path: str, accept: str, hints: ClientHints = NO_HINTS) -> Job:
         """Verify and parse ``path`` into a :class:`Job`. No storage is touched.
@@ -106,7 +108,7 @@ class JobReader(NamedTuple):
         parsed = parse_path(rest, self.presets, self.rules)
         options, hinted = parsed.options, tuple[str, ...]()
         if self.client_hints:
-            options, hinted = with_hints(parsed, hints)
+            options, hinted = with_hints(parsed, hints, self.max_result_dimension)
         self.check_expiry(options.expires)
         if options.watermark.opacity and not self.watermark:
             raise errors.InvalidOptions(

@@ -144,6 +144,7 @@ class Thumbnailer:
             auto_format=config.auto_format,
             client_hints=config.client_hints,
             watermark=config.render.watermark is not None,
+            max_result_dimension=config.render.max_result_dimension,
         )
         limits = Limits(
             config.render,

@@ -20,6 +20,7 @@ from django_oximg import conf, runtime
 from django_oximg.core.cgroups import usable_cpus
 from django_oximg.core.errors import OximgError
 from django_oximg.core.responders import status_for
+from django_oximg.core.sources import source_for
 from django_oximg.core.thumbnailer import Thumbnailer
 from django_oximg.management.progress import add_progress_argument, progress_for
 from django_oximg.thumbnails import ThumbnailError, get_thumbnail, tag_options, url_prefix
@@ -248,7 +249,7 @@ def matching_sources(patterns: list[str]) -> list[str]:
     found: set[str] = set()
     for pattern in patterns:
         alias, sep, name_pattern = pattern.partition(":")
-        if not (sep and alias in settings.SOURCES):
+        if not (sep and (alias == "" or alias in settings.SOURCES)):
             alias, name_pattern = "", pattern
         if not GLOB_MAGIC.search(name_pattern):
             found.add(pattern)  # one name: no listing (a missing one fails as 404)
@@ -258,7 +259,7 @@ def matching_sources(patterns: list[str]) -> list[str]:
         skipped = cache_directory_inside(storage)
         for name in storage_files(storage, fixed_directory(name_pattern), skipped):
             if regex.fullmatch(name):
-                found.add(f"{alias}:{name}" if alias else name)
+                found.add(source_for(alias, name))
     return sorted(found)
 
 

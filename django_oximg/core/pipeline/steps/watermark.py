@@ -6,7 +6,8 @@ if need be) into that share of the frame's size; its alpha is multiplied by
 the opacity (the URL's times ``WATERMARK_OPACITY``); then it goes where the
 position says, its offsets times the dpr like gravity offsets, and may stick
 out of the frame. ``re`` tiles it over the whole frame from the centre, the
-offsets then being the spacing between copies.
+offsets then being the spacing between copies, at most :data:`MAX_COPIES`
+each way.
 """
 
 from __future__ import annotations
@@ -22,6 +23,14 @@ from django_oximg.core.pipeline.plan import Plan
 from django_oximg.core.pipeline.steps.colour import srgb
 from django_oximg.core.pipeline.steps.resize import resize_to
 from django_oximg.core.pipeline.steps.step import Size, Step
+
+#: The most copies of a ``re`` watermark laid across, and down, a frame (odd,
+#: so one sits in the middle): 16129 in all. A mark that, with its spacing,
+#: is smaller than 1/127 of the frame (a URL's tiny ``scale``, which fits it
+#: into a pixel) is enlarged to that, so the tiling's work stays bounded; a
+#: 2 px mark would otherwise be millions of copies on a large result. Any
+#: mark of 1/127 of the frame or more is tiled as it is.
+MAX_COPIES = 127
 
 
 def decoded(plan: Plan) -> Image:
@@ -58,6 +67,7 @@ def tiled(mark: Image, plan: Plan, frame: Size) -> Image:
     options, dpr_scale = plan.options.watermark, plan.geometry.dpr_scale
     space_x = spacing(options.x, frame[0], dpr_scale)
     space_y = spacing(options.y, frame[1], dpr_scale)
+    mark = enlarged_for_tiling(mark, frame, space_x, space_y)
     if space_x or space_y:
         mark = mark.embed(
             space_x // 2,
@@ -67,10 +77,21 @@ def tiled(mark: Image, plan: Plan, frame: Size) -> Image:
             extend="background",
             background=[0, 0, 0, 0],
         )
-    across = math.ceil(frame[0] / mark.width) | 1  # odd, so one copy sits in the middle
-    down = math.ceil(frame[1] / mark.height) | 1
+    across = -(-frame[0] // mark.width) | 1  # odd, so one copy sits in the middle
+    down = -(-frame[1] // mark.height) | 1
     tiles = mark.replicate(across, down)
     return tiles.crop((tiles.width - frame[0]) // 2, (tiles.height - frame[1]) // 2, *frame)
+
+
+def enlarged_for_tiling(mark: Image, frame: Size, space_x: int, space_y: int) -> Image:
+    """``mark``, enlarged if need be so that, with its spacing, at most MAX_COPIES fit each way."""
+    factor = max(
+        (frame[0] / MAX_COPIES - space_x) / mark.width,
+        (frame[1] / MAX_COPIES - space_y) / mark.height,
+    )
+    if factor <= 1:
+        return mark
+    return resize_to(mark, math.ceil(mark.width * factor), math.ceil(mark.height * factor))
 
 
 def lay_watermark(image: Image, plan: Plan) -> Image:
