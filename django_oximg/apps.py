@@ -8,7 +8,9 @@ from django.apps import AppConfig
 from django.core.signals import setting_changed
 
 #: Settings whose change must rebuild the runtime.
-RELEVANT_SETTINGS = frozenset({"OXIMG", "STORAGES", "MEDIA_ROOT", "MEDIA_URL", "SECRET_KEY"})
+RELEVANT_SETTINGS = frozenset(
+    {"OXIMG", "STORAGES", "CACHES", "MEDIA_ROOT", "MEDIA_URL", "SECRET_KEY"}
+)
 
 
 def settings_changed(*, setting: str, **kwargs: Any) -> None:

@@ -12,6 +12,9 @@ and, for local files, in this process. The purge hooks drop an entry with
 from __future__ import annotations
 
 import hashlib
+import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,10 +25,13 @@ from django.core.files.storage import FileSystemStorage, Storage
 from django_oximg import conf, runtime
 from django_oximg.arguments import ThumbnailError
 from django_oximg.core import headers
+from django_oximg.core.bounded import Breaker
 from django_oximg.core.geometry import QUARTER_TURN_ORIENTATIONS
 from django_oximg.core.sources import source_for
 from django_oximg.core.stores import FileSystemSourceStore, SourceStore
 from django_oximg.memo import SettingsMemo
+
+logger = logging.getLogger("django_oximg")
 
 
 @dataclass(frozen=True)
@@ -114,9 +120,8 @@ def source_metadata(source: str) -> SourceMetadata:
         held = _local_metadata.peek(source)
         if held is not None and held.version == version:
             return held
-    cache = metadata_cache()
     key = metadata_key(source)
-    cached = cache.get(key)
+    cached = cache_call(lambda cache: cache.get(key))
     if isinstance(cached, SourceMetadata) and (not local or cached.version == version):
         meta = cached
     else:
@@ -124,7 +129,8 @@ def source_metadata(source: str) -> SourceMetadata:
             version = store.version(name)
         header = source_header(store, name)
         meta = SourceMetadata(header.width, header.height, header.orientation, version)
-        cache.set(key, meta, conf.get_settings().METADATA_CACHE_TIMEOUT)
+        timeout = conf.get_settings().METADATA_CACHE_TIMEOUT
+        cache_call(lambda cache: cache.set(key, meta, timeout))
     if local:
         _local_metadata.put(source, meta)
     return meta
@@ -155,6 +161,51 @@ def source_header(store: SourceStore, name: str) -> headers.Header:
 def metadata_cache() -> BaseCache:
     """The Django cache holding source metadata (``METADATA_CACHE``)."""
     return caches[conf.get_settings().METADATA_CACHE]
+
+
+#: After the metadata cache failed, the tags leave it alone for this many
+#: seconds and read sources' headers from their storages instead: a Redis
+#: that is down, or frozen (each call then waits out the client's socket
+#: timeout, system check oximg.W010), must not fail or stall every tag of
+#: every page. The server itself never reads this cache.
+CACHE_BREAKER_PAUSE = 10.0
+
+#: Seconds between two log lines about a failing metadata cache.
+CACHE_ERROR_LOG_INTERVAL = 60.0
+
+#: The breaker, and the settings it was made under: new settings (a changed
+#: ``CACHES`` among them) start with the cache trusted again.
+_breaker: tuple[conf.OximgSettings | None, Breaker] = (None, Breaker(CACHE_BREAKER_PAUSE))
+_last_cache_error = [float("-inf")]
+
+
+def cache_breaker() -> Breaker:
+    """This settings' breaker for the metadata cache."""
+    global _breaker
+    settings = conf.get_settings()
+    if _breaker[0] is not settings:
+        _breaker = (settings, Breaker(CACHE_BREAKER_PAUSE))
+    return _breaker[1]
+
+
+def cache_call(call: Callable[[BaseCache], Any]) -> Any:
+    """``call(metadata_cache())``; None, logged, while the cache fails.
+
+    Cache backends raise their own exception types (redis, pymemcache, ...),
+    hence the broad catch: any failure means "read the header instead".
+    """
+    breaker = cache_breaker()
+    if not breaker.closed():
+        return None
+    try:
+        return call(metadata_cache())
+    except Exception as error:  # see the docstring; a missing alias is a check error
+        breaker.opened()
+        now = time.monotonic()
+        if now - _last_cache_error[0] >= CACHE_ERROR_LOG_INTERVAL:
+            _last_cache_error[0] = now
+            logger.warning("metadata cache failed, reading source headers instead: %s", error)
+        return None
 
 
 def metadata_key(source: str) -> str:

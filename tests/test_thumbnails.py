@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import pyvips
-from django.core.cache import cache, caches
+from django.core.cache import BaseCache, cache, caches
 from django.core.files.storage import FileSystemStorage, default_storage
 from django.db.models import FileField
 from django.db.models.fields.files import FieldFile
@@ -856,6 +856,36 @@ def test_metadata_lives_in_the_metadata_cache_alias(media: Path, settings: Any) 
     get_thumbnail(LANDSCAPE, "100")
     assert caches["sizes"].get(metadata_key(LANDSCAPE)) is not None
     assert cache.get(metadata_key(LANDSCAPE)) is None
+
+
+class DownCache(BaseCache):
+    """A metadata cache whose server is down (each call raises, as RedisCache does)."""
+
+    calls = 0
+
+    def __init__(self, location: str, params: dict[str, Any]) -> None:
+        super().__init__(params)
+
+    def get(self, *args: Any, **kwargs: Any) -> Any:
+        DownCache.calls += 1
+        raise ConnectionError("Error 111 connecting to redis")
+
+    set = get
+
+
+def test_a_metadata_cache_that_fails_is_left_alone_and_pages_still_render(
+    media: Path, settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Redis that is down (or frozen) neither fails nor stalls every tag of a page."""
+    settings.CACHES = {**settings.CACHES, "down": {"BACKEND": f"{__name__}.DownCache"}}
+    settings.OXIMG = {**settings.OXIMG, "METADATA_CACHE": "down"}
+    DownCache.calls = 0
+    first = get_thumbnail(LANDSCAPE, "100")
+    second = get_thumbnail("photos/alpha.png", "100")
+    assert (first.width, first.height) == (100, 75)
+    assert second.url.endswith("alpha.png@png")
+    assert DownCache.calls == 1  # the second tag did not ask the cache that had just failed
+    assert "metadata cache failed" in caplog.text
 
 
 def test_a_header_the_reader_cannot_answer_is_read_by_libvips(media: Path) -> None:
