@@ -1,11 +1,10 @@
 """S3 through django-storages against a real S3-compatible server on 127.0.0.1.
 
-The server is moto's standalone server application (``moto.server``'s
-``DomainDispatcherApplication``, as ``ThreadedMotoServer`` runs it) on a
-werkzeug threaded server, wrapped in a small WSGI layer that logs every
-request it receives (so tests count GETs and PUTs as the server saw them,
-across processes too) and can answer object PUTs with a 500 (an S3 outage).
-boto3 talks to it over real HTTP, through ``S3Storage`` and the adapters in
+The server is moto's standalone server in a process of its own
+(tests/s3_server.py), behind a small WSGI layer that logs every request it
+receives (so tests count GETs and PUTs as the server saw them, across
+processes too) and can answer object PUTs with a 500 (an S3 outage). boto3
+talks to it over real HTTP, through ``S3Storage`` and the adapters in
 ``django_oximg/storage.py``.
 """
 
@@ -14,10 +13,8 @@ from __future__ import annotations
 import socket
 import threading
 import urllib.request
-import uuid
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,116 +23,24 @@ import pytest
 from botocore.config import Config
 from django.core.cache import cache
 from django.test import Client
-from moto.server import DomainDispatcherApplication, create_backend_app
 from storages.backends.s3 import S3Storage
-from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
 from django_oximg import runtime, storage
 from django_oximg.core.errors import SourceNotFound, SourceTimeout, SourceUnavailable
 from django_oximg.thumbnails import get_info_url, get_thumbnail
 from tests import images
 from tests.constants import JOIN_TIMEOUT
+from tests.s3_server import CREDENTIALS, S3Server, client_config, s3_server  # noqa: F401 (fixture)
 from tests.servers import fetch as http_fetch
 from tests.servers import gunicorn, imgproxy_url
 from tests.services import redis_server
 from tests.test_views import decode, fetch, signed
 
 CONTROL = "/rs:fit:200:200/plain/photos/landscape.jpg@jpeg"
-CREDENTIALS = {"access_key": "testing", "secret_key": "testing", "region_name": "us-east-1"}
 
 #: One attempt per request (no retries, so an injected 500 fails at once),
 #: short timeouts so a dead endpoint fails the test quickly.
-CLIENT_CONFIG = Config(
-    s3={"addressing_style": "path"},
-    retries={"total_max_attempts": 1, "mode": "standard"},
-    connect_timeout=5,
-    read_timeout=10,
-)
-
-INTERNAL_ERROR = (
-    b'<?xml version="1.0" encoding="UTF-8"?>'
-    b"<Error><Code>InternalError</Code><Message>injected by the test</Message></Error>"
-)
-
-
-class QuietHandler(WSGIRequestHandler):
-    """No access log line per request on the test output."""
-
-    def log_request(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-
-@dataclass
-class S3Server:
-    """moto on 127.0.0.1 with a request log and a switch for failing PUTs."""
-
-    endpoint: str = ""
-    requests: list[tuple[str, str]] = field(default_factory=list)
-    fail_puts: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def wrap(self, app: Any) -> Callable[[dict[str, Any], Any], Iterable[bytes]]:
-        def logged(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
-            method, path = environ["REQUEST_METHOD"], environ["PATH_INFO"]
-            with self.lock:
-                self.requests.append((method, path))
-            if self.fail_puts and method == "PUT" and path.count("/") >= 2:
-                start_response("500 Internal Server Error", [("Content-Type", "application/xml")])
-                return [INTERNAL_ERROR]
-            return app(environ, start_response)  # type: ignore[no-any-return]
-
-        return logged
-
-    def count(self, method: str, bucket: str) -> int:
-        """Requests with ``method`` on objects of ``bucket`` (bucket operations excluded)."""
-        with self.lock:
-            return sum(1 for m, p in self.requests if m == method and p.startswith(f"/{bucket}/"))
-
-    def client(self) -> Any:
-        return boto3.client(
-            "s3",
-            endpoint_url=self.endpoint,
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-            region_name="us-east-1",
-            config=CLIENT_CONFIG,
-        )
-
-    def new_bucket(self) -> str:
-        name = f"oximg-{uuid.uuid4().hex[:12]}"
-        self.client().create_bucket(Bucket=name)
-        return name
-
-    def keys(self, bucket: str) -> list[str]:
-        listed = self.client().list_objects_v2(Bucket=bucket)
-        return sorted(item["Key"] for item in listed.get("Contents", []))
-
-    @contextmanager
-    def failing_puts(self) -> Iterator[None]:
-        self.fail_puts = True
-        try:
-            yield
-        finally:
-            self.fail_puts = False
-
-
-@pytest.fixture(scope="session")
-def s3_server() -> Iterator[S3Server]:
-    """moto's S3 on 127.0.0.1 (a free port), for the whole session."""
-    server = S3Server()
-    app = DomainDispatcherApplication(create_backend_app)
-    httpd: BaseWSGIServer = make_server(
-        "127.0.0.1", 0, server.wrap(app), threaded=True, request_handler=QuietHandler
-    )
-    server.endpoint = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(10)
+CLIENT_CONFIG = client_config()
 
 
 def s3_storage(server: S3Server, bucket: str, **options: Any) -> dict[str, Any]:
