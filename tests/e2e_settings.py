@@ -33,6 +33,8 @@ if os.environ.get("OXIMG_E2E_REDIS_URL"):
         "coordination": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": os.environ["OXIMG_E2E_REDIS_URL"],
+            # As docs/deployment.md advises (system check oximg.W010).
+            "OPTIONS": {"socket_connect_timeout": 1.0, "socket_timeout": 1.0},
         },
     }
 if os.environ.get("OXIMG_E2E_READ_LOG"):
@@ -47,25 +49,32 @@ if os.environ.get("OXIMG_E2E_READ_LOG"):
 
 # Shared S3 result cache (tests/test_s3.py): django-storages' S3Storage on the
 # test's moto server, offered as the STORAGES alias "s3cache" (the test sets
-# OXIMG["CACHE_STORAGE"] through OXIMG_E2E_OVERRIDES). One attempt per request,
-# so a fault the test injects is not hidden by retries.
+# OXIMG["CACHE_STORAGE"] through OXIMG_E2E_OVERRIDES), and with
+# OXIMG_E2E_S3_SOURCE_BUCKET, sources in S3 as "s3source" (for
+# OXIMG["SOURCE_STORAGE"]). One attempt per request, so a fault the test
+# injects is not hidden by retries.
 if os.environ.get("OXIMG_E2E_S3_ENDPOINT"):
     from botocore.config import Config
 
-    STORAGES["s3cache"] = {
-        "BACKEND": "storages.backends.s3.S3Storage",
-        "OPTIONS": {  # type: ignore[dict-item]
-            "bucket_name": os.environ["OXIMG_E2E_S3_BUCKET"],
-            "endpoint_url": os.environ["OXIMG_E2E_S3_ENDPOINT"],
-            "access_key": "testing",
-            "secret_key": "testing",
-            "region_name": "us-east-1",
-            "client_config": Config(
-                s3={"addressing_style": "path"},
-                retries={"total_max_attempts": 1, "mode": "standard"},
-            ),
-        },
-    }
+    def s3_storage(bucket: str) -> dict[str, object]:
+        return {
+            "BACKEND": "storages.backends.s3.S3Storage",
+            "OPTIONS": {
+                "bucket_name": bucket,
+                "endpoint_url": os.environ["OXIMG_E2E_S3_ENDPOINT"],
+                "access_key": "testing",
+                "secret_key": "testing",
+                "region_name": "us-east-1",
+                "client_config": Config(
+                    s3={"addressing_style": "path"},
+                    retries={"total_max_attempts": 1, "mode": "standard"},
+                ),
+            },
+        }
+
+    STORAGES["s3cache"] = s3_storage(os.environ["OXIMG_E2E_S3_BUCKET"])  # type: ignore[assignment]
+    if os.environ.get("OXIMG_E2E_S3_SOURCE_BUCKET"):
+        STORAGES["s3source"] = s3_storage(os.environ["OXIMG_E2E_S3_SOURCE_BUCKET"])  # type: ignore[assignment]
 
 # Log lines of django_oximg at this level on stderr (gunicorn's log file), with
 # their level first, so tests can read what a request wrote into the log.

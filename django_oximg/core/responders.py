@@ -35,8 +35,10 @@ ERROR_STATUS: dict[type[errors.OximgError], int] = {
     errors.SourceTimeout: 504,
 }
 
-#: Rejections that a client may retry, and after how many seconds.
-RETRY_AFTER = {429: "1", 503: "2"}
+#: Rejections that a client may retry, and after how many seconds: a full
+#: queue, a deadline, and a source storage that did not answer in time (a
+#: stalled S3 recovers, and a retry then renders).
+RETRY_AFTER = {429: "1", 503: "2", 504: "2"}
 
 #: Error responses must never be stored by browsers, CDNs or our cache: the
 #: next request may well succeed (imgproxy 4.0.6 fixed exactly this).
