@@ -33,6 +33,14 @@ Rows tested elsewhere (each checked to assert the row's promise):
   test_views.py::test_accept_chooses_the_format_and_each_is_its_own_cache_object
 * 50: test_responders.py::test_error_replies_are_short_plain_text_and_never_stored
   (every error class); asserted again by every refusal here
+* 51-55: test_production_faults.py, one test each (two gunicorn nodes, moto's
+  S3, redis-server); 55 also test_s3.py::
+  test_concurrent_hits_on_s3_make_one_client_per_store (clients counted)
+* 56: test_client_hints.py::test_a_flood_of_width_hints_is_one_render_and_one_cache_file
+* 57: test_render_ahead.py::
+  test_sizes_over_the_memory_budget_are_refused_and_their_requests_still_get_422
+* 58: test_thumbnails.py::test_a_default_name_that_looks_like_a_url_is_never_fetched
+  and ::test_a_default_name_that_looks_like_another_source
 
 Rows 2-5 and 8 are also tested on the signer alone (test_signing.py), 9-13
 without the ``open()`` audit (test_thumbnailer.py), 28 without memory
