@@ -39,15 +39,39 @@ def test_a_call_that_hangs_is_given_up_on_and_keeps_only_its_thread() -> None:
     with pytest.raises(CallTimedOut, match=r"no answer within 0\.01 s"):
         calls.call(hang)
     assert calls.stuck() == 1
-    # Its one thread is held: the next call fails at once, and is never made.
+    # Its one thread is held: the next call waits its time in the queue, is
+    # given up on, and is dropped rather than made late.
     made = threading.Event()
-    with pytest.raises(CallTimedOut, match="all 1 threads are waiting"):
+    with pytest.raises(CallTimedOut):
         calls.call(made.set)
     release.set()
     assert returned.wait(JOIN_TIMEOUT)
-    wait_until(lambda: calls.stuck() == 0)
     assert calls.call(lambda: "again") == "again"
     assert not made.is_set()
+
+
+def test_a_call_that_finds_every_thread_busy_waits_for_one() -> None:
+    """Busy is not stuck: a call beyond the threads waits its turn instead of failing."""
+    calls = BoundedCalls("test", threads=1, timeout=JOIN_TIMEOUT)
+    held = threading.Event()
+    release = threading.Event()
+
+    def hold() -> str:
+        held.set()
+        release.wait(JOIN_TIMEOUT)
+        return "held"
+
+    answers: list[str] = []
+    holder = threading.Thread(target=lambda: answers.append(calls.call(hold)))
+    holder.start()
+    assert held.wait(JOIN_TIMEOUT)  # the one thread is taken
+    waiter = threading.Thread(target=lambda: answers.append(calls.call(lambda: "queued")))
+    waiter.start()
+    wait_until(lambda: calls.queued() == 1)
+    release.set()
+    for thread in (holder, waiter):
+        thread.join(JOIN_TIMEOUT)
+    assert sorted(answers) == ["held", "queued"]
 
 
 def test_the_first_calls_may_take_longer_until_one_answers() -> None:
@@ -59,27 +83,6 @@ def test_the_first_calls_may_take_longer_until_one_answers() -> None:
     with pytest.raises(CallTimedOut, match=r"0\.01 s"):
         calls.call(lambda: release.wait(JOIN_TIMEOUT))
     release.set()
-
-
-def test_a_posted_call_runs_without_waiting_and_is_dropped_when_no_thread_is_free() -> None:
-    calls = BoundedCalls("test", threads=1, timeout=0.01)
-    release = threading.Event()
-    returned = threading.Event()
-    dropped = threading.Event()
-
-    def hang() -> None:
-        release.wait(JOIN_TIMEOUT)
-        returned.set()
-
-    calls.post(hang)  # returns at once, though the call hangs
-    calls.post(dropped.set)  # the one thread is taken: dropped, never run later
-    release.set()
-    assert returned.wait(JOIN_TIMEOUT)
-    wait_until(lambda: calls.stuck() == 0)
-    ran = threading.Event()
-    calls.post(ran.set)  # the thread is free again
-    assert ran.wait(JOIN_TIMEOUT)
-    assert not dropped.is_set()
 
 
 def test_a_breaker_stays_open_for_its_pause() -> None:

@@ -3,12 +3,12 @@
 A Redis server that is frozen (stopped, or behind a partition that drops
 packets) does not refuse a call: the call waits for the client's own socket
 timeout, which may be long or none at all. Python cannot interrupt a thread
-blocked in a socket read, so :class:`BoundedCalls` runs each call on a
-thread of its own and the caller stops waiting after ``timeout`` seconds
-(:class:`CallTimedOut`). The thread stays blocked until the client gives
-up, holding one of a fixed number of threads: when every one is held, a
-call fails at once instead of starting another, so a dependency that hangs
-costs a few threads, never one per request.
+blocked in a socket read, so :class:`BoundedCalls` runs each call on one of
+a fixed number of threads of its own and the caller stops waiting after
+``timeout`` seconds (:class:`CallTimedOut`), whether its call was still
+queued (it is then dropped, never made late) or running (the thread stays
+blocked until the client gives up). So a dependency that hangs costs a few
+threads, never one per request, and a burst of quick calls merely queues.
 
 The threads are started on first use and kept (a call costs a hand-over
 between two threads, not a thread start), and are daemons, so a hung one
@@ -20,7 +20,6 @@ Pure Python: no Django, no pyvips.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections import deque
@@ -43,6 +42,11 @@ class _Call(Generic[T]):
         self.abandoned = False
         self.result: T | None = None
         self.error: BaseException | None = None
+
+
+#: Calls that may wait for a thread at once; one more fails at once (its
+#: dependency is so far behind that waiting could only end in a timeout).
+MAX_PENDING = 256
 
 
 class BoundedCalls:
@@ -82,28 +86,26 @@ class BoundedCalls:
             raise error
         return cast(T, call.result)
 
-    def post(self, fn: Callable[[], object]) -> None:
-        """Run ``fn()`` without waiting for it; dropped when no thread is free."""
-        with contextlib.suppress(CallTimedOut):
-            self._submit(_Call(fn))
-
     def stuck(self) -> int:
         """Threads inside a call now (each one blocked, when the dependency hangs)."""
         with self._ready:
             return self._busy
 
+    def queued(self) -> int:
+        """Calls waiting for a thread now."""
+        with self._ready:
+            return len(self._pending)
+
     def _submit(self, call: _Call[Any]) -> None:
         with self._ready:
             self._threads = [thread for thread in self._threads if thread.is_alive()]
-            free = len(self._threads) - self._busy - len(self._pending)
-            if free <= 0:
-                if len(self._threads) >= self.threads:
-                    raise CallTimedOut(
-                        f"{self.name}: all {self.threads} threads are waiting for answers"
-                    )
+            idle = len(self._threads) - self._busy - len(self._pending)
+            if idle <= 0 and len(self._threads) < self.threads:
                 thread = threading.Thread(target=self._work, name=f"oximg-{self.name}", daemon=True)
                 self._threads.append(thread)
                 thread.start()
+            elif len(self._pending) >= MAX_PENDING:
+                raise CallTimedOut(f"{self.name}: {MAX_PENDING} calls already waiting")
             self._pending.append(call)
             self._ready.notify()
 
