@@ -240,10 +240,12 @@ class S3Client:
     ``secret_key``, ``security_token`` or ``session_profile``), region,
     endpoint, TLS options and ``client_config``, with this client's own
     timeouts and attempts in place of ``client_config``'s: ``attempts``
-    tries, each of which may take ``timeout / attempts`` seconds (half to
-    connect, half for the answer, botocore's ``connect_timeout`` and
-    ``read_timeout``). botocore's defaults (60 s each, up to five attempts in
-    its legacy retry mode) would let one call hang a request for minutes.
+    tries, each of which may take ``timeout / attempts`` seconds, a third of
+    it to connect (botocore's ``connect_timeout``: milliseconds, when the
+    endpoint is up) and two thirds for the answer (``read_timeout``, the
+    longest wait for any part of it). botocore's defaults (60 s each, up to
+    five attempts in its legacy retry mode) would let one call hang a
+    request for minutes.
 
     A process forked after the client was made (gunicorn ``--preload``) makes
     its own: a client's open connections must not be shared between
@@ -271,10 +273,10 @@ class S3Client:
         """The storage's ``client_config`` with this client's timeouts, attempts and pool."""
         from botocore.config import Config
 
-        per_try = self.timeout / self.attempts / 2
+        per_try = self.timeout / self.attempts
         bounds = Config(
-            connect_timeout=per_try,
-            read_timeout=per_try,
+            connect_timeout=per_try / 3,
+            read_timeout=per_try * 2 / 3,
             retries={"total_max_attempts": self.attempts, "mode": "standard"},
             max_pool_connections=S3_CONNECTIONS,
         )

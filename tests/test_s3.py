@@ -326,13 +326,13 @@ def test_the_shared_client_bounds_each_call_whatever_the_storage_says(
     """botocore's defaults (60 s, several attempts) would let one call hold a request."""
     slow = direct_storage(s3_server.endpoint, "b-b-b", read_timeout=60, connect_timeout=60)
     cache = storage.cache_store(slow, timeout=3.0)
-    source = storage.source_store(slow, timeout=8.0)
+    source = storage.source_store(slow, timeout=6.0)
     assert isinstance(cache, storage.S3CacheStore) and isinstance(source, storage.S3SourceStore)
     cache_config = cache.client().meta.config
-    assert (cache_config.connect_timeout, cache_config.read_timeout) == (1.5, 1.5)
+    assert (cache_config.connect_timeout, cache_config.read_timeout) == (1.0, 2.0)
     assert cache_config.retries["total_max_attempts"] == 1
     source_config = source.client().meta.config
-    assert (source_config.connect_timeout, source_config.read_timeout) == (2.0, 2.0)
+    assert (source_config.connect_timeout, source_config.read_timeout) == (1.0, 2.0)
     assert source_config.retries["total_max_attempts"] == 2
     assert source_config.s3 == {"addressing_style": "path"}  # the storage's own options kept
 
