@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/load.py [--quick] [--cases medium-jpeg,large-jpeg]
         [--concurrency 1,4,16] [--runs 3] [--seconds 5] [--json FILE]
+        [--before COMMIT [--before-settings JSON]] [--alt-settings JSON] [--redis]
 
 Contenders (each skipped with a note when not installed):
 
@@ -15,7 +16,15 @@ Contenders (each skipped with a note when not installed):
   render function and the whole served path without HTTP, in-process on 2
   threads (bench/inprocess.py);
 - ``sorl`` / ``easy``: sorl-thumbnail and easy-thumbnails generating in-process
-  on 1 thread (bench/peers/django_peers.py; per-core figures).
+  on 1 thread (bench/peers/django_peers.py; per-core figures);
+- ``oximg-wsgi-before`` / ``oximg-wsgi-alt``: the middleware server on the
+  package at ``--before COMMIT`` (with ``--before-settings``' OXIMG
+  overrides), and on the work tree with ``--alt-*``'s differences.
+
+``--redis`` starts a private redis-server on a Unix socket and offers it to
+every django-oximg server as ``CACHES["coordination"]`` (bench/bench_settings.py);
+``{"COORDINATION_CACHE": "coordination"}`` in ``--alt-settings`` or
+``--before-settings`` turns leases on for that contender.
 
 Method: every (run, case, concurrency, contender) point is measured once per
 run, contenders interleaved inside each point and runs repeated, so slow drift
@@ -241,7 +250,10 @@ def started_servers(
     notes: list[str],
     before: Path | None = None,
     alt: AltServer = AltServer(),
+    env: dict[str, str] | None = None,
+    before_settings: dict[str, Any] | None = None,
 ) -> Iterator[dict[str, servers.Running]]:
+    """Every wanted HTTP contender, started; ``env`` is added to each django-oximg server's."""
     first_case = CASES["medium-jpeg"]
     running: dict[str, servers.Running] = {}
     with contextlib.ExitStack() as stack:
@@ -249,12 +261,13 @@ def started_servers(
             if name in wanted:
                 first = oximg_url(first_case, 500, f"cold-{way_in}")
                 running[name] = stack.enter_context(
-                    servers.oximg(media, way_in, first, log_dir=logs)
+                    servers.oximg(media, way_in, first, log_dir=logs, extra_env=env)
                 )
 
         def middleware(name: str, **options: Any) -> None:
             """Another OximgMiddleware server, started like oximg-wsgi."""
             first = oximg_url(first_case, 500, f"cold-{name}")
+            options["extra_env"] = {**(env or {}), **(options.get("extra_env") or {})}
             running[name] = stack.enter_context(
                 servers.oximg(media, "middleware", first, log_dir=logs, name=name, **options)
             )
@@ -263,7 +276,9 @@ def started_servers(
             if before is None:
                 notes.append("oximg-wsgi-before needs --before COMMIT: skipped")
             else:
-                middleware("oximg-wsgi-before", package_root=before)
+                if before_settings:
+                    notes.append(f"oximg-wsgi-before runs with OXIMG overrides {before_settings}")
+                middleware("oximg-wsgi-before", package_root=before, oximg_settings=before_settings)
         if "oximg-wsgi-alt" in wanted:
             if not alt.differs:
                 notes.append(
@@ -327,7 +342,13 @@ def run_matrix(args: argparse.Namespace) -> dict[str, Any]:
     alt = AltServer(
         args.alt_settings, args.alt_processes, args.alt_worker_class, args.alt_threads, args.alt_env
     )
-    with started_servers(wanted, media, work, notes, before, alt) as running:
+    with contextlib.ExitStack() as stack:
+        env = stack.enter_context(servers.redis(work)) if args.redis else None
+        if env:
+            notes.append("a redis-server is every django-oximg server's CACHES['coordination']")
+        running = stack.enter_context(
+            started_servers(wanted, media, work, notes, before, alt, env, args.before_settings)
+        )
         for name, server in running.items():
             cold[name] = server.cold_start
         # Warm every server on every case (imports, allocator, thumbor's engine).
@@ -683,6 +704,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--json", type=Path)
     parser.add_argument(
         "--before", metavar="COMMIT", help="add oximg-wsgi-before: the package at COMMIT"
+    )
+    parser.add_argument(
+        "--before-settings",
+        type=json.loads,
+        metavar="JSON",
+        help="OXIMG overrides for oximg-wsgi-before, e.g. "
+        '\'{"COORDINATION_CACHE": "coordination"}\'',
+    )
+    parser.add_argument(
+        "--redis",
+        action="store_true",
+        help="start a redis-server, offered to every django-oximg server as "
+        "CACHES['coordination'] (turned on by COORDINATION_CACHE in --alt-settings "
+        "or --before-settings)",
     )
     parser.add_argument(
         "--alt-env",

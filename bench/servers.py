@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -117,6 +118,30 @@ def oximg_env(
         OXIMG_BENCH_OVERRIDES=json.dumps(dict(oximg_settings or {})),
         PYTHONPATH=os.pathsep.join([*path, str(ROOT)]),
     )
+
+
+def s3_environment(endpoint: str, source_bucket: str, cache_bucket: str) -> dict[str, str]:
+    """What makes bench/bench_settings.py offer S3 storages "s3source" and "s3cache"."""
+    return {
+        "OXIMG_BENCH_S3_ENDPOINT": endpoint,
+        "OXIMG_BENCH_S3_SOURCE_BUCKET": source_bucket,
+        "OXIMG_BENCH_S3_CACHE_BUCKET": cache_bucket,
+    }
+
+
+@contextmanager
+def redis(directory: Path) -> Iterator[dict[str, str]]:
+    """A private redis-server (tests/services.py's) on a Unix socket in ``directory``.
+
+    Yields the environment that makes bench/bench_settings.py offer it as
+    CACHES["coordination"]; stopped on exit.
+    """
+    if not (shutil.which("redis-server") or shutil.which("redis-server", path="/usr/sbin:/sbin")):
+        raise SystemExit("redis-server is not installed (apt-get install redis-server)")
+    from tests.services import redis_process
+
+    with redis_process(directory) as server:
+        yield {"OXIMG_BENCH_REDIS_URL": server.url}
 
 
 def bytecode_environment() -> dict[str, str]:

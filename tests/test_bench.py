@@ -817,3 +817,108 @@ def test_render_ahead_sets_decode_at_the_scales_it_says() -> None:
     made, decodes = one_decode(data, one_scale)
     assert decodes == 1
     assert made == separate(data, one_scale)
+
+
+# --- bench/node_memory.py, bench/s3_requests.py and the S3 and Redis servers' settings ---
+
+
+def test_bench_settings_offer_s3_storages_and_a_redis_cache_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import runpy
+
+    from bench import servers
+
+    path = str(Path(__file__).resolve().parent.parent / "bench" / "bench_settings.py")
+    monkeypatch.setenv("OXIMG_BENCH_MEDIA_ROOT", "/nowhere")
+    plain = runpy.run_path(path)
+    assert set(plain["STORAGES"]) == {"default"}
+    assert set(plain["CACHES"]) == {"default"}
+    for name, value in servers.s3_environment("http://127.0.0.1:9", "src", "out").items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("OXIMG_BENCH_REDIS_URL", "unix:///nowhere/redis.sock")
+    deployed = runpy.run_path(path)
+    s3source, s3cache = deployed["STORAGES"]["s3source"], deployed["STORAGES"]["s3cache"]
+    assert s3source["OPTIONS"]["bucket_name"] == "src"
+    assert s3cache["OPTIONS"]["bucket_name"] == "out"
+    assert s3cache["OPTIONS"]["endpoint_url"] == "http://127.0.0.1:9"
+    coordination = deployed["CACHES"]["coordination"]
+    assert coordination["LOCATION"] == "unix:///nowhere/redis.sock"
+    assert coordination["OPTIONS"]["socket_timeout"] > 0  # oximg.W010
+
+
+def test_load_gives_the_before_server_its_own_settings_and_may_start_redis() -> None:
+    from bench.load import parse_args
+
+    args = parse_args(["--before-settings", '{"COORDINATION_CACHE": "coordination"}', "--redis"])
+    assert args.before_settings == {"COORDINATION_CACHE": "coordination"}
+    assert args.redis
+    defaults_ = parse_args([])
+    assert (defaults_.before_settings, defaults_.redis) == (None, False)
+
+
+def test_node_memory_misses_are_distinct_sizes_of_the_photos_in_turn() -> None:
+    from bench.node_memory import PHOTOS, distinct_misses
+
+    paths = distinct_misses(96, "t")
+    assert len(set(paths)) == 96
+    widths = [int(path.split("/rs:fit:")[1].split(":")[0]) for path in paths]
+    assert len(set(widths)) == 96
+    assert min(widths) >= 300 and max(widths) <= 500
+    names = list(PHOTOS)
+    assert [names.index(path.split("/plain/")[1].split("@")[0]) for path in paths[:4]] == [
+        0,
+        1,
+        2,
+        0,
+    ]
+
+
+def test_node_memory_compares_each_runs_peak_with_the_deployment_formula() -> None:
+    from bench.node_memory import limit_mib, table
+
+    assert limit_mib(120.0, 256) == 476.0
+    run = {"hits_rss": 130.0, "misses_rss": 140.0, "threads": 68.0, "hits": {}, "misses": {}}
+    runs = [
+        {**run, "idle_rss": 100.0, "peak": 150.0},
+        {**run, "idle_rss": 110.0, "peak": 500.0},  # over 110 + 256 + 100
+        {**run, "idle_rss": 120.0, "peak": 160.0},
+    ]
+    (row,) = table({"oximg": runs}, 256)[2:]
+    cells = [cell.strip() for cell in row.split("|")[1:-1]]
+    assert cells[0] == "oximg"
+    assert cells[1] == "110 (100-120)"  # idle
+    assert cells[5] == "50 (40-390)"  # peak - idle
+    assert cells[6] == "466 (456-476)"
+    assert cells[7] == "2 of 3"
+
+
+def test_s3_requests_are_counted_by_bucket_and_method() -> None:
+    from bench.s3_requests import classify, metric_value
+
+    log = [
+        ("GET", "/src/photos/p0.jpg"),
+        ("GET", "/out/ab/cd/key.jpg"),
+        ("GET", "/out/ab/cd/key.jpg"),
+        ("PUT", "/out/ab/cd/key.jpg"),
+        ("HEAD", "/out/ab/cd/key.jpg"),
+        ("GET", "/out"),  # a bucket operation (ListObjects)
+        ("GET", "/elsewhere/x.jpg"),
+    ]
+    counts = classify(log, "src", "out")
+    assert counts == {
+        ("source", "GET"): 1,
+        ("cache", "GET"): 2,
+        ("cache", "PUT"): 1,
+        ("cache", "HEAD"): 1,
+        ("other", "GET"): 2,
+    }
+    text = (
+        "# HELP oximg_cache_hits_total Requests found\n"
+        "oximg_cache_hits_total 3.0\n"
+        "oximg_cache_hits_created 1.7e9\n"
+        "oximg_cache_misses_total 21.0\n"
+    )
+    assert metric_value(text, "oximg_cache_hits") == 3.0
+    assert metric_value(text, "oximg_cache_misses") == 21.0
+    assert metric_value(text, "oximg_renders") == 0.0
