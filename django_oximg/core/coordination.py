@@ -244,12 +244,18 @@ def _done(_answer: object) -> bool:
     return True
 
 
-class LeaseKeeper:
-    """One thread that renews the leases its coordinator holds, while it holds any.
+#: Seconds the keeper's thread waits for a lease to renew before it exits
+#: (the next lease starts it again): long enough that a process making a
+#: miss every few seconds keeps one thread, short enough that a replaced
+#: coordinator (settings changed) leaves none behind for long.
+KEEPER_IDLE = 60.0
 
-    The thread exits when no lease is held and starts again with the next
-    one, so a coordinator that is replaced (settings changed) leaves no
-    thread behind, and a forked process starts its own.
+
+class LeaseKeeper:
+    """One thread that renews the leases its coordinator holds.
+
+    The thread starts with the first lease and exits once no lease has been
+    held for :data:`KEEPER_IDLE` seconds; a forked process starts its own.
     """
 
     def __init__(self, coordinator: CacheCoordinator, renew_every: float) -> None:
@@ -271,20 +277,22 @@ class LeaseKeeper:
     def drop(self, key: str) -> None:
         with self._changed:
             self._held.discard(key)
-            if not self._held:
-                self._changed.notify()
 
     def held(self) -> set[str]:
         with self._changed:
             return set(self._held)
 
     def _run(self) -> None:
+        idle_since = time.monotonic()
         while True:
             with self._changed:
                 self._changed.wait(self.renew_every)
                 if not self._held:
-                    self._thread = None
-                    return
+                    if time.monotonic() - idle_since >= KEEPER_IDLE:
+                        self._thread = None
+                        return
+                    continue
+                idle_since = time.monotonic()
                 keys = list(self._held)
             for key in keys:
                 if key in self._held:  # not finished meanwhile
