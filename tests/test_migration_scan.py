@@ -11,11 +11,16 @@ mean.
 
 from __future__ import annotations
 
+import ast
+import inspect
 import io
 import json
 import subprocess
 import sys
 from pathlib import Path
+from re import _constants as re_constants  # type: ignore[attr-defined]
+from re import _parser as re_parser  # type: ignore[attr-defined]
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -425,6 +430,127 @@ def test_the_library_follows_the_template_syntax() -> None:
     sorl_syntax = '{% load thumbnail %}{% thumbnail p "9" as im %}{% endthumbnail %}'
     [_, tag] = scan_template("a.html", sorl_syntax, EASY)
     assert tag.library == SORL
+
+
+# -- templates the scanner does not control -------------------------------------------------
+
+#: The modules whose patterns run over whole templates, tags and their values.
+TEMPLATE_PATTERN_MODULES = (migration_scan.templates, migration_scan.options)
+REPEATS = (re_constants.MAX_REPEAT, re_constants.MIN_REPEAT, re_constants.POSSESSIVE_REPEAT)
+
+
+def module_patterns(module: ModuleType) -> list[str]:
+    """Every pattern ``module`` hands to ``re``, read from its source."""
+    patterns = []
+    for node in ast.walk(ast.parse(inspect.getsource(module))):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "re"
+            and node.args
+        ):
+            pattern = node.args[0]
+            # A pattern built at run time could not be checked here.
+            assert isinstance(pattern, ast.Constant) and isinstance(pattern.value, str), (
+                ast.unparse(node)
+            )
+            patterns.append(pattern.value)
+    return patterns
+
+
+def slow_repeats(pattern: str) -> list[str]:
+    """The repeats that make a regex slower than linear on some text.
+
+    An unbounded repeat inside another can backtrack through every way of
+    cutting a run between them; a lazy unbounded one (``{%.*?%}``) stretches
+    to its closer from every opener, reading the rest of the line once per
+    opener.
+    """
+    found = []
+
+    def walk(items: Any, inside: bool) -> None:
+        for op, value in items:
+            if op in REPEATS:
+                _, high, body = value
+                unbounded = high == re_constants.MAXREPEAT
+                if unbounded and inside:
+                    found.append(f"nested: {pattern}")
+                if unbounded and op == re_constants.MIN_REPEAT:
+                    found.append(f"lazy: {pattern}")
+                walk(body, inside or unbounded)
+            elif op == re_constants.SUBPATTERN:
+                walk(value[-1], inside)
+            elif op == re_constants.BRANCH:
+                for branch in value[1]:
+                    walk(branch, inside)
+            elif op in (re_constants.ASSERT, re_constants.ASSERT_NOT):
+                walk(value[1], inside)
+            elif op == re_constants.ATOMIC_GROUP:
+                walk(value, inside)
+
+    walk(re_parser.parse(pattern), False)
+    return found
+
+
+def test_slow_repeats_are_recognised() -> None:
+    assert slow_repeats(r"{%(.*?)%}") == [r"lazy: {%(.*?)%}"]
+    assert slow_repeats(r"""(?:"[^"]*"|[^\s"])+""") == [r"""nested: (?:"[^"]*"|[^\s"])+"""]
+    assert slow_repeats(r"(a(?=b+))?\s*(\d+)") == []
+
+
+def test_no_template_pattern_is_slower_than_linear() -> None:
+    patterns = [p for module in TEMPLATE_PATTERN_MODULES for p in module_patterns(module)]
+    assert len(patterns) > 10  # the patterns were found
+    assert [found for pattern in patterns for found in slow_repeats(pattern)] == []
+
+
+#: A megabyte of one thing, on one line.
+MEGABYTE = 2**20
+TAG = '{% thumbnail photo "100x100" %}'
+
+
+@pytest.mark.parametrize(
+    ("junk", "found"),
+    [
+        ("{%" * (MEGABYTE // 2), []),
+        ("{{" * (MEGABYTE // 2), []),
+        ("{#" * (MEGABYTE // 2), []),
+        ("{% thumbnail " * (MEGABYTE // 13), []),
+        ('{% thumbnail a "1" as im %}' * (MEGABYTE // 27), [UNCHANGED] * (MEGABYTE // 27)),
+    ],
+    ids=[
+        "{% run",
+        "{{ run",
+        "{# run",
+        "unclosed thumbnail tags",
+        "unclosed blocks",
+    ],
+)
+def test_a_megabyte_line_is_scanned(junk: str, found: list[str]) -> None:
+    """A line no template has is read to the end (32 KB of ``{%`` once took 10.8 s)."""
+    text = "{% load thumbnail %}\n" + junk + "\n" + TAG + "\n"
+    findings = scan_template("t.html", text)
+    assert rows(findings[:1]) == [("t.html", 1, EDIT, "{% load thumbnail %}", "{% load oximg %}")]
+    assert rows(findings[-1:]) == [("t.html", 3, UNCHANGED, TAG, "")]
+    assert [(f.line, f.verdict) for f in findings[1:-1]] == [(2, verdict) for verdict in found]
+
+
+@pytest.mark.parametrize("library", [SORL, EASY])
+def test_each_use_of_a_thumbnail_attribute_is_reported_once(library: str) -> None:
+    """A use belongs to the tag that binds its name there, so findings grow with the text."""
+    if library == SORL:
+        # Blocks inside blocks, never closed: an inner "as im" hides the outer ones.
+        once = '{% thumbnail a "1" as im %}{{ im.size }}\n'
+    else:
+        once = "{% thumbnail a 10x10 as t %}{{ t.path }}\n"
+    for copies in (50, 200):
+        findings = scan_template("t.html", "{% load thumbnail %}\n" + once * copies, library)
+        # The load, then each tag and its one use.
+        assert len(findings) == 1 + 2 * copies
+        uses = findings[2::2]
+        assert [f.line for f in uses] == list(range(2, copies + 2))
+        assert {f.code for f in uses} == {"im.size" if library == SORL else "t.path"}
 
 
 def test_a_finding_is_as_bad_as_its_worst_feature_and_replaced_only_when_it_needs_to_be() -> None:
