@@ -578,8 +578,44 @@ def test_edited_arguments_follow_the_unchanged_ones_with_raw_options_joined() ->
     ]
 
 
-def test_python_that_does_not_parse_is_skipped() -> None:
-    assert scan_python("broken.py", "from sorl.thumbnail import (") == []
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("from sorl.thumbnail import (", "not valid Python: '(' was never closed (line 1)"),
+        ("import sorl.thumbnail\0", "not valid Python: source code"),
+        # 5,000 levels: too deep for the parser of Python 3.11, not of 3.13's.
+        ("import sorl.thumbnail\nx = " + "-" * 5000 + "1\n", "nested too deeply"),
+        # Parsed everywhere, but deeper than a recursive walk of the tree can go.
+        (
+            "import sorl.thumbnail\nx = 1" + "+1" * (sys.getrecursionlimit() * 4 // 5),
+            "nested too deeply",
+        ),
+    ],
+    ids=["syntax error", "null byte", "5,000 deep", "deeper than the walk"],
+)
+def test_python_that_cannot_be_read_says_why(text: str, reason: str) -> None:
+    with pytest.raises(migration_scan.ScanError) as raised:
+        scan_python("broken.py", text)
+    assert str(raised.value).startswith(reason)
+
+
+def test_python_after_a_byte_order_mark_is_read() -> None:
+    text = "from sorl.thumbnail import get_thumbnail\n"
+    [finding] = scan_python("bom.py", "\ufeff" + text)
+    assert finding == scan_python("bom.py", text)[0]
+    assert finding.code == "from sorl.thumbnail import get_thumbnail"
+
+
+def test_a_python_megabyte_line_is_scanned() -> None:
+    """Each finding's code is cut from the text without reading the whole text again."""
+    references = 40_000
+    text = "import sorl.thumbnail\nx = [" + "sorl.thumbnail.delete, " * references + "]\n"
+    assert len(text) > 900_000
+    findings = scan_python("many.py", text)
+    assert len(findings) == references
+    assert {(f.line, f.code, f.replacement) for f in findings} == {
+        (2, "sorl.thumbnail.delete", "purge_source")
+    }
 
 
 def test_the_module_does_not_import_django() -> None:

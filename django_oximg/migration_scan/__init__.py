@@ -13,6 +13,9 @@ line), the code found there and a verdict:
 - ``unsupported``: django-oximg has no equivalent; ``advice`` says why and
   what comes closest.
 
+Python it cannot read (it does not parse, or nests too deeply) is a
+:class:`ScanError`, which the command reports as a file not scanned.
+
 What django-oximg supports today is written down once, in :data:`SUPPORT`,
 keyed by library and feature: when the tag learns an option, its row changes
 there and nowhere else. The translations (a crop, a colour, an alias into a
@@ -36,6 +39,7 @@ from django_oximg.migration_scan.findings import (
     VERDICTS,
     Finding,
     Rule,
+    ScanError,
 )
 from django_oximg.migration_scan.python import scan_python
 from django_oximg.migration_scan.report import json_report, summary, text_report
@@ -52,6 +56,7 @@ __all__ = [
     "VERDICTS",
     "Finding",
     "Rule",
+    "ScanError",
     "json_report",
     "rule",
     "scan_python",

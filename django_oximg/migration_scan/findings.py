@@ -47,3 +47,11 @@ class Finding:
 
 def worst(verdicts: Iterable[str]) -> str:
     return max(verdicts, key=VERDICTS.index, default=UNCHANGED)
+
+
+class ScanError(ValueError):
+    """Text a scanner cannot read (Python that does not parse); the message says why.
+
+    The file is reported as not scanned, so that a scan that could not read
+    everything never looks like one that found nothing.
+    """
