@@ -12,11 +12,17 @@ mean.
 from __future__ import annotations
 
 import ast
+import codecs
+import contextlib
 import inspect
 import io
 import json
+import os
+import socket
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from re import _constants as re_constants  # type: ignore[attr-defined]
 from re import _parser as re_parser  # type: ignore[attr-defined]
@@ -36,6 +42,7 @@ from django_oximg.migration_scan import (
     UNCHANGED,
     UNSUPPORTED,
     Finding,
+    files,
     scan_python,
     scan_template,
 )
@@ -693,3 +700,194 @@ def test_command_json(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_command_refuses_a_missing_path(tmp_path: Path) -> None:
     with pytest.raises(CommandError, match="not a directory"):
         command("--path", str(tmp_path / "nowhere"))
+
+
+# -- trees the scan does not control ----------------------------------------------------
+
+SORL_TAG = '{% load thumbnail %}{% thumbnail photo "100x100" %}\n'
+SORL_IMPORT = "from sorl.thumbnail import get_thumbnail\n"
+
+
+def scanned(*args: str) -> tuple[str, str | None]:
+    """The command's report and, when it fails, its error."""
+    out = io.StringIO()
+    try:
+        call_command("oximg_migration_scan", *args, stdout=out)
+    except CommandError as exc:
+        return out.getvalue(), str(exc)
+    return out.getvalue(), None
+
+
+@contextlib.contextmanager
+def never_waiting_on(fifo: Path) -> Iterator[None]:
+    """Fail if what runs inside waits to open ``fifo`` (rather than hang the test run).
+
+    After a minute, ``fifo`` is opened for writing: whatever waits to open it
+    for reading then goes on, and the test fails. That open never blocks:
+    with no reader waiting it fails, and is not retried.
+    """
+    done = threading.Event()
+    waited: list[bool] = []
+
+    def unblock() -> None:
+        if not done.wait(timeout=60):
+            with contextlib.suppress(OSError):
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+                waited.append(True)
+
+    thread = threading.Thread(target=unblock, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+    assert not waited, f"waited to open {fifo}"
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A --path directory with one sorl template, shown relative to its parent."""
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "page.html").write_text(SORL_TAG)
+    return root
+
+
+@pytest.mark.parametrize("kind", ["FIFO", "socket"])
+def test_command_skips_what_is_not_a_regular_file(project: Path, kind: str) -> None:
+    special = project / "special.html"
+    if kind == "FIFO":
+        os.mkfifo(special)
+    else:
+        with socket.socket(socket.AF_UNIX) as listening:
+            listening.bind(str(special))
+    with never_waiting_on(special):
+        report, error = scanned("--path", "project")
+    assert error is None
+    assert report.startswith("project/page.html:1: edit (sorl-thumbnail)\n")
+    assert report.endswith(
+        "2 places: 1 unchanged, 1 to edit, 0 unsupported\n"
+        "1 file skipped:\n"
+        f"    project/special.html: not a regular file: a {kind}\n"
+    )
+
+
+def test_reading_a_file_swapped_for_a_fifo_neither_blocks_nor_reads(tmp_path: Path) -> None:
+    fifo = tmp_path / "swapped.html"
+    os.mkfifo(fifo)
+    with never_waiting_on(fifo), pytest.raises(OSError, match="not a regular file"):
+        files.read(fifo)
+
+
+def test_command_does_not_follow_a_link_to_a_directory_outside(project: Path) -> None:
+    outside = project.parent / "outside"
+    outside.mkdir()
+    (outside / "secret.html").write_text(SORL_TAG)
+    (project / "linked").symlink_to(outside, target_is_directory=True)
+    # A link to a directory inside adds nothing: its target is read under its own name.
+    (project / "here").symlink_to(".", target_is_directory=True)
+    report, error = scanned("--path", "project")
+    assert error is None
+    assert "secret" not in report
+    assert report.count("project/page.html:1: ") == 2
+    assert report.endswith(
+        "1 file skipped:\n    project/linked: a symbolic link to a directory outside project\n"
+    )
+
+
+def test_command_reads_a_linked_file_only_inside(project: Path) -> None:
+    outside = project.parent / "secret.html"
+    outside.write_text(SORL_TAG)
+    (project / "leak.html").symlink_to(outside)
+    (project / "alias.html").symlink_to(project / "page.html")
+    (project / "nowhere.html").symlink_to(project / "missing.html")
+    report, error = scanned("--path", "project")
+    assert error is None
+    assert "secret" not in report
+    # The link inside is read as its target, once.
+    assert report.count("project/page.html:1: ") == 2
+    assert "alias" not in report.split("skipped")[0]
+    assert report.endswith(
+        "2 files skipped:\n"
+        "    project/leak.html: a symbolic link to a file outside project\n"
+        "    project/nowhere.html: a symbolic link that cannot be followed "
+        "(No such file or directory)\n"
+    )
+
+
+def test_command_walks_a_tree_deeper_than_the_stack(project: Path) -> None:
+    """os.walk recursed once per directory before Python 3.12; the walk keeps its own list."""
+    made = [project]
+    for _ in range(sys.getrecursionlimit() + 100):
+        made.append(made[-1] / "d")
+        made[-1].mkdir()
+    deepest = made[-1] / "deep.html"
+    deepest.write_text(SORL_TAG)
+    try:
+        report, error = scanned("--path", "project")
+    finally:  # before pytest's own clean-up, which recurses too
+        deepest.unlink()
+        for directory in reversed(made[1:]):
+            directory.rmdir()
+    assert error is None
+    assert report.count("/d/deep.html:1: ") == 2
+    assert report.endswith("4 places: 2 unchanged, 2 to edit, 0 unsupported\n")
+
+
+def test_command_reports_the_files_it_cannot_scan_and_fails(project: Path) -> None:
+    (project / "deep.py").write_text(SORL_IMPORT + "x = " + "-" * 5000 + "1\n")
+    (project / "broken.py").write_text(SORL_IMPORT + "def (\n")
+    (project / "latin.html").write_bytes(SORL_TAG.encode() + "café".encode("latin-1"))
+    (project / "views.py").write_text(SORL_IMPORT)
+    report, error = scanned("--path", "project")
+    assert error == "3 files could not be scanned"
+    # The other files are scanned.
+    assert report.startswith(
+        "project/page.html:1: edit (sorl-thumbnail)\n"
+        "    {% load thumbnail %}\n"
+        "    -> {% load oximg %}\n"
+        "    load django-oximg's tag library instead\n"
+        "project/page.html:1: unchanged (sorl-thumbnail)\n"
+        '    {% thumbnail photo "100x100" %}\n'
+        "project/views.py:1: edit (sorl-thumbnail)\n"
+    )
+    not_scanned = [
+        {"path": "project/broken.py", "reason": "not valid Python: invalid syntax (line 2)"},
+        {"path": "project/deep.py", "reason": "nested too deeply for Python's parser"},
+        {"path": "project/latin.html", "reason": "not UTF-8 text: byte 0xe9 at offset 55"},
+    ]
+    if sys.version_info >= (3, 12):  # the parser of 3.12 and later takes it; the walk does not
+        not_scanned[1]["reason"] = "nested too deeply to scan"
+    assert report.endswith(
+        "3 places: 1 unchanged, 2 to edit, 0 unsupported\n3 files not scanned:\n"
+        + "".join(f"    {entry['path']}: {entry['reason']}\n" for entry in not_scanned)
+    )
+    output, error = scanned("--path", "project", "--format", "json")
+    assert error == "3 files could not be scanned"
+    report_json = json.loads(output)
+    assert report_json["not_scanned"] == not_scanned
+    assert report_json["skipped"] == []
+    assert report_json["summary"] == {UNCHANGED: 1, EDIT: 2, UNSUPPORTED: 0}
+
+
+def test_command_lists_binary_files_as_skipped(project: Path) -> None:
+    (project / "logo.html").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" + SORL_TAG.encode())
+    report, error = scanned("--path", "project")
+    assert error is None
+    assert report.endswith("1 file skipped:\n    project/logo.html: not text: it holds NUL bytes\n")
+
+
+def test_command_reads_files_as_python_and_django_decode_them(project: Path) -> None:
+    """A byte-order mark, or a coding cookie, as Python and Django accept them."""
+    (project / "bom.html").write_bytes(codecs.BOM_UTF8 + SORL_TAG.encode())
+    (project / "bom.py").write_bytes(codecs.BOM_UTF8 + SORL_IMPORT.encode())
+    cookie = "# -*- coding: latin-1 -*-\n# café\n" + SORL_IMPORT
+    (project / "latin.py").write_bytes(cookie.encode("latin-1"))
+    report, error = scanned("--path", "project")
+    assert error is None
+    assert "project/bom.html:1: edit (sorl-thumbnail)\n    {% load thumbnail %}\n" in report
+    assert "project/bom.py:1: edit (sorl-thumbnail)\n    " + SORL_IMPORT in report
+    assert "project/latin.py:3: edit (sorl-thumbnail)\n    " + SORL_IMPORT in report
+    assert report.endswith("6 places: 2 unchanged, 4 to edit, 0 unsupported\n")

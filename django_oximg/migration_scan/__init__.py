@@ -1,10 +1,12 @@
 """What moving from sorl-thumbnail or easy-thumbnails to django-oximg takes, place by place.
 
 ``manage.py oximg_migration_scan`` finds a project's templates and Python
-files; this package reads them. It is pure functions over text with no Django
-import, so its rules can be read and tested alone. :func:`scan_template` and
-:func:`scan_python` return :class:`Finding` objects, each a place (path and
-line), the code found there and a verdict:
+files; this package reads them. Its scanners are pure functions over text
+and it imports no Django, so its rules can be read and tested alone;
+``files``, which walks the directories and reads the files, is its one part
+that touches the disk.
+:func:`scan_template` and :func:`scan_python` return :class:`Finding`
+objects, each a place (path and line), the code found there and a verdict:
 
 - ``unchanged``: runs as it is on django-oximg (once the template loads
   ``oximg`` and the import names django-oximg's module);
@@ -24,8 +26,9 @@ preset) are used only for the rows that say ``edit``.
 The modules, one job each: ``findings`` (the verdicts and a finding),
 ``support`` (the table, and a finding's verdict and advice from it),
 ``options`` (sorl's and easy-thumbnails' options as django-oximg's keywords
-and presets), ``templates`` and ``python`` (the two scanners) and ``report``
-(text and JSON).
+and presets), ``templates`` and ``python`` (the two scanners), ``report``
+(text and JSON) and ``files`` (the regular files inside a directory, read
+without blocking or leaving it).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from django_oximg.migration_scan.findings import (
     UNSUPPORTED,
     VERDICTS,
     Finding,
+    NotScanned,
     Rule,
     ScanError,
 )
@@ -55,6 +59,7 @@ __all__ = [
     "UNSUPPORTED",
     "VERDICTS",
     "Finding",
+    "NotScanned",
     "Rule",
     "ScanError",
     "json_report",
