@@ -647,6 +647,20 @@ def test_text_report() -> None:
     assert migration_scan.text_report([]) == "No sorl-thumbnail or easy-thumbnails usage found.\n"
 
 
+def test_a_report_grows_with_the_text_not_with_its_square() -> None:
+    """Each filter of a long variable is a finding; the report cuts the token they share."""
+    filters = 2000
+    token = "{{ x" + "|resolution" * filters + " }}"
+    findings = scan_template("t.html", "{% load thumbnail %}\n" + token)
+    assert len(findings) == 1 + filters
+    assert {f.code for f in findings[1:]} == {token}  # the finding keeps it whole
+    shown = f"{token[:400]}… ({len(token)} characters)"
+    report = migration_scan.text_report(findings)
+    assert report.count(f"\n    {shown}\n") == filters
+    assert len(report) < 1000 * (1 + filters)  # the token alone is 22 KB
+    assert {f["code"] for f in migration_scan.json_report(findings)["findings"][1:]} == {shown}
+
+
 # -- manage.py oximg_migration_scan ---------------------------------------------------------
 
 

@@ -18,6 +18,12 @@ from django_oximg.migration_scan.findings import (
     NotScanned,
 )
 
+#: The longest code a report shows whole. One tag or variable may hold thousands
+#: of filters, each its own finding whose code is the whole token: shown whole
+#: each time, a line of n characters would make a report of n * n. Real tags are
+#: far shorter, and the path and line say where the whole one is.
+LONGEST_CODE = 400
+
 
 def summary(findings: Iterable[Finding]) -> dict[str, int]:
     counts = dict.fromkeys(VERDICTS, 0)
@@ -40,7 +46,7 @@ def text_report(
     lines = []
     for finding in findings:
         lines.append(f"{finding.path}:{finding.line}: {finding.verdict} ({finding.library})")
-        lines.append(f"    {finding.code}")
+        lines.append(f"    {shown_code(finding.code)}")
         if finding.replacement:
             lines.append(f"    -> {finding.replacement}")
         if finding.advice:
@@ -68,9 +74,18 @@ def json_report(
 ) -> dict[str, Any]:
     return {
         "findings": [
-            finding.__dict__ | {"features": list(finding.features)} for finding in findings
+            finding.__dict__
+            | {"features": list(finding.features), "code": shown_code(finding.code)}
+            for finding in findings
         ],
         "summary": summary(findings),
         "not_scanned": [entry.__dict__ for entry in not_scanned],
         "skipped": [entry.__dict__ for entry in skipped],
     }
+
+
+def shown_code(code: str) -> str:
+    """``code``, or its start and its length when it is longer than :data:`LONGEST_CODE`."""
+    if len(code) <= LONGEST_CODE:
+        return code
+    return f"{code[:LONGEST_CODE]}… ({len(code)} characters)"
