@@ -11,11 +11,22 @@ mean.
 
 from __future__ import annotations
 
+import ast
+import codecs
+import contextlib
+import inspect
 import io
 import json
+import os
+import socket
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
+from re import _constants as re_constants  # type: ignore[attr-defined]
+from re import _parser as re_parser  # type: ignore[attr-defined]
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -31,6 +42,7 @@ from django_oximg.migration_scan import (
     UNCHANGED,
     UNSUPPORTED,
     Finding,
+    files,
     scan_python,
     scan_template,
 )
@@ -427,6 +439,127 @@ def test_the_library_follows_the_template_syntax() -> None:
     assert tag.library == SORL
 
 
+# -- templates the scanner does not control -------------------------------------------------
+
+#: The modules whose patterns run over whole templates, tags and their values.
+TEMPLATE_PATTERN_MODULES = (migration_scan.templates, migration_scan.options)
+REPEATS = (re_constants.MAX_REPEAT, re_constants.MIN_REPEAT, re_constants.POSSESSIVE_REPEAT)
+
+
+def module_patterns(module: ModuleType) -> list[str]:
+    """Every pattern ``module`` hands to ``re``, read from its source."""
+    patterns = []
+    for node in ast.walk(ast.parse(inspect.getsource(module))):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "re"
+            and node.args
+        ):
+            pattern = node.args[0]
+            # A pattern built at run time could not be checked here.
+            assert isinstance(pattern, ast.Constant) and isinstance(pattern.value, str), (
+                ast.unparse(node)
+            )
+            patterns.append(pattern.value)
+    return patterns
+
+
+def slow_repeats(pattern: str) -> list[str]:
+    """The repeats that make a regex slower than linear on some text.
+
+    An unbounded repeat inside another can backtrack through every way of
+    cutting a run between them; a lazy unbounded one (``{%.*?%}``) stretches
+    to its closer from every opener, reading the rest of the line once per
+    opener.
+    """
+    found = []
+
+    def walk(items: Any, inside: bool) -> None:
+        for op, value in items:
+            if op in REPEATS:
+                _, high, body = value
+                unbounded = high == re_constants.MAXREPEAT
+                if unbounded and inside:
+                    found.append(f"nested: {pattern}")
+                if unbounded and op == re_constants.MIN_REPEAT:
+                    found.append(f"lazy: {pattern}")
+                walk(body, inside or unbounded)
+            elif op == re_constants.SUBPATTERN:
+                walk(value[-1], inside)
+            elif op == re_constants.BRANCH:
+                for branch in value[1]:
+                    walk(branch, inside)
+            elif op in (re_constants.ASSERT, re_constants.ASSERT_NOT):
+                walk(value[1], inside)
+            elif op == re_constants.ATOMIC_GROUP:
+                walk(value, inside)
+
+    walk(re_parser.parse(pattern), False)
+    return found
+
+
+def test_slow_repeats_are_recognised() -> None:
+    assert slow_repeats(r"{%(.*?)%}") == [r"lazy: {%(.*?)%}"]
+    assert slow_repeats(r"""(?:"[^"]*"|[^\s"])+""") == [r"""nested: (?:"[^"]*"|[^\s"])+"""]
+    assert slow_repeats(r"(a(?=b+))?\s*(\d+)") == []
+
+
+def test_no_template_pattern_is_slower_than_linear() -> None:
+    patterns = [p for module in TEMPLATE_PATTERN_MODULES for p in module_patterns(module)]
+    assert len(patterns) > 10  # the patterns were found
+    assert [found for pattern in patterns for found in slow_repeats(pattern)] == []
+
+
+#: A megabyte of one thing, on one line.
+MEGABYTE = 2**20
+TAG = '{% thumbnail photo "100x100" %}'
+
+
+@pytest.mark.parametrize(
+    ("junk", "found"),
+    [
+        ("{%" * (MEGABYTE // 2), []),
+        ("{{" * (MEGABYTE // 2), []),
+        ("{#" * (MEGABYTE // 2), []),
+        ("{% thumbnail " * (MEGABYTE // 13), []),
+        ('{% thumbnail a "1" as im %}' * (MEGABYTE // 27), [UNCHANGED] * (MEGABYTE // 27)),
+    ],
+    ids=[
+        "{% run",
+        "{{ run",
+        "{# run",
+        "unclosed thumbnail tags",
+        "unclosed blocks",
+    ],
+)
+def test_a_megabyte_line_is_scanned(junk: str, found: list[str]) -> None:
+    """A line no template has is read to the end (32 KB of ``{%`` once took 10.8 s)."""
+    text = "{% load thumbnail %}\n" + junk + "\n" + TAG + "\n"
+    findings = scan_template("t.html", text)
+    assert rows(findings[:1]) == [("t.html", 1, EDIT, "{% load thumbnail %}", "{% load oximg %}")]
+    assert rows(findings[-1:]) == [("t.html", 3, UNCHANGED, TAG, "")]
+    assert [(f.line, f.verdict) for f in findings[1:-1]] == [(2, verdict) for verdict in found]
+
+
+@pytest.mark.parametrize("library", [SORL, EASY])
+def test_each_use_of_a_thumbnail_attribute_is_reported_once(library: str) -> None:
+    """A use belongs to the tag that binds its name there, so findings grow with the text."""
+    if library == SORL:
+        # Blocks inside blocks, never closed: an inner "as im" hides the outer ones.
+        once = '{% thumbnail a "1" as im %}{{ im.size }}\n'
+    else:
+        once = "{% thumbnail a 10x10 as t %}{{ t.path }}\n"
+    for copies in (50, 200):
+        findings = scan_template("t.html", "{% load thumbnail %}\n" + once * copies, library)
+        # The load, then each tag and its one use.
+        assert len(findings) == 1 + 2 * copies
+        uses = findings[2::2]
+        assert [f.line for f in uses] == list(range(2, copies + 2))
+        assert {f.code for f in uses} == {"im.size" if library == SORL else "t.path"}
+
+
 def test_a_finding_is_as_bad_as_its_worst_feature_and_replaced_only_when_it_needs_to_be() -> None:
     """Every scanner's findings come from judged(): the table decides, not the scanner."""
     unchanged = judged("a.html", 3, SORL, ("geometry", "crop"), "{% thumbnail %}", "ignored")
@@ -452,8 +585,44 @@ def test_edited_arguments_follow_the_unchanged_ones_with_raw_options_joined() ->
     ]
 
 
-def test_python_that_does_not_parse_is_skipped() -> None:
-    assert scan_python("broken.py", "from sorl.thumbnail import (") == []
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("from sorl.thumbnail import (", "not valid Python: '(' was never closed (line 1)"),
+        ("import sorl.thumbnail\0", "not valid Python: source code"),
+        # 5,000 levels: too deep for the parser of Python 3.11, not of 3.13's.
+        ("import sorl.thumbnail\nx = " + "-" * 5000 + "1\n", "nested too deeply"),
+        # Parsed everywhere, but deeper than a recursive walk of the tree can go.
+        (
+            "import sorl.thumbnail\nx = 1" + "+1" * (sys.getrecursionlimit() * 4 // 5),
+            "nested too deeply",
+        ),
+    ],
+    ids=["syntax error", "null byte", "5,000 deep", "deeper than the walk"],
+)
+def test_python_that_cannot_be_read_says_why(text: str, reason: str) -> None:
+    with pytest.raises(migration_scan.ScanError) as raised:
+        scan_python("broken.py", text)
+    assert str(raised.value).startswith(reason)
+
+
+def test_python_after_a_byte_order_mark_is_read() -> None:
+    text = "from sorl.thumbnail import get_thumbnail\n"
+    [finding] = scan_python("bom.py", "\ufeff" + text)
+    assert finding == scan_python("bom.py", text)[0]
+    assert finding.code == "from sorl.thumbnail import get_thumbnail"
+
+
+def test_a_python_megabyte_line_is_scanned() -> None:
+    """Each finding's code is cut from the text without reading the whole text again."""
+    references = 40_000
+    text = "import sorl.thumbnail\nx = [" + "sorl.thumbnail.delete, " * references + "]\n"
+    assert len(text) > 900_000
+    findings = scan_python("many.py", text)
+    assert len(findings) == references
+    assert {(f.line, f.code, f.replacement) for f in findings} == {
+        (2, "sorl.thumbnail.delete", "purge_source")
+    }
 
 
 def test_the_module_does_not_import_django() -> None:
@@ -476,6 +645,20 @@ def test_text_report() -> None:
         "2 places: 1 unchanged, 1 to edit, 0 unsupported\n"
     )
     assert migration_scan.text_report([]) == "No sorl-thumbnail or easy-thumbnails usage found.\n"
+
+
+def test_a_report_grows_with_the_text_not_with_its_square() -> None:
+    """Each filter of a long variable is a finding; the report cuts the token they share."""
+    filters = 2000
+    token = "{{ x" + "|resolution" * filters + " }}"
+    findings = scan_template("t.html", "{% load thumbnail %}\n" + token)
+    assert len(findings) == 1 + filters
+    assert {f.code for f in findings[1:]} == {token}  # the finding keeps it whole
+    shown = f"{token[:400]}… ({len(token)} characters)"
+    report = migration_scan.text_report(findings)
+    assert report.count(f"\n    {shown}\n") == filters
+    assert len(report) < 1000 * (1 + filters)  # the token alone is 22 KB
+    assert {f["code"] for f in migration_scan.json_report(findings)["findings"][1:]} == {shown}
 
 
 # -- manage.py oximg_migration_scan ---------------------------------------------------------
@@ -531,3 +714,194 @@ def test_command_json(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_command_refuses_a_missing_path(tmp_path: Path) -> None:
     with pytest.raises(CommandError, match="not a directory"):
         command("--path", str(tmp_path / "nowhere"))
+
+
+# -- trees the scan does not control ----------------------------------------------------
+
+SORL_TAG = '{% load thumbnail %}{% thumbnail photo "100x100" %}\n'
+SORL_IMPORT = "from sorl.thumbnail import get_thumbnail\n"
+
+
+def scanned(*args: str) -> tuple[str, str | None]:
+    """The command's report and, when it fails, its error."""
+    out = io.StringIO()
+    try:
+        call_command("oximg_migration_scan", *args, stdout=out)
+    except CommandError as exc:
+        return out.getvalue(), str(exc)
+    return out.getvalue(), None
+
+
+@contextlib.contextmanager
+def never_waiting_on(fifo: Path) -> Iterator[None]:
+    """Fail if what runs inside waits to open ``fifo`` (rather than hang the test run).
+
+    After a minute, ``fifo`` is opened for writing: whatever waits to open it
+    for reading then goes on, and the test fails. That open never blocks:
+    with no reader waiting it fails, and is not retried.
+    """
+    done = threading.Event()
+    waited: list[bool] = []
+
+    def unblock() -> None:
+        if not done.wait(timeout=60):
+            with contextlib.suppress(OSError):
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+                waited.append(True)
+
+    thread = threading.Thread(target=unblock, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+    assert not waited, f"waited to open {fifo}"
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A --path directory with one sorl template, shown relative to its parent."""
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "page.html").write_text(SORL_TAG)
+    return root
+
+
+@pytest.mark.parametrize("kind", ["FIFO", "socket"])
+def test_command_skips_what_is_not_a_regular_file(project: Path, kind: str) -> None:
+    special = project / "special.html"
+    if kind == "FIFO":
+        os.mkfifo(special)
+    else:
+        with socket.socket(socket.AF_UNIX) as listening:
+            listening.bind(str(special))
+    with never_waiting_on(special):
+        report, error = scanned("--path", "project")
+    assert error is None
+    assert report.startswith("project/page.html:1: edit (sorl-thumbnail)\n")
+    assert report.endswith(
+        "2 places: 1 unchanged, 1 to edit, 0 unsupported\n"
+        "1 file skipped:\n"
+        f"    project/special.html: not a regular file: a {kind}\n"
+    )
+
+
+def test_reading_a_file_swapped_for_a_fifo_neither_blocks_nor_reads(tmp_path: Path) -> None:
+    fifo = tmp_path / "swapped.html"
+    os.mkfifo(fifo)
+    with never_waiting_on(fifo), pytest.raises(OSError, match="not a regular file"):
+        files.read(fifo)
+
+
+def test_command_does_not_follow_a_link_to_a_directory_outside(project: Path) -> None:
+    outside = project.parent / "outside"
+    outside.mkdir()
+    (outside / "secret.html").write_text(SORL_TAG)
+    (project / "linked").symlink_to(outside, target_is_directory=True)
+    # A link to a directory inside adds nothing: its target is read under its own name.
+    (project / "here").symlink_to(".", target_is_directory=True)
+    report, error = scanned("--path", "project")
+    assert error is None
+    assert "secret" not in report
+    assert report.count("project/page.html:1: ") == 2
+    assert report.endswith(
+        "1 file skipped:\n    project/linked: a symbolic link to a directory outside project\n"
+    )
+
+
+def test_command_reads_a_linked_file_only_inside(project: Path) -> None:
+    outside = project.parent / "secret.html"
+    outside.write_text(SORL_TAG)
+    (project / "leak.html").symlink_to(outside)
+    (project / "alias.html").symlink_to(project / "page.html")
+    (project / "nowhere.html").symlink_to(project / "missing.html")
+    report, error = scanned("--path", "project")
+    assert error is None
+    assert "secret" not in report
+    # The link inside is read as its target, once.
+    assert report.count("project/page.html:1: ") == 2
+    assert "alias" not in report.split("skipped")[0]
+    assert report.endswith(
+        "2 files skipped:\n"
+        "    project/leak.html: a symbolic link to a file outside project\n"
+        "    project/nowhere.html: a symbolic link that cannot be followed "
+        "(No such file or directory)\n"
+    )
+
+
+def test_command_walks_a_tree_deeper_than_the_stack(project: Path) -> None:
+    """os.walk recursed once per directory before Python 3.12; the walk keeps its own list."""
+    made = [project]
+    for _ in range(sys.getrecursionlimit() + 100):
+        made.append(made[-1] / "d")
+        made[-1].mkdir()
+    deepest = made[-1] / "deep.html"
+    deepest.write_text(SORL_TAG)
+    try:
+        report, error = scanned("--path", "project")
+    finally:  # before pytest's own clean-up, which recurses too
+        deepest.unlink()
+        for directory in reversed(made[1:]):
+            directory.rmdir()
+    assert error is None
+    assert report.count("/d/deep.html:1: ") == 2
+    assert report.endswith("4 places: 2 unchanged, 2 to edit, 0 unsupported\n")
+
+
+def test_command_reports_the_files_it_cannot_scan_and_fails(project: Path) -> None:
+    (project / "deep.py").write_text(SORL_IMPORT + "x = " + "-" * 5000 + "1\n")
+    (project / "broken.py").write_text(SORL_IMPORT + "def (\n")
+    (project / "latin.html").write_bytes(SORL_TAG.encode() + "café".encode("latin-1"))
+    (project / "views.py").write_text(SORL_IMPORT)
+    report, error = scanned("--path", "project")
+    assert error == "3 files could not be scanned"
+    # The other files are scanned.
+    assert report.startswith(
+        "project/page.html:1: edit (sorl-thumbnail)\n"
+        "    {% load thumbnail %}\n"
+        "    -> {% load oximg %}\n"
+        "    load django-oximg's tag library instead\n"
+        "project/page.html:1: unchanged (sorl-thumbnail)\n"
+        '    {% thumbnail photo "100x100" %}\n'
+        "project/views.py:1: edit (sorl-thumbnail)\n"
+    )
+    not_scanned = [
+        {"path": "project/broken.py", "reason": "not valid Python: invalid syntax (line 2)"},
+        {"path": "project/deep.py", "reason": "nested too deeply for Python's parser"},
+        {"path": "project/latin.html", "reason": "not UTF-8 text: byte 0xe9 at offset 55"},
+    ]
+    if sys.version_info >= (3, 12):  # the parser of 3.12 and later takes it; the walk does not
+        not_scanned[1]["reason"] = "nested too deeply to scan"
+    assert report.endswith(
+        "3 places: 1 unchanged, 2 to edit, 0 unsupported\n3 files not scanned:\n"
+        + "".join(f"    {entry['path']}: {entry['reason']}\n" for entry in not_scanned)
+    )
+    output, error = scanned("--path", "project", "--format", "json")
+    assert error == "3 files could not be scanned"
+    report_json = json.loads(output)
+    assert report_json["not_scanned"] == not_scanned
+    assert report_json["skipped"] == []
+    assert report_json["summary"] == {UNCHANGED: 1, EDIT: 2, UNSUPPORTED: 0}
+
+
+def test_command_lists_binary_files_as_skipped(project: Path) -> None:
+    (project / "logo.html").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" + SORL_TAG.encode())
+    report, error = scanned("--path", "project")
+    assert error is None
+    assert report.endswith("1 file skipped:\n    project/logo.html: not text: it holds NUL bytes\n")
+
+
+def test_command_reads_files_as_python_and_django_decode_them(project: Path) -> None:
+    """A byte-order mark, or a coding cookie, as Python and Django accept them."""
+    (project / "bom.html").write_bytes(codecs.BOM_UTF8 + SORL_TAG.encode())
+    (project / "bom.py").write_bytes(codecs.BOM_UTF8 + SORL_IMPORT.encode())
+    cookie = "# -*- coding: latin-1 -*-\n# café\n" + SORL_IMPORT
+    (project / "latin.py").write_bytes(cookie.encode("latin-1"))
+    report, error = scanned("--path", "project")
+    assert error is None
+    assert "project/bom.html:1: edit (sorl-thumbnail)\n    {% load thumbnail %}\n" in report
+    assert "project/bom.py:1: edit (sorl-thumbnail)\n    " + SORL_IMPORT in report
+    assert "project/latin.py:3: edit (sorl-thumbnail)\n    " + SORL_IMPORT in report
+    assert report.endswith("6 places: 2 unchanged, 4 to edit, 0 unsupported\n")

@@ -1,10 +1,12 @@
 """What moving from sorl-thumbnail or easy-thumbnails to django-oximg takes, place by place.
 
 ``manage.py oximg_migration_scan`` finds a project's templates and Python
-files; this package reads them. It is pure functions over text with no Django
-import, so its rules can be read and tested alone. :func:`scan_template` and
-:func:`scan_python` return :class:`Finding` objects, each a place (path and
-line), the code found there and a verdict:
+files; this package reads them. Its scanners are pure functions over text
+and it imports no Django, so its rules can be read and tested alone;
+``files``, which walks the directories and reads the files, is its one part
+that touches the disk.
+:func:`scan_template` and :func:`scan_python` return :class:`Finding`
+objects, each a place (path and line), the code found there and a verdict:
 
 - ``unchanged``: runs as it is on django-oximg (once the template loads
   ``oximg`` and the import names django-oximg's module);
@@ -12,6 +14,9 @@ line), the code found there and a verdict:
   text can say it exactly, and described in ``advice``;
 - ``unsupported``: django-oximg has no equivalent; ``advice`` says why and
   what comes closest.
+
+Python it cannot read (it does not parse, or nests too deeply) is a
+:class:`ScanError`, which the command reports as a file not scanned.
 
 What django-oximg supports today is written down once, in :data:`SUPPORT`,
 keyed by library and feature: when the tag learns an option, its row changes
@@ -21,8 +26,9 @@ preset) are used only for the rows that say ``edit``.
 The modules, one job each: ``findings`` (the verdicts and a finding),
 ``support`` (the table, and a finding's verdict and advice from it),
 ``options`` (sorl's and easy-thumbnails' options as django-oximg's keywords
-and presets), ``templates`` and ``python`` (the two scanners) and ``report``
-(text and JSON).
+and presets), ``templates`` and ``python`` (the two scanners), ``report``
+(text and JSON) and ``files`` (the regular files inside a directory, read
+without blocking or leaving it).
 """
 
 from __future__ import annotations
@@ -35,7 +41,9 @@ from django_oximg.migration_scan.findings import (
     UNSUPPORTED,
     VERDICTS,
     Finding,
+    NotScanned,
     Rule,
+    ScanError,
 )
 from django_oximg.migration_scan.python import scan_python
 from django_oximg.migration_scan.report import json_report, summary, text_report
@@ -51,7 +59,9 @@ __all__ = [
     "UNSUPPORTED",
     "VERDICTS",
     "Finding",
+    "NotScanned",
     "Rule",
+    "ScanError",
     "json_report",
     "rule",
     "scan_python",

@@ -1,4 +1,4 @@
-"""What the scanner says about one place: the libraries, the verdicts, a rule and a finding.
+"""What the scanner says: the libraries, the verdicts, a rule, a finding, a file not scanned.
 
 These are the words every other module of the scanner speaks, kept apart
 from the support table so that the table, the scanners and the report can
@@ -47,3 +47,19 @@ class Finding:
 
 def worst(verdicts: Iterable[str]) -> str:
     return max(verdicts, key=VERDICTS.index, default=UNCHANGED)
+
+
+@dataclass(frozen=True)
+class NotScanned:
+    """A file the scan did not read, and why (for the report)."""
+
+    path: str
+    reason: str
+
+
+class ScanError(ValueError):
+    """Text a scanner cannot read (Python that does not parse); the message says why.
+
+    The file is reported as not scanned, so that a scan that could not read
+    everything never looks like one that found nothing.
+    """

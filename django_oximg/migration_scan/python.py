@@ -9,10 +9,11 @@ import, reference, ``get_thumbnail()``/``get_thumbnailer()`` call,
 from __future__ import annotations
 
 import ast
+import re
 from typing import Any
 
 from django_oximg.core.options import FORMAT_NAMES
-from django_oximg.migration_scan.findings import EASY, SORL, Finding
+from django_oximg.migration_scan.findings import EASY, SORL, Finding, ScanError
 from django_oximg.migration_scan.options import (
     VARIABLE,
     Part,
@@ -57,6 +58,9 @@ TAG_DEFAULT_SETTINGS = {
     "THUMBNAIL_BLUR": "blur",
 }
 
+#: Where Python's parser ends a line (not at a form feed or the other ends str.splitlines knows).
+LINE_END = re.compile(r"\r\n|\r|\n")
+
 #: Each library's package, which is also its INSTALLED_APPS entry.
 PYTHON_PREFIXES = {"sorl.thumbnail": SORL, "easy_thumbnails": EASY}
 GET_THUMBNAILER = "easy_thumbnails.files.get_thumbnailer"
@@ -96,20 +100,77 @@ def guess_python_library(text: str, default: str) -> str:
 
 
 def scan_python(path: str, text: str, default_library: str = SORL) -> list[Finding]:
-    """The findings of one Python module (models, views, settings, migrations...)."""
+    """The findings of one Python module (models, views, settings, migrations...).
+
+    Raises :class:`ScanError` when the text cannot be read: it does not parse,
+    or it nests deeper than Python's parser or this scanner's walk can go (an
+    expression 5,000 levels deep parses on some Pythons and not on others).
+    A leading byte-order mark is skipped, as Python skips it in a file.
+    """
+    text = text.removeprefix("\ufeff")
     try:
         tree = ast.parse(text, filename=path)
-    except (SyntaxError, ValueError):
-        return []
+    except SyntaxError as exc:
+        raise ScanError(f"not valid Python: {exc.msg} (line {exc.lineno})") from exc
+    except ValueError as exc:  # null bytes, before Python 3.12
+        raise ScanError(f"not valid Python: {exc}") from exc
+    except (RecursionError, MemoryError) as exc:
+        # The parser's own limits: "too complex to parse" is a MemoryError.
+        raise ScanError("nested too deeply for Python's parser") from exc
     scanner = _PythonScanner(path, text, guess_python_library(text, default_library))
-    scanner.visit(tree)
+    try:
+        scanner.visit(tree)
+    except RecursionError as exc:
+        raise ScanError("nested too deeply to scan") from exc
     return sorted(scanner.findings, key=lambda finding: finding.line)
+
+
+class _Source:
+    """A module's text by the places ``ast`` gives: lines, and UTF-8 byte columns.
+
+    ``ast.get_source_segment`` splits the whole text into lines on every call,
+    which made a module with many findings take time in the square of its
+    length; this splits it once, and encodes a line only when a segment
+    needs it.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.lines: list[str] = []
+        start = 0
+        for end in LINE_END.finditer(text):
+            self.lines.append(text[start : end.end()])
+            start = end.end()
+        self.lines.append(text[start:])
+        self.encoded: dict[int, bytes] = {}
+
+    def line(self, index: int) -> bytes:
+        if index not in self.encoded:
+            self.encoded[index] = self.lines[index].encode()
+        return self.encoded[index]
+
+    def segment(self, node: ast.AST) -> str:
+        """The source of ``node``, as ``ast.get_source_segment`` gives it ("" if unknown)."""
+        first = getattr(node, "lineno", None)
+        last = getattr(node, "end_lineno", None)
+        start = getattr(node, "col_offset", None)
+        end = getattr(node, "end_col_offset", None)
+        if first is None or last is None or start is None or end is None:
+            return ""
+        if first == last:
+            return self.line(first - 1)[start:end].decode()
+        return "".join(
+            [
+                self.line(first - 1)[start:].decode(),
+                *self.lines[first : last - 1],
+                self.line(last - 1)[:end].decode(),
+            ]
+        )
 
 
 class _PythonScanner(ast.NodeVisitor):
     def __init__(self, path: str, text: str, settings_library: str) -> None:
         self.path = path
-        self.text = text
+        self.source = _Source(text)
         self.settings_library = settings_library
         #: Local names bound to sorl/easy objects: name -> dotted name.
         self.names: dict[str, str] = {}
@@ -118,7 +179,7 @@ class _PythonScanner(ast.NodeVisitor):
         self.seen: set[ast.Call] = set()
 
     def segment(self, node: ast.AST) -> str:
-        return ast.get_source_segment(self.text, node) or ""
+        return self.source.segment(node)
 
     def add(
         self,

@@ -4,13 +4,20 @@ It reads a template's tokens the way Django's lexer cuts them (skipping
 ``{% comment %}`` and ``{% verbatim %}``), decides which library its
 ``{% thumbnail %}`` is, and writes each tag, filter and use of the
 thumbnail's attributes as a finding.
+
+Templates come from a project tree the scanner does not control, so it takes
+time in proportion to the template's length whatever the text: no pattern
+nests one unbounded repeat in another or stretches lazily to a closer, the
+lexer looks at each character a bounded number of times, and each use of a
+thumbnail's attribute is matched to the one tag that binds its variable
+rather than every tag looking through the rest of the template.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from django_oximg.migration_scan.findings import EASY, EDIT, SORL, Finding
@@ -37,10 +44,31 @@ THUMBNAIL_ATTRIBUTES = frozenset({"url", "width", "height"})
 #: easy-thumbnails' literal size: "100x100" (0 leaves a side free).
 EASY_SIZE = re.compile(r"(\d+)x(\d+)")
 
-#: Django's own tokens; like Django's lexer, none spans lines.
-TOKEN = re.compile(r"{%(.*?)%}|{{(.*?)}}|{#.*?#}")
-BIT = re.compile(r"""(?:"[^"]*"|'[^']*'|[^\s"'])+""")
+#: Where a Django token can start. Like Django's lexer (``{%.*?%}|{{.*?}}|{#.*?#}``),
+#: a token ends at the first closer of its kind after it on the same line, and an
+#: opener with none is text. The lexer finds the closers with str.find instead of
+#: that pattern, which rereads the rest of the line from every opener: quadratic
+#: in the length of a line of unclosed openers.
+OPENER = re.compile(r"{[%{#]")
+#: Each opener's closer and the kind of token they make.
+CLOSERS = {"%": ("%}", "tag"), "{": ("}}", "var"), "#": ("#}", "comment")}
+#: One piece of a tag's bit: a quoted string, or a run of neither space nor quote.
+#: Pieces that touch make one bit, as Django's smart_split cuts a tag.
+BIT_PIECE = re.compile(r""""[^"]*"|'[^']*'|[^\s"']+""")
 FILTER = re.compile(r"""\|\s*(\w+)(?:\s*:\s*("[^"]*"|'[^']*'|[^\s|]+))?""")
+#: A name followed by an attribute (``im.url``); every name, even one that is
+#: itself an attribute (``a.im.url`` has ``a.im`` and ``im.url``).
+ATTRIBUTE_USE = re.compile(r"\b(\w+)(?=\.(\w+))")
+#: A name a tag can bind with ``as``, and so a name its attributes can be found by.
+NAME = re.compile(r"\w+")
+INTEGER = re.compile(r"-?\d+")
+DECIMAL = re.compile(r"-?\d*\.\d+")
+#: What makes a template sorl-thumbnail's or easy-thumbnails' whatever it loads.
+SORL_HABIT = re.compile(r"{%\s*endthumbnail\b")
+EASY_HABITS = (
+    re.compile(r"{%\s*thumbnail\s+\S+\s+\d+x\d+"),
+    re.compile(r"\|\s*(thumbnail_url|thumbnailer|thumbnailer_passive)\b"),
+)
 SKIPPED_BLOCKS = {"comment": "endcomment", "verbatim": "endverbatim"}
 
 
@@ -52,9 +80,9 @@ def literal(text: str) -> Any:
         return text == "True"
     if text == "None":
         return None
-    if re.fullmatch(r"-?\d+", text):
+    if INTEGER.fullmatch(text):
         return int(text)
-    if re.fullmatch(r"-?\d*\.\d+", text):
+    if DECIMAL.fullmatch(text):
         return float(text)
     return VARIABLE
 
@@ -78,14 +106,52 @@ class _Token:
     contents: str
 
 
+class _NextOccurrence:
+    """Where ``needle`` next occurs in ``text``, asked from places that never go back.
+
+    Each search starts past the previous answer, so all of them together read
+    the text once, however many openers ask.
+    """
+
+    def __init__(self, text: str, needle: str) -> None:
+        self.text = text
+        self.needle = needle
+        self.found = -1
+
+    def at_or_after(self, start: int) -> int:
+        """The first place at or after ``start``; ``len(text)`` when there is none."""
+        if self.found < start:
+            found = self.text.find(self.needle, start)
+            self.found = len(self.text) if found == -1 else found
+        return self.found
+
+
+def django_tokens(text: str) -> Iterator[tuple[int, int, str]]:
+    """Every token as Django's lexer cuts it: start, end and kind (tag, var, comment)."""
+    closers = {
+        opener: (_NextOccurrence(text, closer), kind) for opener, (closer, kind) in CLOSERS.items()
+    }
+    newline = _NextOccurrence(text, "\n")
+    position = 0
+    while match := OPENER.search(text, position):
+        start = match.start()
+        closer, kind = closers[text[start + 1]]
+        end = closer.at_or_after(start + 2)
+        if end < newline.at_or_after(start + 2):
+            position = end + 2
+            yield start, position, kind
+        else:
+            position = start + 1
+
+
 def template_tokens(text: str) -> Iterator[_Token]:
     """Tags and variables with their lines, outside {% comment %} and {% verbatim %}."""
     closing = ""
-    for match in TOKEN.finditer(text):
-        if match[1] is None and match[2] is None:
+    line, counted = 1, 0
+    for start, end, kind in django_tokens(text):
+        if kind == "comment":
             continue
-        kind = "tag" if match[1] is not None else "var"
-        contents = (match[1] if kind == "tag" else match[2]).strip()
+        contents = text[start + 2 : end - 2].strip()
         name = contents.split(None, 1)[0] if contents else ""
         if closing:
             if kind == "tag" and name == closing:
@@ -94,8 +160,24 @@ def template_tokens(text: str) -> Iterator[_Token]:
         if kind == "tag" and name in SKIPPED_BLOCKS:
             closing = SKIPPED_BLOCKS[name]
             continue
-        line = text.count("\n", 0, match.start()) + 1
-        yield _Token(line, match.start(), match.end(), kind, match[0], contents)
+        line += text.count("\n", counted, start)
+        counted = start
+        yield _Token(line, start, end, kind, text[start:end], contents)
+
+
+def tag_bits(contents: str) -> list[str]:
+    """A tag's contents cut at spaces outside quotes, as Django's smart_split cuts them."""
+    bits = []
+    first = last = -1
+    for piece in BIT_PIECE.finditer(contents):
+        if piece.start() != last:
+            if first >= 0:
+                bits.append(contents[first:last])
+            first = piece.start()
+        last = piece.end()
+    if first >= 0:
+        bits.append(contents[first:last])
+    return bits
 
 
 def template_library(text: str, default: str) -> str:
@@ -106,13 +188,9 @@ def template_library(text: str, default: str) -> str:
             for name in bits[1:]:
                 if name in TEMPLATE_LIBRARIES:
                     return TEMPLATE_LIBRARIES[name]
-    if re.search(r"{%\s*endthumbnail\b", text):
+    if SORL_HABIT.search(text):
         return SORL
-    easy_habits = (
-        r"{%\s*thumbnail\s+\S+\s+\d+x\d+",
-        r"\|\s*(thumbnail_url|thumbnailer|thumbnailer_passive)\b",
-    )
-    if any(re.search(habit, text) for habit in easy_habits):
+    if any(habit.search(text) for habit in EASY_HABITS):
         return EASY
     return default
 
@@ -137,18 +215,67 @@ def scan_template(
     if not loaded and not THUMBNAIL_LIBRARIES & loads:
         return []
     library = template_library(text, default_library)
+    bits = [tag_bits(token.contents) if token.kind == "tag" else [] for token in tokens]
+    uses = _attribute_uses(library, tokens, bits)
     findings: list[Finding] = []
     for index, token in enumerate(tokens):
-        bits = BIT.findall(token.contents)
-        if token.kind == "tag" and bits[:1] == ["load"]:
-            findings.extend(_load_finding(path, token, bits, library))
-        elif token.kind == "tag" and bits[:1] == ["thumbnail"]:
-            if library == SORL:
-                findings.extend(_sorl_tag(path, token, bits, tokens[index + 1 :]))
-            else:
-                findings.extend(_easy_tag(path, token, bits, tokens[index + 1 :]))
+        if bits[index][:1] == ["load"]:
+            findings.extend(_load_finding(path, token, bits[index], library))
+        elif bits[index][:1] == ["thumbnail"]:
+            tag = _sorl_tag if library == SORL else _easy_tag
+            findings.append(tag(path, token, bits[index]))
+            findings.extend(_attribute_findings(path, library, uses.get(index, [])))
         findings.extend(_filter_findings(path, token, library))
     return findings
+
+
+def as_variable(library: str, bits: list[str]) -> str | None:
+    """The variable a ``{% thumbnail ... as var %}`` binds, as the library's own tag reads it."""
+    shortest = 2 if library == SORL else 5
+    return bits[-1] if len(bits) >= shortest and bits[-2] == "as" else None
+
+
+_Use = tuple[_Token, re.Match[str]]
+
+
+def _attribute_uses(
+    library: str, tokens: list[_Token], bits: list[list[str]]
+) -> dict[int, list[_Use]]:
+    """The uses of each binding tag's thumbnail attributes (``im.url``), by the tag's index.
+
+    A use belongs to the one tag that binds its name there: with
+    sorl-thumbnail, the innermost open ``{% thumbnail ... as im %}`` block
+    that binds it (a block ends at its ``{% endthumbnail %}``, or with the
+    template); with easy-thumbnails, which has no blocks, the last tag that
+    bound it. So every use is reported once, after its tag, and one pass over
+    the template finds them all.
+    """
+    uses: dict[int, list[_Use]] = {}
+    #: By name, the tags that bind it now, the one that counts last.
+    binding: dict[str, list[int]] = {}
+    #: sorl-thumbnail's open blocks, innermost last: the name each binds, if one.
+    blocks: list[str | None] = []
+    for index, token in enumerate(tokens):
+        for match in ATTRIBUTE_USE.finditer(token.contents):
+            if binding.get(match[1]):
+                uses[binding[match[1]][-1]].append((token, match))
+        name = bits[index][:1]
+        variable = as_variable(library, bits[index])
+        if name == ["thumbnail"] and variable is not None:
+            uses[index] = []
+            bound = variable if NAME.fullmatch(variable) else None
+            if library == SORL:
+                blocks.append(bound)
+            if bound is not None:
+                stack = binding.setdefault(bound, [])
+                if library != SORL:
+                    stack.clear()
+                stack.append(index)
+        elif name == ["endthumbnail"] and library == SORL and blocks:
+            bound = blocks.pop()
+            if bound is not None:
+                binding[bound].pop()
+    return uses
 
 
 def _load_finding(path: str, token: _Token, bits: list[str], library: str) -> list[Finding]:
@@ -164,21 +291,18 @@ def _load_finding(path: str, token: _Token, bits: list[str], library: str) -> li
     return [judged(path, token.line, library, ("{% load thumbnail %}",), token.text, replacement)]
 
 
-def _sorl_tag(path: str, token: _Token, bits: list[str], rest: list[_Token]) -> list[Finding]:
-    as_var = bits[-1] if len(bits) >= 2 and bits[-2] == "as" else None
+def _sorl_tag(path: str, token: _Token, bits: list[str]) -> Finding:
+    as_var = as_variable(SORL, bits)
     arguments = bits[3:-2] if as_var else bits[3:]
     parts = [Part("geometry", " ".join(bits[1:3]))]
     for bit in arguments:
         name, _, value = bit.partition("=")
         parts.append(sorl_option(name, literal(value), bit))
-    findings = [_tag_finding(path, token, SORL, bits[:3], parts, as_var)]
-    if as_var:
-        findings.extend(_attribute_findings(path, SORL, as_var, _block(rest)))
-    return findings
+    return _tag_finding(path, token, SORL, bits[:3], parts, as_var)
 
 
-def _easy_tag(path: str, token: _Token, bits: list[str], rest: list[_Token]) -> list[Finding]:
-    as_var = bits[-1] if len(bits) > 4 and bits[-2] == "as" else None
+def _easy_tag(path: str, token: _Token, bits: list[str]) -> Finding:
+    as_var = as_variable(EASY, bits)
     arguments = bits[3:-2] if as_var else bits[3:]
     size = bits[2] if len(bits) > 2 else ""
     value = literal(size)
@@ -202,17 +326,7 @@ def _easy_tag(path: str, token: _Token, bits: list[str], rest: list[_Token]) -> 
     parts = easy_target(parts)
     if as_var:
         parts.append(Part("as", f"as {as_var}"))
-    finding = _tag_finding(path, token, EASY, head, parts, as_var)
-    findings = [finding]
-    if as_var:
-        uses = [t for t in rest if re.search(rf"\b{re.escape(as_var)}\b", t.contents)]
-        last = uses[-1].line if uses else token.line
-        advice = finding.advice.replace(
-            "after the last use", f"after the last use of {as_var} (line {last})"
-        )
-        findings[0] = replace(finding, advice=advice)
-        findings.extend(_attribute_findings(path, EASY, as_var, rest))
-    return findings
+    return _tag_finding(path, token, EASY, head, parts, as_var)
 
 
 def _tag_finding(
@@ -230,36 +344,22 @@ def _tag_finding(
     return judged(path, token.line, library, features, token.text, "{% " + " ".join(bits) + " %}")
 
 
-def _block(rest: list[_Token]) -> list[_Token]:
-    """The tokens up to the {% endthumbnail %} that closes a block (nesting counted)."""
-    depth = 1
-    for index, token in enumerate(rest):
-        name = token.contents.split(None, 1)[0] if token.kind == "tag" and token.contents else ""
-        if name == "thumbnail" and re.search(r"\bas\s+\w+$", token.contents):
-            depth += 1
-        elif name == "endthumbnail":
-            depth -= 1
-            if depth == 0:
-                return rest[:index]
-    return rest
-
-
-def _attribute_findings(path: str, library: str, var: str, tokens: list[_Token]) -> list[Finding]:
+def _attribute_findings(path: str, library: str, uses: list[_Use]) -> list[Finding]:
     """Uses of the thumbnail's attributes that django-oximg's thumbnail does not have."""
     findings = []
-    for token in tokens:
-        for match in re.finditer(rf"\b{re.escape(var)}\.(\w+)", token.contents):
-            attribute = match[1]
-            if attribute in THUMBNAIL_ATTRIBUTES:
-                continue
-            prefix = "im" if library == SORL else "t"
-            feature = f"{prefix}.{attribute}"
-            if (library, feature) not in SUPPORT:
-                feature = f"{prefix}.other"
-            renamed = {"x": "width", "y": "height"}.get(attribute)
-            edit = renamed and rule(library, feature).verdict == EDIT
-            replacement = f"{var}.{renamed}" if edit else ""
-            findings.append(judged(path, token.line, library, (feature,), match[0], replacement))
+    for token, match in uses:
+        var, attribute = match[1], match[2]
+        if attribute in THUMBNAIL_ATTRIBUTES:
+            continue
+        prefix = "im" if library == SORL else "t"
+        feature = f"{prefix}.{attribute}"
+        if (library, feature) not in SUPPORT:
+            feature = f"{prefix}.other"
+        renamed = {"x": "width", "y": "height"}.get(attribute)
+        edit = renamed and rule(library, feature).verdict == EDIT
+        replacement = f"{var}.{renamed}" if edit else ""
+        code = f"{var}.{attribute}"
+        findings.append(judged(path, token.line, library, (feature,), code, replacement))
     return findings
 
 

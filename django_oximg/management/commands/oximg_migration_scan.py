@@ -5,18 +5,23 @@ engine, app templates included) and Python files (those beside the settings
 module, and each installed app that is not an installed package), plus
 any ``--path``, and prints what :mod:`django_oximg.migration_scan` finds in
 them. It reads files and changes nothing.
+
+Only regular files inside each directory are read
+(:mod:`django_oximg.migration_scan.files`); the report lists what was
+skipped and what could not be read or parsed, and the command fails (after
+printing the report) when something could not be.
 """
 
 from __future__ import annotations
 
 import importlib
 import json
-import os
 import site
 import sys
 import sysconfig
 from argparse import ArgumentParser
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,15 +31,11 @@ from django.core.management.base import BaseCommand, CommandError
 from django.template import engines
 
 from django_oximg import migration_scan
-from django_oximg.migration_scan import EASY, SORL, Finding
+from django_oximg.migration_scan import EASY, SORL, Finding, NotScanned, ScanError, files
+from django_oximg.migration_scan.files import SKIPPED_DIRECTORIES
 
 #: Files under --path read as templates.
 TEMPLATE_SUFFIXES = frozenset({".html", ".htm", ".txt", ".xml"})
-
-#: Directories never read: version control, caches, installed packages.
-SKIPPED_DIRECTORIES = frozenset(
-    {".git", ".hg", "__pycache__", "node_modules", "site-packages", "dist-packages", ".tox"}
-)
 
 #: The template libraries that make {% thumbnail %} a builtin when listed in
 #: a Django engine's OPTIONS["builtins"].
@@ -66,40 +67,83 @@ class Command(BaseCommand):
         missing = [str(path) for path in extra if not path.is_dir()]
         if missing:
             raise CommandError(f"not a directory: {', '.join(missing)}")
-        findings = scan_project(extra)
+        scan = scan_project(extra)
         if options["format"] == "json":
-            self.stdout.write(json.dumps(migration_scan.json_report(findings), indent=2))
+            report = migration_scan.json_report(scan.findings, scan.not_scanned, scan.skipped)
+            self.stdout.write(json.dumps(report, indent=2))
         else:
-            self.stdout.write(migration_scan.text_report(findings), ending="")
+            text = migration_scan.text_report(scan.findings, scan.not_scanned, scan.skipped)
+            self.stdout.write(text, ending="")
+        if scan.not_scanned:
+            count = len(scan.not_scanned)
+            raise CommandError(f"{count} file{'s' if count > 1 else ''} could not be scanned")
 
 
-def scan_project(extra: Iterable[Path] = ()) -> list[Finding]:
+@dataclass
+class ProjectScan:
+    """What a scan found, the files it could not read and those it skipped on purpose."""
+
+    findings: list[Finding] = field(default_factory=list)
+    not_scanned: list[NotScanned] = field(default_factory=list)
+    skipped: list[NotScanned] = field(default_factory=list)
+
+    def read(self, path: Path, library: str, *, python: bool, loaded: bool) -> None:
+        """Scan one file, or say why it was not."""
+        try:
+            data = files.read(path)
+        except OSError as exc:
+            self.not_scanned.append(NotScanned(shown(path), f"cannot be read: {files.reason(exc)}"))
+            return
+        if files.is_binary(data):
+            self.skipped.append(NotScanned(shown(path), "not text: it holds NUL bytes"))
+            return
+        try:
+            if python:
+                text = files.python_text(data)
+                self.findings += migration_scan.scan_python(shown(path), text, library)
+            else:
+                text = files.template_text(data)
+                self.findings += migration_scan.scan_template(
+                    shown(path), text, library, loaded=loaded
+                )
+        except ScanError as exc:
+            self.not_scanned.append(NotScanned(shown(path), str(exc)))
+
+
+def scan_project(extra: Iterable[Path] = ()) -> ProjectScan:
     """The findings of the project's files and of ``extra`` directories, file by file."""
     library = installed_library()
+    walk = files.Walk(shown=shown)
     templates: dict[Path, bool] = {}
     for directory, builtin in template_directories():
-        for path in walk(directory):
+        for path in walk.files(directory):
             templates[path] = templates.get(path, False) or builtin
-    python = set(settings_files())
-    python.update(path for directory in app_directories() for path in python_files(directory))
+    python = set(settings_files(walk))
+    for directory in app_directories():
+        python.update(walk.files(directory, is_python))
     for directory in extra:
-        for path in walk(directory):
-            if path.suffix in TEMPLATE_SUFFIXES:
+        for path in walk.files(directory, lambda name: is_python(name) or is_template(name)):
+            if is_template(path.name):
                 templates.setdefault(path, False)
-            elif path.suffix == ".py":
+            else:
                 python.add(path)
-    findings: list[Finding] = []
+    scan = ProjectScan()
     for path in sorted({*templates, *python}):
-        text = read_text(path)
-        if text is None:
-            continue
-        if path in python:
-            findings += migration_scan.scan_python(shown(path), text, library)
-        else:
-            findings += migration_scan.scan_template(
-                shown(path), text, library, loaded=templates[path]
-            )
-    return findings
+        scan.read(path, library, python=path in python, loaded=templates.get(path, False))
+    scan.not_scanned += [NotScanned(shown(p), why) for p, why in walk.unreadable.items()]
+    scan.skipped += [NotScanned(shown(p), why) for p, why in walk.skipped.items()]
+    scan.not_scanned.sort(key=lambda entry: entry.path)
+    scan.skipped.sort(key=lambda entry: entry.path)
+    return scan
+
+
+def is_python(name: str) -> bool:
+    return Path(name).suffix == ".py"
+
+
+def is_template(name: str) -> bool:
+    """Whether a file under --path is read as a template."""
+    return Path(name).suffix in TEMPLATE_SUFFIXES
 
 
 def installed_library() -> str:
@@ -121,14 +165,15 @@ def template_directories() -> Iterator[tuple[Path, bool]]:
                 yield Path(directory), builtin
 
 
-def settings_files() -> Iterator[Path]:
+def settings_files(walk: files.Walk) -> Iterator[Path]:
     """The Python files beside the settings module (settings.py, urls.py, a settings package)."""
     module_name = getattr(settings, "SETTINGS_MODULE", None)
     if not module_name:
         return
     module = sys.modules.get(module_name) or importlib.import_module(module_name)
     if getattr(module, "__file__", None):
-        yield from sorted(Path(str(module.__file__)).resolve().parent.glob("*.py"))
+        directory = Path(str(module.__file__)).resolve().parent
+        yield from walk.files(directory, is_python, recursive=False)
 
 
 def app_directories() -> Iterator[Path]:
@@ -140,22 +185,6 @@ def app_directories() -> Iterator[Path]:
             yield path
 
 
-def python_files(directory: Path) -> Iterator[Path]:
-    return (path for path in walk(directory) if path.suffix == ".py")
-
-
-def walk(directory: Path) -> Iterator[Path]:
-    """Files under ``directory``, skipping virtualenvs, caches and version control."""
-    for root, dirnames, filenames in os.walk(directory):
-        dirnames[:] = sorted(
-            name
-            for name in dirnames
-            if name not in SKIPPED_DIRECTORIES and not (Path(root) / name / "pyvenv.cfg").exists()
-        )
-        for name in sorted(filenames):
-            yield (Path(root) / name).resolve()
-
-
 def is_installed(path: Path) -> bool:
     """Whether ``path`` lies in the interpreter's or a virtualenv's installed packages."""
     resolved = path.resolve()
@@ -164,15 +193,6 @@ def is_installed(path: Path) -> bool:
     if any(resolved.is_relative_to(Path(root).resolve()) for root in roots):
         return True
     return any(part in SKIPPED_DIRECTORIES for part in resolved.parts)
-
-
-def read_text(path: Path) -> str | None:
-    """The file's text, or None for a binary or unreadable file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    return None if "\0" in text else text
 
 
 def shown(path: Path) -> str:
