@@ -50,6 +50,7 @@ from django_oximg.core import stores
 from django_oximg.core.executor import Executor
 from django_oximg.core.faults import (
     FAULT_MEMORY,
+    LOG_INTERVAL,
     MAX_REASON,
     RESULT_CACHE_WRITE,
     Fault,
@@ -425,3 +426,17 @@ def test_a_failing_source_storage_is_named_by_health(
     assert len(problems) == 1
     assert problems[0].startswith("source failing for ")
     assert "Input/output error" in problems[0]
+
+
+def test_a_failing_dependency_is_logged_once_per_interval(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    now = [100.0]
+    faults = Faults(clock=lambda: now[0])
+    for _ in range(3):
+        faults.failed(RESULT_CACHE_WRITE, "[Errno 28] No space", "result cache write failed")
+    faults.failed(source_dependency(""), "EIO")  # nothing to log: not asked to
+    now[0] += LOG_INTERVAL
+    faults.failed(RESULT_CACHE_WRITE, "[Errno 28] No space", "result cache write failed")
+    lines = [record.getMessage() for record in caplog.records]
+    assert lines == ["result cache write failed: [Errno 28] No space"] * 2

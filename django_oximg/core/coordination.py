@@ -37,7 +37,6 @@ methods ``add``, ``get``, ``set``, ``touch`` and ``delete``.
 from __future__ import annotations
 
 import enum
-import logging
 import threading
 import time
 from typing import Any, Protocol
@@ -45,8 +44,6 @@ from typing import Any, Protocol
 from django_oximg.core.bounded import BoundedCalls, Breaker
 from django_oximg.core.faults import COORDINATION_CACHE, Faults
 from django_oximg.core.timeouts import FIRST_CALL_ALLOWANCE
-
-logger = logging.getLogger("django_oximg")
 
 #: Prefix of lease keys in the shared cache.
 LEASE_PREFIX = "oximg:lease:"
@@ -73,9 +70,6 @@ BREAKER_PAUSE = 5.0
 #: Threads that may wait for the coordination cache at once; when each is
 #: held by a call that hangs, the next call fails at once.
 CALL_THREADS = 4
-
-#: Seconds between two log lines about a failing coordination cache.
-ERROR_LOG_INTERVAL = 60.0
 
 _BUSY = "busy"
 _DONE = "done"
@@ -176,8 +170,6 @@ class CacheCoordinator:
         self.breaker = Breaker(BREAKER_PAUSE)
         self.faults = faults or Faults()
         self.keeper = LeaseKeeper(self, renew_every)
-        # -inf, not 0: time.monotonic() may be below the interval just after boot.
-        self._last_log = float("-inf")
 
     def acquire(self, key: str) -> bool:
         granted = self._call(lambda: self.cache.add(LEASE_PREFIX + key, _BUSY, timeout=LEASE_TTL))
@@ -225,18 +217,15 @@ class CacheCoordinator:
             result = self.calls.call(fn)
         except Exception as error:  # see the docstring: reported, never raised
             self.breaker.opened()
-            self.faults.failed(COORDINATION_CACHE, str(error) or type(error).__name__)
-            self._log(error)
+            self.faults.failed(
+                COORDINATION_CACHE,
+                str(error) or type(error).__name__,
+                "coordination cache failed, rendering without a lease",
+            )
             return None
         self.breaker.reset()
         self.faults.succeeded(COORDINATION_CACHE)
         return result
-
-    def _log(self, error: Exception) -> None:
-        now = time.monotonic()
-        if now - self._last_log >= ERROR_LOG_INTERVAL:
-            self._last_log = now
-            logger.warning("coordination cache failed, rendering without a lease: %s", error)
 
 
 def _done(_answer: object) -> bool:

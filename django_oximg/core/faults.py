@@ -21,6 +21,8 @@ Pure Python: no Django, no pyvips.
 
 from __future__ import annotations
 
+import logging
+import math
 import threading
 import time
 from collections import Counter
@@ -42,6 +44,12 @@ FAULT_MEMORY = 60.0
 
 #: The longest reason kept: an error's text can quote a whole response.
 MAX_REASON = 200
+
+#: Seconds between two log lines about one dependency's failures: a
+#: dependency that is down fails every request, and one line says it.
+LOG_INTERVAL = 60.0
+
+logger = logging.getLogger("django_oximg")
 
 
 def source_dependency(alias: str) -> str:
@@ -70,17 +78,30 @@ class Faults:
         self._failures: Counter[str] = Counter()
         #: Every dependency seen, so the metrics show each one's state from its first call.
         self._seen: set[str] = set()
+        self._logged: dict[str, float] = {}
 
-    def failed(self, dependency: str, reason: str) -> None:
-        """Record a failed call to ``dependency``; ``reason`` says what went wrong."""
+    def failed(
+        self, dependency: str, reason: str, log: str = "", level: int = logging.WARNING
+    ) -> None:
+        """Record a failed call to ``dependency``; ``reason`` says what went wrong.
+
+        With ``log``, also write ``"<log>: <reason>"`` to the ``django_oximg``
+        logger at ``level``, at most once per :data:`LOG_INTERVAL` for the
+        dependency.
+        """
         now = self._clock()
-        reason = " ".join(reason.split())[:MAX_REASON]
         with self._lock:
             self._seen.add(dependency)
             self._failures[dependency] += 1
             held = self._current.get(dependency)
             since, failures = (now, 0) if held is None else (held.since, held.failures)
-            self._current[dependency] = Fault(reason, since, now, failures + 1)
+            short = " ".join(reason.split())[:MAX_REASON]
+            self._current[dependency] = Fault(short, since, now, failures + 1)
+            write = bool(log) and now - self._logged.get(dependency, -math.inf) >= LOG_INTERVAL
+            if write:
+                self._logged[dependency] = now
+        if write:
+            logger.log(level, "%s: %s", log, reason)
 
     def succeeded(self, dependency: str) -> None:
         """Record a call to ``dependency`` that worked: it is no longer failing."""

@@ -37,9 +37,6 @@ from django_oximg.core.timeouts import PEER_POLL_FIRST, PEER_POLL_MAX
 
 logger = logging.getLogger("django_oximg")
 
-#: Seconds between two log lines about failing cache lookups.
-LOOKUP_ERROR_LOG_INTERVAL = 60.0
-
 
 class Lookup:
     """Finds or makes the content of one thumbnailer's jobs (thread-safe)."""
@@ -67,8 +64,6 @@ class Lookup:
         #: Answers read from the cache after waiting for a peer's lease.
         self.peer_results = 0
         self._lock = threading.Lock()
-        # -inf, not 0: time.monotonic() may be below the interval just after boot.
-        self._last_lookup_error = float("-inf")
 
     def result_for(self, job: Job, look: bool = True) -> responders.Result:
         """The cached answer, or a fresh one made once for concurrent identical requests.
@@ -93,11 +88,8 @@ class Lookup:
         try:
             found = self.cache.get(key)
         except OSError as error:
-            self.faults.failed(RESULT_CACHE_LOOKUP, str(error))
-            now = time.monotonic()
-            if now - self._last_lookup_error >= LOOKUP_ERROR_LOG_INTERVAL:
-                self._last_lookup_error = now
-                logger.error("result cache lookup failed for %s: %s", key, error)
+            log = f"result cache lookup failed for {key}"
+            self.faults.failed(RESULT_CACHE_LOOKUP, str(error), log, logging.ERROR)
             return None
         self.faults.succeeded(RESULT_CACHE_LOOKUP)
         return found

@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-import time
 
 from django_oximg.core import metrics, pipeline
 from django_oximg.core.errors import SourceTimeout, SourceUnavailable
@@ -30,11 +29,6 @@ from django_oximg.core.singleflight import SingleFlight
 from django_oximg.core.sources import URL_ALIAS
 from django_oximg.core.staging import Limits, SourceRead, Staged
 from django_oximg.core.stores import CachedResult, CacheStore
-
-logger = logging.getLogger("django_oximg")
-
-#: Seconds between two log lines about failing cache writes.
-CACHE_ERROR_LOG_INTERVAL = 60.0
 
 
 class Maker:
@@ -66,8 +60,6 @@ class Maker:
         #: Answers made; a miss seen before a change of it may have been
         #: filled by one of them since (see :class:`~django_oximg.core.lookup.Lookup`).
         self.made = 0
-        # -inf, not 0: time.monotonic() may be below the interval just after boot.
-        self._last_cache_error = float("-inf")
         self.lock = threading.Lock()
 
     def make(self, job: Job, admission: Admission) -> CachedResult:
@@ -143,10 +135,7 @@ class Maker:
         try:
             self.cache.put(key, data)
         except OSError as exc:
-            self.faults.failed(RESULT_CACHE_WRITE, str(exc))
-            now = time.monotonic()
-            if now - self._last_cache_error >= CACHE_ERROR_LOG_INTERVAL:
-                self._last_cache_error = now
-                logger.error("result cache write failed for %s: %s", key, exc)
+            log = f"result cache write failed for {key}"
+            self.faults.failed(RESULT_CACHE_WRITE, str(exc), log, logging.ERROR)
         else:
             self.faults.succeeded(RESULT_CACHE_WRITE)
