@@ -103,7 +103,13 @@ def test_a_public_message_given_by_the_raiser_is_the_body() -> None:
 
 @pytest.mark.parametrize(
     ("error", "retry_after"),
-    [(errors.Overloaded(), "1"), (errors.ProcessingTimeout(), "2"), (errors.SourceTimeout(), None)],
+    [
+        (errors.Overloaded(), "1"),
+        (errors.ProcessingTimeout(), "2"),
+        (errors.SourceTimeout(), "2"),  # a stalled storage recovers; a retry then renders
+        (errors.SourceUnavailable(), None),
+        (errors.InvalidImage(), None),
+    ],
 )
 def test_retryable_rejections_say_when_to_retry(
     error: errors.OximgError, retry_after: str | None
