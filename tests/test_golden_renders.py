@@ -42,6 +42,7 @@ format this libvips cannot write is skipped, and its line is kept.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -128,7 +129,8 @@ def animation(width: int = 32, height: int = 24, frames: int = 4) -> bytes:
     return bytes(strip.gifsave_buffer())
 
 
-def sources() -> dict[str, bytes]:
+@functools.cache
+def sources() -> Mapping[str, bytes]:
     """The sources under ``photos/``: the same bytes on every run (nothing random)."""
     return {
         "landscape.png": bytes(gradient(64, 48).pngsave_buffer()),
@@ -183,8 +185,8 @@ CASES = [
     "rs:fit:24:24/z:1.5/portrait.png@png",
     "w:20/landscape.jpg@jpeg",
     "w:20/qm:high/landscape.jpg@jpeg",
-    # fill crops the scaled frame: a landscape into a wider box crops rows, a
-    # portrait into a taller one columns; compass points, offsets, sm and fp.
+    # fill crops the scaled frame: rows for a box wider than the source's
+    # shape, columns for a taller one; compass points, offsets, sm and fp.
     *(f"rs:fill:32:16/g:{g}/landscape.png@png" for g in ("no", "so", "ce", "no:0:3", "so:0:2")),
     *(f"rs:fill:16:32/g:{g}/landscape.png@png" for g in ("ea", "we", "ea:3:0", "we:0.1:0")),
     *(f"rs:fill:32:16/g:{g}/portrait.png@png" for g in ("no", "so", "ce:0:-6", "no:0:0.2")),
