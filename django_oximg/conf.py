@@ -30,7 +30,7 @@ from django_oximg import setting_values
 from django_oximg.core import defaults
 from django_oximg.core.errors import InvalidOptions
 from django_oximg.core.keys import output_fingerprint as output_fingerprint_of
-from django_oximg.core.options import OPTION_NAMES, OUTPUT_FORMATS, parse_path
+from django_oximg.core.options import OPTION_NAMES, OUTPUT_FORMATS, Extension, parse_path
 from django_oximg.core.signing import pairs_from_hex
 from django_oximg.setting_values import check_type
 
@@ -357,6 +357,17 @@ class OximgSettings:
     """Multiplies the opacity every ``wm`` URL asks for (0 to 1), as
     imgproxy's ``IMGPROXY_WATERMARK_OPACITY``."""
 
+    EXTENSIONS: tuple[Extension, ...] = ()
+    """The site's own processing options and steps: dotted paths to
+    ``Extension`` objects (``["myapp.thumbnails.SEPIA"]``), each an option
+    URLs and presets may use (``sep:0.8``), a keyword of the tags
+    (``sepia=0.8``) and a function ``(image, value) -> image`` run at its
+    place among the pipeline's steps. Each is imported and checked at
+    start-up (``manage.py check``, ``oximg.E030``). Their names, places and
+    ``version`` strings are part of the output fingerprint: bump an
+    extension's ``version`` when its step's output changes, and every cache
+    key and tag URL changes with it. See docs/extensions.md."""
+
     CLIENT_HINTS: bool = False
     """Let the browser's client hints set a URL's ``dpr`` and ``width``
     (``Sec-CH-DPR``/``DPR``, ``Sec-CH-Width``/``Width``) where the URL and
@@ -432,12 +443,16 @@ OUTPUT_SETTINGS = (
     "AUTO_FORMAT",
     "WATERMARK",
     "WATERMARK_OPACITY",
+    "EXTENSIONS",
 )
 
 #: Output settings that matter only with a ``WATERMARK``: in the fingerprint
 #: with the watermark's content, and not at all while it is empty, so a site
 #: without one keeps the fingerprint (and every key and URL) it had.
 WATERMARK_SETTINGS = ("WATERMARK", "WATERMARK_OPACITY")
+
+#: Output settings that :func:`output_fingerprint` writes its own way.
+SPECIAL_OUTPUT_SETTINGS = (*WATERMARK_SETTINGS, "EXTENSIONS")
 
 #: Keys whose value may be given as one string or a list of strings.
 LIST_KEYS = ("KEY", "SALT", "HTTP_SOURCES", "ALLOWED_PROCESSING_OPTIONS")
@@ -501,16 +516,18 @@ def build_settings(raw: Mapping[str, Any]) -> OximgSettings:
 
     Unknown keys are skipped here: the system check ``oximg.E002`` reports
     them, so a typo is loud at ``manage.py check`` without breaking imports.
+    The extensions are loaded first: the presets and the tags' defaults may
+    use their options.
     """
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = {"EXTENSIONS": setting_values.extensions(raw.get("EXTENSIONS", ()))}
     for name, value in raw.items():
-        if name not in OximgSettings.__annotations__:
+        if name not in OximgSettings.__annotations__ or name == "EXTENSIONS":
             continue
         if name == "SRCSET_WIDTHS":
             values[name] = setting_values.srcset_widths(value, default_of(name))
             continue
         if name == "TAG_DEFAULTS":
-            values[name] = setting_values.tag_defaults(value)
+            values[name] = setting_values.tag_defaults(value, values["EXTENSIONS"])
             continue
         if name == "RENDER_AHEAD":
             values[name] = setting_values.render_ahead(value)
@@ -566,7 +583,8 @@ def _validate(conf: OximgSettings) -> None:
         raise ImproperlyConfigured("OXIMG: JPEG_SHRINK_MARGIN must be between 1 and 8.")
     if not 0 <= conf.WATERMARK_OPACITY <= 1:
         raise ImproperlyConfigured("OXIMG: WATERMARK_OPACITY must be between 0 and 1.")
-    unknown = sorted(set(conf.ALLOWED_PROCESSING_OPTIONS) - OPTION_NAMES)
+    names = OPTION_NAMES.union(*(extension.names for extension in conf.EXTENSIONS))
+    unknown = sorted(set(conf.ALLOWED_PROCESSING_OPTIONS) - names)
     if unknown:
         raise ImproperlyConfigured(
             f"OXIMG: ALLOWED_PROCESSING_OPTIONS names unknown options: {', '.join(unknown)}."
@@ -575,7 +593,7 @@ def _validate(conf: OximgSettings) -> None:
         raise ImproperlyConfigured("OXIMG: METADATA_CACHE must name a cache in CACHES.")
     _validate_quality(conf.QUALITY)
     _validate_sources(conf.SOURCES)
-    _validate_presets(conf.PRESETS)
+    _validate_presets(conf.PRESETS, conf.EXTENSIONS)
     _validate_http_sources(conf.HTTP_SOURCES)
 
 
@@ -616,7 +634,7 @@ def _validate_http_sources(prefixes: tuple[str, ...]) -> None:
             raise ImproperlyConfigured(f"OXIMG: HTTP_SOURCES entry {prefix!r}: {exc}.") from exc
 
 
-def _validate_presets(presets: Mapping[str, str]) -> None:
+def _validate_presets(presets: Mapping[str, str], extensions: tuple[Extension, ...]) -> None:
     """Parse every preset now, so a typo fails at start-up rather than as a 400 per URL.
 
     As imgproxy does, an empty name (no URL can name it) and a value without
@@ -629,7 +647,7 @@ def _validate_presets(presets: Mapping[str, str]) -> None:
         if not any(segment.strip() for segment in value.split("/")):
             raise ImproperlyConfigured(f"OXIMG: PRESETS[{name!r}] is empty.")
         try:
-            parse_path(f"/pr:{name}/plain/x", presets)
+            parse_path(f"/pr:{name}/plain/x", presets, extensions=extensions)
         except InvalidOptions as exc:
             raise ImproperlyConfigured(f"OXIMG: PRESETS[{name!r}]: {exc.detail}.") from exc
 
@@ -657,15 +675,25 @@ def output_fingerprint(settings: OximgSettings, watermark_version: str = "") -> 
 
     ``watermark_version`` stands for the content of the ``WATERMARK`` image
     (the settings name it, but cannot say when the file changes); the
-    runtime reads it (``runtime.get_output_fingerprint``).
+    runtime reads it (``runtime.get_output_fingerprint``). An extension
+    stands for its code by its ``version``, beside its names and place;
+    its order counts (steps at one place run in it). Like the watermark,
+    no extensions add nothing, so a site without them keeps its keys.
     """
     values: dict[str, object] = {
-        name: getattr(settings, name) for name in OUTPUT_SETTINGS if name not in WATERMARK_SETTINGS
+        name: getattr(settings, name)
+        for name in OUTPUT_SETTINGS
+        if name not in SPECIAL_OUTPUT_SETTINGS
     }
     if settings.WATERMARK:
         values["WATERMARK"] = [
             *(getattr(settings, name) for name in WATERMARK_SETTINGS),
             watermark_version,
+        ]
+    if settings.EXTENSIONS:
+        values["EXTENSIONS"] = [
+            [*extension.names, extension.after, extension.version]
+            for extension in settings.EXTENSIONS
         ]
     return output_fingerprint_of(values)
 

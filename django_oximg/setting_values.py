@@ -1,9 +1,9 @@
 """The complex settings read into their values, and every value checked against its type.
 
 :mod:`django_oximg.conf` builds the settings; what takes more than a type
-check to read (a dict of lists, a tag's keywords) is read here, raising
-``ImproperlyConfigured`` that names the setting. Nothing here touches
-``django.conf.settings``: ``conf`` hands each value in.
+check to read (a dict of lists, dotted paths to import, a tag's keywords)
+is read here, raising ``ImproperlyConfigured`` that names the setting.
+Nothing here touches ``django.conf.settings``: ``conf`` hands each value in.
 """
 
 from __future__ import annotations
@@ -15,6 +15,49 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.module_loading import import_string
+
+from django_oximg.core.options import Extension
+from django_oximg.core.options.extensions import problems
+
+
+class InvalidExtension(ImproperlyConfigured):
+    """``EXTENSIONS`` names something that cannot serve (system check ``oximg.E030``)."""
+
+
+def extensions(value: Any) -> tuple[Extension, ...]:
+    """``EXTENSIONS``: each dotted path imported, and the list checked as one site's.
+
+    An extension's long name is also a keyword of the tags, so it may not
+    be one of theirs (:data:`~django_oximg.arguments.KEYWORDS`, imported
+    here only when a site has extensions).
+    """
+    paths = (value,) if isinstance(value, str) else value
+    if not isinstance(paths, list | tuple) or not all(isinstance(p, str) for p in paths):
+        raise InvalidExtension(
+            f"OXIMG: EXTENSIONS must be a list of dotted paths to extensions, not {value!r}."
+        )
+    if not paths:
+        return ()
+    from django_oximg.arguments import KEYWORDS
+
+    loaded = []
+    for path in paths:
+        try:
+            loaded.append(import_string(path))
+        except ImportError as exc:
+            message = f"OXIMG: EXTENSIONS: {path!r} cannot be imported: {exc}"
+            raise InvalidExtension(message) from exc
+    found = problems(loaded)
+    found += [
+        f"{extension.name!r} is a keyword of the tags"
+        for extension in loaded
+        if isinstance(extension, Extension) and extension.name in KEYWORDS
+    ]
+    if found:
+        raise InvalidExtension(f"OXIMG: EXTENSIONS: {'; '.join(found)}.")
+    return tuple(loaded)
+
 
 #: A width-list name; it cannot start with a digit, which starts a literal list.
 SRCSET_NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
@@ -45,11 +88,12 @@ def srcset_widths(
     return types.MappingProxyType(merged)
 
 
-def tag_defaults(value: Any) -> Mapping[str, Any]:
+def tag_defaults(value: Any, extensions: tuple[Extension, ...]) -> Mapping[str, Any]:
     """``TAG_DEFAULTS`` checked as a tag's keywords are (a read-only copy).
 
-    The tags' argument module is imported here, not at the top: the
-    thumbnail server reads these settings too, and never needs it.
+    ``extensions`` are the site's, whose keywords it may give. The tags'
+    argument module is imported here, not at the top: the thumbnail server
+    reads these settings too, and never needs it.
     """
     from django_oximg.arguments import NOT_DEFAULTS, ThumbnailError, tag_options
 
@@ -62,7 +106,7 @@ def tag_defaults(value: Any) -> Mapping[str, Any]:
             why = NOT_DEFAULTS[name]
             raise ImproperlyConfigured(f"OXIMG: TAG_DEFAULTS cannot set {name}: {why}.")
     try:
-        tag_options("1", value)
+        tag_options("1", value, extensions)
     except ThumbnailError as exc:
         raise ImproperlyConfigured(f"OXIMG: TAG_DEFAULTS: {exc}.") from exc
     return types.MappingProxyType(dict(value))
