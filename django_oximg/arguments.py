@@ -3,14 +3,15 @@
 One place decides what ``{% thumbnail %}``, :func:`~django_oximg.thumbnails.get_thumbnail`,
 the ``TAG_DEFAULTS`` setting and the compile-time checks accept, and says
 what is wrong in words a template author can act on. Nothing here reads
-settings, storages or images: callers pass the presets they know, so the
-module is cheap to import from ``conf`` and from the tag library.
+settings, storages or images: callers pass the presets and the site's
+extensions they know, so the module is cheap to import from ``conf`` and
+from the tag library.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from django_oximg.core.errors import InvalidOptions
@@ -18,11 +19,13 @@ from django_oximg.core.options import (
     FORMAT_NAMES,
     OUTPUT_FORMATS,
     QUALITY_MODES,
+    Extension,
     Gravity,
     Options,
     Watermark,
     parse_path,
 )
+from django_oximg.core.options.extensions import entries_with
 from django_oximg.focal import FocalPoint, InvalidFocalPoint, parse_focal_point
 
 
@@ -121,9 +124,14 @@ NOT_DEFAULTS = {
 }
 
 
-def unknown_keyword_error(names: Iterable[str]) -> ThumbnailError | None:
-    """The error for keywords the tag does not know, with a hint for known peers' ones."""
-    unknown = sorted(set(names) - KEYWORDS)
+def unknown_keyword_error(
+    names: Iterable[str], extensions: Sequence[Extension] = ()
+) -> ThumbnailError | None:
+    """The error for keywords the tag does not know, with a hint for known peers' ones.
+
+    Each of the site's ``extensions`` is a keyword by its long name.
+    """
+    unknown = sorted(set(names) - KEYWORDS - {extension.name for extension in extensions})
     if not unknown:
         return None
     hints = [f"{name}: {UNSUPPORTED[name]}" for name in unknown if name in UNSUPPORTED]
@@ -131,15 +139,18 @@ def unknown_keyword_error(names: Iterable[str]) -> ThumbnailError | None:
     return ThumbnailError(f"{message} ({'; '.join(hints)})" if hints else message)
 
 
-def tag_options(geometry: str, kwargs: Mapping[str, Any]) -> Options:
+def tag_options(
+    geometry: str, kwargs: Mapping[str, Any], extensions: Sequence[Extension] = ()
+) -> Options:
     """Translate sorl-thumbnail style arguments into :class:`Options`.
 
     ``geometry`` may be "" when ``kwargs`` names a ``preset`` (which then
     gives the size). The format is left empty unless the tag names one;
     values are checked here so a typo is a :class:`ThumbnailError` naming
-    it, not a bare ``ValueError``.
+    it, not a bare ``ValueError``. ``extensions`` are the site's
+    (``OXIMG["EXTENSIONS"]``), whose long names are keywords too.
     """
-    error = unknown_keyword_error(kwargs)
+    error = unknown_keyword_error(kwargs, extensions)
     if error is not None:
         raise error
     if not str(geometry).strip() and kwargs.get("preset"):
@@ -170,7 +181,31 @@ def tag_options(geometry: str, kwargs: Mapping[str, Any]) -> Options:
     sizing(kwargs.get("sizing"))
     if kwargs.get("quality_mode"):
         options = options._replace(quality_mode=quality_mode(kwargs["quality_mode"]))
-    return effect_keywords(options, kwargs)
+    options = effect_keywords(options, kwargs)
+    return extension_keywords(options, kwargs, extensions) if extensions else options
+
+
+def extension_keywords(
+    options: Options, kwargs: Mapping[str, Any], extensions: Sequence[Extension]
+) -> Options:
+    """The site's options given as keywords, read as a URL's arguments are.
+
+    A value is its text in a URL: ``sepia=0.8`` is ``sepia:0.8``, a
+    list or tuple gives several arguments (``["a", 2]`` is ``:a:2``), as
+    does text with ":". None leaves the option out.
+    """
+    entries = options.extensions
+    for extension in extensions:
+        value = kwargs.get(extension.name)
+        if value is None:
+            continue
+        args = [str(v) for v in value] if isinstance(value, list | tuple) else str(value).split(":")
+        try:
+            read = extension.arguments.read(args)
+        except ValueError as exc:
+            raise ThumbnailError(f"bad {extension.name} {value!r}: {exc}") from exc
+        entries = entries_with(entries, extension, read)
+    return options._replace(extensions=entries)
 
 
 def quality_mode(value: Any) -> str:
@@ -371,16 +406,18 @@ def check_arguments(
     literals: Mapping[str, Any],
     presets: Mapping[str, str],
     sizes: Collection[str] = (),
+    extensions: Sequence[Extension] = (),
 ) -> None:
     """Raise :class:`ThumbnailError` for what is already wrong in a tag as written.
 
     ``geometry`` is the literal geometry, or None when a variable gives it;
     ``names`` are all keywords written, ``literals`` the values written as
     literals; ``sizes`` the names of declared sizes, which a geometry may
-    name. Whatever variables give is checked when the tag renders.
+    name; ``extensions`` the site's. Whatever variables give is checked
+    when the tag renders.
     """
     names = set(names)
-    error = unknown_keyword_error(names)
+    error = unknown_keyword_error(names, extensions)
     if error is not None:
         raise error
     if geometry is not None:
@@ -395,13 +432,13 @@ def check_arguments(
             raise ThumbnailError(
                 f"bad geometry {geometry!r}: use 'WxH', 'W' or 'xH', or a preset name"
             )
-    tag_options("1", literals)
+    tag_options("1", literals, extensions)
     preset = literals.get("preset")
     if preset and not preset_is_known(str(preset), presets):
         raise ThumbnailError(f"unknown preset {preset!r}: add it to OXIMG['PRESETS']")
     if literals.get("options"):
         raw = str(literals["options"]).strip("/")
         try:
-            parse_path(f"/{raw}/plain/x", presets)
+            parse_path(f"/{raw}/plain/x", presets, extensions=extensions)
         except InvalidOptions as exc:
             raise ThumbnailError(f"bad options {raw!r}: {exc.detail}") from exc

@@ -32,6 +32,10 @@
   ``RENDER_AHEAD_BACKEND`` is not in ``TASKS``.
 * ``oximg.W020`` sizes are declared and their backend runs tasks at once
   (``ImmediateBackend``): the request that saves a file renders every size.
+* ``oximg.E030`` ``EXTENSIONS`` names something that cannot serve: a path
+  that does not import, an object that is no ``Extension``, a name another
+  option or a tag keyword has, an unknown place, a default that does not
+  read back, parts a child process cannot import (lambdas).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
 from django_oximg import conf
+from django_oximg.setting_values import InvalidExtension
 
 
 def register() -> None:
@@ -76,6 +81,10 @@ def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckM
         )
     try:
         settings = conf.build_settings(raw)
+    except InvalidExtension as exc:
+        hint = "See docs/extensions.md for what an extension declares."
+        messages.append(checks.Error(str(exc), hint=hint, id="oximg.E030"))
+        return messages
     except ImproperlyConfigured as exc:
         messages.append(checks.Error(str(exc), id="oximg.E001"))
         return messages
@@ -405,7 +414,8 @@ def declared_size_problems(
     for size in sizes:
         kwargs = size.kwargs
         try:
-            tag_options(size.geometry or ("" if kwargs.get("preset") else "1"), kwargs)
+            geometry = size.geometry or ("" if kwargs.get("preset") else "1")
+            tag_options(geometry, kwargs, settings.EXTENSIONS)
         except ThumbnailError as exc:
             problems.append(f"{target}: {size.text!r}: {exc}")
             continue

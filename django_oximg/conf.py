@@ -18,7 +18,6 @@ import itertools
 import re
 import sys
 import types
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,11 +26,13 @@ from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.crypto import salted_hmac
 
+from django_oximg import setting_values
 from django_oximg.core import defaults
 from django_oximg.core.errors import InvalidOptions
 from django_oximg.core.keys import output_fingerprint as output_fingerprint_of
-from django_oximg.core.options import OPTION_NAMES, OUTPUT_FORMATS, parse_path
+from django_oximg.core.options import OPTION_NAMES, OUTPUT_FORMATS, Extension, parse_path
 from django_oximg.core.signing import pairs_from_hex
+from django_oximg.setting_values import check_type
 
 
 @dataclass(frozen=True)
@@ -356,6 +357,17 @@ class OximgSettings:
     """Multiplies the opacity every ``wm`` URL asks for (0 to 1), as
     imgproxy's ``IMGPROXY_WATERMARK_OPACITY``."""
 
+    EXTENSIONS: tuple[Extension, ...] = ()
+    """The site's own processing options and steps: dotted paths to
+    ``Extension`` objects (``["myapp.thumbnails.SEPIA"]``), each an option
+    URLs and presets may use (``sep:0.8``), a keyword of the tags
+    (``sepia=0.8``) and a function ``(image, value) -> image`` run at its
+    place among the pipeline's steps. Each is imported and checked at
+    start-up (``manage.py check``, ``oximg.E030``). Their names, places and
+    ``version`` strings are part of the output fingerprint: bump an
+    extension's ``version`` when its step's output changes, and every cache
+    key and tag URL changes with it. See docs/extensions.md."""
+
     CLIENT_HINTS: bool = False
     """Let the browser's client hints set a URL's ``dpr`` and ``width``
     (``Sec-CH-DPR``/``DPR``, ``Sec-CH-Width``/``Width``) where the URL and
@@ -431,12 +443,16 @@ OUTPUT_SETTINGS = (
     "AUTO_FORMAT",
     "WATERMARK",
     "WATERMARK_OPACITY",
+    "EXTENSIONS",
 )
 
 #: Output settings that matter only with a ``WATERMARK``: in the fingerprint
 #: with the watermark's content, and not at all while it is empty, so a site
 #: without one keeps the fingerprint (and every key and URL) it had.
 WATERMARK_SETTINGS = ("WATERMARK", "WATERMARK_OPACITY")
+
+#: Output settings that :func:`output_fingerprint` writes its own way.
+SPECIAL_OUTPUT_SETTINGS = (*WATERMARK_SETTINGS, "EXTENSIONS")
 
 #: Keys whose value may be given as one string or a list of strings.
 LIST_KEYS = ("KEY", "SALT", "HTTP_SOURCES", "ALLOWED_PROCESSING_OPTIONS")
@@ -500,19 +516,21 @@ def build_settings(raw: Mapping[str, Any]) -> OximgSettings:
 
     Unknown keys are skipped here: the system check ``oximg.E002`` reports
     them, so a typo is loud at ``manage.py check`` without breaking imports.
+    The extensions are loaded first: the presets and the tags' defaults may
+    use their options.
     """
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = {"EXTENSIONS": setting_values.extensions(raw.get("EXTENSIONS", ()))}
     for name, value in raw.items():
-        if name not in OximgSettings.__annotations__:
+        if name not in OximgSettings.__annotations__ or name == "EXTENSIONS":
             continue
         if name == "SRCSET_WIDTHS":
-            values[name] = srcset_widths(value)
+            values[name] = setting_values.srcset_widths(value, default_of(name))
             continue
         if name == "TAG_DEFAULTS":
-            values[name] = tag_defaults(value)
+            values[name] = setting_values.tag_defaults(value, values["EXTENSIONS"])
             continue
         if name == "RENDER_AHEAD":
-            values[name] = render_ahead(value)
+            values[name] = setting_values.render_ahead(value)
             continue
         if name in LIST_KEYS and isinstance(value, str):
             value = (value,)
@@ -532,137 +550,6 @@ def build_settings(raw: Mapping[str, Any]) -> OximgSettings:
     result = OximgSettings(**values)
     _validate(result)
     return result
-
-
-#: A width-list name; it cannot start with a digit, which starts a literal list.
-SRCSET_NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
-
-
-def srcset_widths(value: Any) -> Mapping[str, tuple[int, ...]]:
-    """``SRCSET_WIDTHS`` checked, each list sorted without repeats, merged over the default."""
-    message = "OXIMG: SRCSET_WIDTHS must be a dict of name -> list of positive integers"
-    if not isinstance(value, Mapping):
-        raise ImproperlyConfigured(f"{message}, not {value!r}.")
-    merged = dict(OximgSettings().SRCSET_WIDTHS)
-    for name, widths in value.items():
-        if not isinstance(name, str) or not SRCSET_NAME_PATTERN.fullmatch(name):
-            raise ImproperlyConfigured(
-                f"OXIMG: SRCSET_WIDTHS name {name!r} must be letters, digits, '_' or '-', "
-                "not starting with a digit."
-            )
-        valid = (
-            isinstance(widths, list | tuple)
-            and widths
-            and all(isinstance(w, int) and not isinstance(w, bool) and w > 0 for w in widths)
-        )
-        if not valid:
-            raise ImproperlyConfigured(f"{message}; {name!r} is {widths!r}.")
-        merged[name] = tuple(sorted(set(widths)))
-    return types.MappingProxyType(merged)
-
-
-def tag_defaults(value: Any) -> Mapping[str, Any]:
-    """``TAG_DEFAULTS`` checked as a tag's keywords are (a read-only copy).
-
-    The tags' argument module is imported here, not at the top: the
-    thumbnail server reads these settings too, and never needs it.
-    """
-    from django_oximg.arguments import NOT_DEFAULTS, ThumbnailError, tag_options
-
-    if not isinstance(value, Mapping):
-        raise ImproperlyConfigured(f"OXIMG: TAG_DEFAULTS must be a dict, not {value!r}.")
-    for name in value:
-        if not isinstance(name, str):
-            raise ImproperlyConfigured(f"OXIMG: TAG_DEFAULTS keys must be strings, not {name!r}.")
-        if name in NOT_DEFAULTS:
-            why = NOT_DEFAULTS[name]
-            raise ImproperlyConfigured(f"OXIMG: TAG_DEFAULTS cannot set {name}: {why}.")
-    try:
-        tag_options("1", value)
-    except ThumbnailError as exc:
-        raise ImproperlyConfigured(f"OXIMG: TAG_DEFAULTS: {exc}.") from exc
-    return types.MappingProxyType(dict(value))
-
-
-#: A ``RENDER_AHEAD`` key: ``app_label.Model.field``.
-RENDER_AHEAD_TARGET = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_]\w*")
-
-
-def render_ahead(value: Any) -> Mapping[str, tuple[tuple[str, str], ...]]:
-    """``RENDER_AHEAD`` in one shape: each field's ``(name, size)`` pairs ("" when unnamed).
-
-    Only the shape is checked here; that each field exists and each size
-    is one the tag takes is the system check's (``oximg.E020``), which
-    can look the models up.
-    """
-    if not isinstance(value, Mapping):
-        raise ImproperlyConfigured(f"OXIMG: RENDER_AHEAD must be a dict, not {value!r}.")
-    found = {}
-    for target, sizes in value.items():
-        if not isinstance(target, str) or not RENDER_AHEAD_TARGET.fullmatch(target):
-            raise ImproperlyConfigured(
-                f"OXIMG: RENDER_AHEAD keys are 'app_label.Model.field', not {target!r}."
-            )
-        try:
-            found[target] = size_pairs(sizes)
-        except ValueError as exc:
-            raise ImproperlyConfigured(f"OXIMG: RENDER_AHEAD[{target!r}]: {exc}.") from exc
-    return types.MappingProxyType(found)
-
-
-def size_pairs(sizes: Any) -> tuple[tuple[str, str], ...]:
-    """A list of sizes, or a dict of names to sizes, as ``(name, size)`` pairs."""
-    if isinstance(sizes, Mapping):
-        pairs = tuple(sizes.items())
-    elif isinstance(sizes, list | tuple):
-        pairs = tuple(("", size) for size in sizes)
-    else:
-        raise ValueError(f"a list of sizes or a dict of names to sizes, not {sizes!r}")
-    for name, size in pairs:
-        if not isinstance(name, str) or not isinstance(size, str) or not size.strip():
-            raise ValueError(f"sizes and their names are strings, not {name!r}: {size!r}")
-    return pairs
-
-
-def check_type(name: str, value: Any, hint: Any) -> None:
-    """Refuse a value of the wrong type, naming the key (a str for an int, ...)."""
-    origin = typing.get_origin(hint) or hint
-    args = typing.get_args(hint)
-    if origin is typing.Literal:
-        ok = value in args
-    elif origin is tuple:
-        ok = isinstance(value, tuple) and all(isinstance(item, str) for item in value)
-    elif origin is Mapping:
-        ok = isinstance(value, Mapping) and all(
-            isinstance(key, str) and _is_instance(item, args[1]) for key, item in value.items()
-        )
-    else:
-        ok = _is_instance(value, origin)
-    if not ok:
-        raise ImproperlyConfigured(f"OXIMG: {name} must be {_type_name(hint)}, not {value!r}.")
-
-
-def _is_instance(value: Any, kind: type) -> bool:
-    """``isinstance`` where a bool is not an int, and an int is a float."""
-    if isinstance(value, bool):
-        return kind is bool
-    if kind is float:
-        return isinstance(value, int | float)
-    return isinstance(value, kind)
-
-
-#: How an error message names the expected type.
-TYPE_NAMES = {int: "an integer", float: "a number", bool: "True or False", str: "a string"}
-
-
-def _type_name(hint: Any) -> str:
-    if typing.get_origin(hint) is typing.Literal:
-        return "one of " + ", ".join(map(repr, typing.get_args(hint)))
-    if typing.get_origin(hint) is tuple:
-        return "a string or a list of strings"
-    if typing.get_origin(hint) is Mapping:
-        return f"a dict with {TYPE_NAMES[typing.get_args(hint)[1]].split()[-1]} values"
-    return TYPE_NAMES[hint]
 
 
 def _validate(conf: OximgSettings) -> None:
@@ -696,7 +583,8 @@ def _validate(conf: OximgSettings) -> None:
         raise ImproperlyConfigured("OXIMG: JPEG_SHRINK_MARGIN must be between 1 and 8.")
     if not 0 <= conf.WATERMARK_OPACITY <= 1:
         raise ImproperlyConfigured("OXIMG: WATERMARK_OPACITY must be between 0 and 1.")
-    unknown = sorted(set(conf.ALLOWED_PROCESSING_OPTIONS) - OPTION_NAMES)
+    names = OPTION_NAMES.union(*(extension.names for extension in conf.EXTENSIONS))
+    unknown = sorted(set(conf.ALLOWED_PROCESSING_OPTIONS) - names)
     if unknown:
         raise ImproperlyConfigured(
             f"OXIMG: ALLOWED_PROCESSING_OPTIONS names unknown options: {', '.join(unknown)}."
@@ -705,7 +593,7 @@ def _validate(conf: OximgSettings) -> None:
         raise ImproperlyConfigured("OXIMG: METADATA_CACHE must name a cache in CACHES.")
     _validate_quality(conf.QUALITY)
     _validate_sources(conf.SOURCES)
-    _validate_presets(conf.PRESETS)
+    _validate_presets(conf.PRESETS, conf.EXTENSIONS)
     _validate_http_sources(conf.HTTP_SOURCES)
 
 
@@ -746,7 +634,7 @@ def _validate_http_sources(prefixes: tuple[str, ...]) -> None:
             raise ImproperlyConfigured(f"OXIMG: HTTP_SOURCES entry {prefix!r}: {exc}.") from exc
 
 
-def _validate_presets(presets: Mapping[str, str]) -> None:
+def _validate_presets(presets: Mapping[str, str], extensions: tuple[Extension, ...]) -> None:
     """Parse every preset now, so a typo fails at start-up rather than as a 400 per URL.
 
     As imgproxy does, an empty name (no URL can name it) and a value without
@@ -759,7 +647,7 @@ def _validate_presets(presets: Mapping[str, str]) -> None:
         if not any(segment.strip() for segment in value.split("/")):
             raise ImproperlyConfigured(f"OXIMG: PRESETS[{name!r}] is empty.")
         try:
-            parse_path(f"/pr:{name}/plain/x", presets)
+            parse_path(f"/pr:{name}/plain/x", presets, extensions=extensions)
         except InvalidOptions as exc:
             raise ImproperlyConfigured(f"OXIMG: PRESETS[{name!r}]: {exc.detail}.") from exc
 
@@ -787,15 +675,25 @@ def output_fingerprint(settings: OximgSettings, watermark_version: str = "") -> 
 
     ``watermark_version`` stands for the content of the ``WATERMARK`` image
     (the settings name it, but cannot say when the file changes); the
-    runtime reads it (``runtime.get_output_fingerprint``).
+    runtime reads it (``runtime.get_output_fingerprint``). An extension
+    stands for its code by its ``version``, beside its names and place;
+    its order counts (steps at one place run in it). Like the watermark,
+    no extensions add nothing, so a site without them keeps its keys.
     """
     values: dict[str, object] = {
-        name: getattr(settings, name) for name in OUTPUT_SETTINGS if name not in WATERMARK_SETTINGS
+        name: getattr(settings, name)
+        for name in OUTPUT_SETTINGS
+        if name not in SPECIAL_OUTPUT_SETTINGS
     }
     if settings.WATERMARK:
         values["WATERMARK"] = [
             *(getattr(settings, name) for name in WATERMARK_SETTINGS),
             watermark_version,
+        ]
+    if settings.EXTENSIONS:
+        values["EXTENSIONS"] = [
+            [*extension.names, extension.after, extension.version]
+            for extension in settings.EXTENSIONS
         ]
     return output_fingerprint_of(values)
 

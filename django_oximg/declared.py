@@ -32,6 +32,7 @@ from django.db.models import Model
 
 from django_oximg import conf
 from django_oximg.arguments import FLAGS, is_geometry
+from django_oximg.setting_values import size_pairs
 
 #: The model attribute declaring sizes: ``{"field": [sizes]}`` or ``{"field": {name: size}}``.
 MODEL_ATTRIBUTE = "oximg_render_ahead"
@@ -95,7 +96,7 @@ def model_declarations(model: type[Any]) -> dict[str, tuple[tuple[str, str], ...
             f"{model._meta.label}.{MODEL_ATTRIBUTE} must be a dict of field names to sizes"
         )
     try:
-        return {str(field): conf.size_pairs(sizes) for field, sizes in declared.items()}
+        return {str(field): size_pairs(sizes) for field, sizes in declared.items()}
     except ValueError as exc:
         raise ImproperlyConfigured(f"{model._meta.label}.{MODEL_ATTRIBUTE}: {exc}") from exc
 

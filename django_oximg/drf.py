@@ -70,7 +70,10 @@ class ThumbnailField(serializers.Field):  # type: ignore[misc]
         self.widths = widths
         self.thumbnail_options: Mapping[str, Any] = kwargs
         try:
-            check_arguments(self.geometry, kwargs, kwargs, conf.get_settings().PRESETS)
+            settings = conf.get_settings()
+            check_arguments(
+                self.geometry, kwargs, kwargs, settings.PRESETS, extensions=settings.EXTENSIONS
+            )
             if widths is not None:
                 if "dpr" in kwargs:
                     raise ThumbnailError("srcset: dpr is not allowed; the w descriptors cover it")

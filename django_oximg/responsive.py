@@ -188,7 +188,8 @@ def plan_sizes(source: Any, geometry: str, widths: Any, kwargs: Mapping[str, Any
     box = parse_geometry(geometry)
     requested = widths_of(widths)
     source_string = source_name(source)
-    tag_options(str(geometry), dict(kwargs))  # a bad keyword fails before any read
+    # A bad keyword fails before any read.
+    tag_options(str(geometry), dict(kwargs), conf.get_settings().EXTENSIONS)
     metadata = source_metadata(source_string)
     widest = widest_keeping_shape(metadata, box, kwargs)
     default_width = box[0] if widest is None or box[0] <= widest else widest

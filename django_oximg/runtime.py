@@ -192,6 +192,7 @@ def thumbnailer_config(
             watermark=watermark,
             watermark_opacity=settings.WATERMARK_OPACITY,
             quality_mode=settings.QUALITY_MODE,
+            extensions=settings.EXTENSIONS,
         ),
         presets=dict(settings.PRESETS),
         allow_unsigned=settings.ALLOW_UNSIGNED,

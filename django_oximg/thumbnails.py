@@ -53,6 +53,8 @@ from django_oximg.core.options import (
     ANY_URL,
     FORMAT_NAMES,
     Options,
+    ParsedPath,
+    URLRules,
     build_path,
     parse_path,
 )
@@ -235,7 +237,7 @@ def make_thumbnail(
     exact = exact_size_options(arithmetic, meta.width, meta.height, meta.orientation, effective)
     if exact is not None:
         options = options._replace(**exact)
-        effective = effective_options(request.prefix, options, settings.PRESETS)
+        effective = effective_options(request.prefix, options, settings)
     version = url_version(meta.version, effective, source_string)
     options = options._replace(cachebuster=version)
     path = request.prefix + build_path(options, source_string, encode=encoding_for(source_string))
@@ -281,7 +283,7 @@ def check_servable(path: str, effective: Options, settings: conf.OximgSettings) 
     if rules == ANY_URL:
         return  # the path without its cachebuster was parsed as the server parses it
     try:
-        parse_path(path, settings.PRESETS, rules)
+        site_parse(path, settings, rules)
     except InvalidOptions as exc:
         raise ThumbnailError(f"the server would refuse this URL: {exc.public}") from exc
 
@@ -366,16 +368,15 @@ def url_request(
 
 def _url_request(geometry: str, kwargs: dict[str, Any], fallback_format: str) -> UrlRequest:
     settings = conf.get_settings()
-    options = tag_options(geometry, kwargs)
+    options = tag_options(geometry, kwargs, settings.EXTENSIONS)
     prefix = hint_pins(settings) + option_prefix(kwargs)
-    presets = settings.PRESETS
     point = focal_point(kwargs.get("focal_point"))
-    if point is not None and kwargs.get("crop") is None and crops_without_gravity(prefix, presets):
+    if point is not None and kwargs.get("crop") is None and crops_without_gravity(prefix, settings):
         options = options._replace(gravity=focal_gravity(point))
-    effective = effective_options(prefix, options, presets)
+    effective = effective_options(prefix, options, settings)
     if not effective.format and fallback_format:
         options = options._replace(format=fallback_format)
-        effective = effective_options(prefix, options, presets)
+        effective = effective_options(prefix, options, settings)
     return UrlRequest(prefix, options, effective._replace(cachebuster=""))
 
 
@@ -386,13 +387,13 @@ PLACEHOLDER_SOURCE = "x"
 FILLING = frozenset({"fill", "fill-down"})
 
 
-def crops_without_gravity(prefix: str, presets: Mapping[str, str]) -> bool:
+def crops_without_gravity(prefix: str, settings: conf.OximgSettings) -> bool:
     """Whether the presets and raw options before the tag's own crop without saying where.
 
     A preset such as ``"rs:fill:400:300"`` crops at the default gravity, so
     a focal point should place it; one that names a gravity (``g:sm``) keeps it.
     """
-    parsed = parse_path(f"{prefix}/plain/{PLACEHOLDER_SOURCE}", presets)
+    parsed = site_parse(f"{prefix}/plain/{PLACEHOLDER_SOURCE}", settings)
     return parsed.options.resizing_type in FILLING and "gravity" not in parsed.assigned
 
 
@@ -404,14 +405,19 @@ def option_prefix(kwargs: dict[str, Any]) -> str:
     return "".join(f"/{segment}" for segment in segments)
 
 
-def effective_options(prefix: str, options: Options, presets: Mapping[str, str]) -> Options:
+def effective_options(prefix: str, options: Options, settings: conf.OximgSettings) -> Options:
     """The options a server will apply for the URL of ``options`` after ``prefix``.
 
     The path is parsed back exactly as the server will parse it, so the size
     is computed from what will be served, presets and raw options included.
     """
     path = prefix + build_path(options, PLACEHOLDER_SOURCE)
-    return parse_path(path, presets).options
+    return site_parse(path, settings).options
+
+
+def site_parse(path: str, settings: conf.OximgSettings, rules: URLRules = ANY_URL) -> ParsedPath:
+    """``path`` parsed with the site's presets and extensions, as the server parses it."""
+    return parse_path(path, settings.PRESETS, rules, extensions=settings.EXTENSIONS)
 
 
 def url_version(source_version: str, effective: Options, source: str) -> str:
@@ -519,15 +525,15 @@ def url_at_resolution(thumbnail: Thumbnail | str, resolution: Any) -> str:
         raise ThumbnailError(f"bad resolution {resolution!r}: use '1.5x', '2x', ... up to '8x'")
     signature, path = split_signed_path(thumbnail_path(thumbnail))
     runtime.get_signer().verify(signature, path)
-    presets = conf.get_settings().PRESETS
-    parsed = parse_path(path, presets)
+    settings = conf.get_settings()
+    parsed = site_parse(path, settings)
     segments = path.removeprefix("/").split("/")
     # Options run up to the first segment without ":"; the source follows.
     count = next((i for i, segment in enumerate(segments) if ":" not in segment), len(segments))
     kept = [s for s in segments[:count] if not s.startswith(("cb:", "cachebuster:"))]
     options = [*kept, f"dpr:{parsed.options.dpr * factor:g}"]  # later options win
     source = segments[count:]
-    effective = parse_path("/" + "/".join([*options, *source]), presets).options
+    effective = site_parse("/" + "/".join([*options, *source]), settings).options
     version = url_version(source_metadata(parsed.source).version, effective, parsed.source)
     versioned = "/" + "/".join([*options, f"cb:{version}", *source])
     return url_prefix() + runtime.get_signer().signed_path(versioned)[1:]

@@ -16,6 +16,7 @@ from django_oximg.arguments import (
     tag_options,
 )
 from django_oximg.core.options import Gravity
+from tests.site_extensions import SEPIA, TINT
 
 
 @pytest.mark.parametrize(
@@ -149,3 +150,54 @@ def test_what_does_not_compile(
     with pytest.raises(ThumbnailError) as raised:
         check_arguments(geometry, names, literals, {"shop.card": "w:1"})
     assert words in str(raised.value)
+
+
+# -- a site's own options (OXIMG["EXTENSIONS"]) -------------------------------------------
+
+SITE = (SEPIA, TINT)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "entries"),
+    [
+        ({"sepia": 0.8}, (("sep", "0.8"),)),
+        ({"sepia": "0.80"}, (("sep", "0.8"),)),
+        ({"sepia": 1}, (("sep", "1"),)),
+        ({"sepia": 0}, ()),
+        ({"sepia": None}, ()),
+        ({"tint": "FF0000:0.5"}, (("tint", "ff0000:0.5"),)),
+        ({"tint": ("00ff00", 1)}, (("tint", "00ff00:1"),)),
+        ({"sepia": 0.5, "tint": ["0000ff", "0.25"]}, (("sep", "0.5"), ("tint", "0000ff:0.25"))),
+    ],
+)
+def test_an_extensions_long_name_is_a_keyword_read_as_its_url_text(
+    kwargs: dict[str, Any], entries: tuple[tuple[str, str], ...]
+) -> None:
+    assert tag_options("100", kwargs, SITE).extensions == entries
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"sepia": 1.5}, "bad sepia 1.5: not in 0..1"),
+        ({"sepia": "lots"}, "bad sepia 'lots': not a number"),
+        ({"tint": "red"}, "bad tint 'red': takes RRGGBB:strength"),
+        ({"sep": 0.5}, "unknown thumbnail keyword(s): sep"),
+    ],
+)
+def test_a_bad_extension_keyword_is_a_thumbnail_error(kwargs: dict[str, Any], words: str) -> None:
+    with pytest.raises(ThumbnailError) as raised:
+        tag_options("100", kwargs, SITE)
+    assert words in str(raised.value)
+
+
+def test_without_its_extension_the_keyword_is_unknown() -> None:
+    with pytest.raises(ThumbnailError, match=r"unknown thumbnail keyword\(s\): sepia"):
+        tag_options("100", {"sepia": 0.8})
+
+
+def test_templates_are_checked_against_the_sites_options() -> None:
+    check_arguments("100", {"sepia"}, {"sepia": 0.5}, {}, extensions=SITE)
+    check_arguments("100", {"options"}, {"options": "sep:0.5/w:4"}, {}, extensions=SITE)
+    with pytest.raises(ThumbnailError, match="bad options 'sep:7'"):
+        check_arguments("100", {"options"}, {"options": "sep:7"}, {}, extensions=SITE)

@@ -56,6 +56,26 @@ def test_e001_invalid_values(settings: Any, raw: dict[str, Any]) -> None:
     assert "OXIMG" in messages[0].msg
 
 
+@pytest.mark.parametrize(
+    "extensions",
+    [
+        ["tests.site_extensions.NOPE"],
+        ["tests.site_extensions.NOT_AN_EXTENSION"],
+        ["tests.site_extensions.LAMBDA_STEP"],
+        ["tests.site_extensions.TAG_KEYWORD"],
+        ["tests.site_extensions.SEPIA", "tests.site_extensions.SEPIA_V2"],
+    ],
+    ids=["import", "not-an-extension", "lambda", "tag-keyword", "twice"],
+)
+def test_e030_an_extension_that_cannot_serve(settings: Any, extensions: list[str]) -> None:
+    settings.OXIMG = {"KEY": KEY, "SALT": SALT, "EXTENSIONS": extensions}
+    messages = oximg_messages()
+    assert ids(messages) == ["oximg.E030"]
+    assert messages[0].msg.startswith("OXIMG: EXTENSIONS: ")
+    settings.OXIMG = {"KEY": KEY, "SALT": SALT, "EXTENSIONS": ["tests.site_extensions.SEPIA"]}
+    assert oximg_messages() == []
+
+
 def test_e001_oximg_is_not_a_dict(settings: Any) -> None:
     settings.OXIMG = "KEY=abc"
     assert ids(oximg_messages()) == ["oximg.E001"]

@@ -353,6 +353,7 @@ OUTPUT_CHANGES: dict[str, tuple[Any, str, str]] = {
     "AUTO_FORMAT": (False, "/w:50/plain/a.jpg", "image/webp,*/*"),
     "WATERMARK": ("mark.png", "/w:50/plain/a.jpg@jpeg", ""),
     "WATERMARK_OPACITY": (0.5, "/w:50/plain/a.jpg@jpeg", ""),
+    "EXTENSIONS": (["tests.site_extensions.SEPIA"], "/w:50/plain/a.jpg@jpeg", ""),
     # Through the options they expand to, not the fingerprint.
     "PRESETS": ({"p": "w:60"}, "/pr:p/plain/a.jpg@jpeg", ""),
     "CLIENT_HINTS": (True, "/plain/a.jpg@jpeg", ""),
@@ -532,6 +533,80 @@ def test_the_fingerprint_is_stable_across_processes() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT
     ).stdout.strip()
     assert printed == conf.output_fingerprint(OximgSettings(KEY=("00",), SALT=("00",)))
+
+
+# -- EXTENSIONS ---------------------------------------------------------------------------
+
+SEPIA = "tests.site_extensions.SEPIA"
+TINT = "tests.site_extensions.TINT"
+
+
+def test_extensions_are_imported_in_their_order() -> None:
+    from tests import site_extensions
+
+    built = build_settings(with_key(EXTENSIONS=[TINT, SEPIA]))
+    assert built.EXTENSIONS == (site_extensions.TINT, site_extensions.SEPIA)
+    assert build_settings(with_key(EXTENSIONS=SEPIA)).EXTENSIONS == (site_extensions.SEPIA,)
+
+
+@pytest.mark.parametrize(
+    ("extensions", "other"),
+    [
+        ([SEPIA], ["tests.site_extensions.SEPIA_V2"]),
+        ([SEPIA, TINT], [TINT, SEPIA]),
+        ([SEPIA], ["tests.site_extensions.SEPIA_AFTER_COLOUR"]),
+    ],
+    ids=["version", "order", "place"],
+)
+def test_an_extensions_version_order_and_place_change_the_fingerprint(
+    extensions: list[str], other: list[str]
+) -> None:
+    def fingerprint(paths: list[str]) -> str:
+        return conf.output_fingerprint(build_settings(with_key(EXTENSIONS=paths)))
+
+    assert fingerprint(extensions) != fingerprint(other)
+    assert fingerprint(extensions) == fingerprint(list(extensions))
+
+
+def test_without_extensions_the_fingerprint_is_what_it_was() -> None:
+    assert conf.output_fingerprint(build_settings(with_key(EXTENSIONS=[]))) == (
+        conf.output_fingerprint(build_settings(with_key()))
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"sepia": SEPIA}, "must be a list of dotted paths"),
+        ([SEPIA, 3], "must be a list of dotted paths"),
+        (["tests.site_extensions.NOPE"], "cannot be imported"),
+        (["tests.no_such_module.SEPIA"], "cannot be imported"),
+        (["tests.site_extensions.TAG_KEYWORD"], "'upscale' is a keyword of the tags"),
+        (["tests.site_extensions.TAKEN_NAME"], "'blur' is already an option's name"),
+    ],
+)
+def test_extensions_that_cannot_serve_are_refused(value: Any, message: str) -> None:
+    from django_oximg.setting_values import InvalidExtension
+
+    with pytest.raises(InvalidExtension, match=message):
+        build_settings(with_key(EXTENSIONS=value))
+
+
+def test_presets_tag_defaults_and_allowed_options_may_name_an_extensions_option() -> None:
+    raw = with_key(
+        EXTENSIONS=[SEPIA],
+        PRESETS={"old": "sep:0.9"},
+        TAG_DEFAULTS={"sepia": 0.2},
+        ALLOWED_PROCESSING_OPTIONS=["w", "sep"],
+    )
+    built = build_settings(raw)
+    assert built.TAG_DEFAULTS == {"sepia": 0.2}
+    for name, value in (("PRESETS", {"old": "sep:2"}), ("TAG_DEFAULTS", {"sepia": 2})):
+        with pytest.raises(ImproperlyConfigured, match="sepia"):
+            build_settings({**raw, name: value})
+    without = {key: value for key, value in raw.items() if key != "EXTENSIONS"}
+    with pytest.raises(ImproperlyConfigured):
+        build_settings(without)
 
 
 @pytest.mark.parametrize(

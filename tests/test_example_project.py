@@ -54,6 +54,7 @@ DEMO_IDS = {
     "animated",
     "portrait",
     "responsive",
+    "sepia",
 }
 
 #: The figure whose source is missing: it shows the tag's {% empty %} branch.
@@ -477,6 +478,23 @@ def test_auto_format_is_negotiated_by_accept(server: str, page: GalleryPage) -> 
     for response in (modern, legacy):
         assert "accept" in response.headers.get("vary", "").lower()
         assert decode(response.body).width == int(page.images["auto"]["width"])
+
+
+def test_the_sites_own_sepia_option_tones_the_photo(
+    page: GalleryPage, thumbnails: dict[str, Fetched]
+) -> None:
+    """``sepia=0.8`` (gallery/extensions.py): the blue sky of the plain fit turns warm."""
+    assert "/sep:0.8/" in page.images["sepia"]["src"]
+    toned, plain = decode(thumbnails["sepia"].body), decode(thumbnails["fit"].body)
+    assert (toned.width, toned.height) == (plain.width, plain.height)
+    assert toned[0].avg() > toned[1].avg() > toned[2].avg()
+
+    def warmth(image: pyvips.Image) -> float:
+        sky = image.crop(0, 0, image.width, image.height // 4)
+        return float(sky[0].avg() - sky[2].avg())
+
+    assert warmth(plain) < 0  # blue
+    assert warmth(toned) > warmth(plain) + 40
 
 
 def test_transparency_survives(thumbnails: dict[str, Fetched]) -> None:

@@ -20,10 +20,10 @@ import pyvips
 
 from django_oximg.core import pipeline
 from django_oximg.core.errors import InvalidImage, ProcessingTimeout
-from django_oximg.core.options import Options
+from django_oximg.core.options import Options, parse_path
 from django_oximg.core.pipeline.isolated import outcome, render_isolated
 from django_oximg.core.pipeline.render import render_here
-from tests import images
+from tests import images, site_extensions
 
 SETTINGS = pipeline.RenderSettings()
 
@@ -69,6 +69,20 @@ def test_the_child_gives_the_bytes_this_process_gives(
     here = render_here(data, replace(plan, isolated=False), SETTINGS, None)
     there = pipeline.render(data, options, fmt, SETTINGS, plan=plan)
     assert there == here
+
+
+def test_a_sites_step_runs_in_the_child_as_here() -> None:
+    """The child gets the extension by pickling and imports its module (no Django)."""
+    settings = pipeline.RenderSettings(extensions=(site_extensions.SEPIA,))
+    options = parse_path("/w:200/sep:0.9/plain/x", extensions=settings.extensions).options
+    data = images.jpeg(400, 300)
+    plan = replace(
+        pipeline.plan_render(pipeline.probe(data), options, "png", settings), isolated=True
+    )
+    here = render_here(data, replace(plan, isolated=False), settings, None)
+    there = pipeline.render(data, options, "png", settings, plan=plan)
+    assert there == here
+    assert there != pipeline.render(data, options._replace(extensions=()), "png", SETTINGS)
 
 
 @pytest.mark.parametrize("fmt", ["avif", "gif"])

@@ -25,9 +25,18 @@ from django_oximg.core.errors import (
     UnsupportedFormat,
 )
 from django_oximg.core.geometry import plan_geometry
-from django_oximg.core.options import OUTPUT_FORMATS, RESIZING_TYPES, Crop, Gravity, Options
+from django_oximg.core.options import (
+    OUTPUT_FORMATS,
+    RESIZING_TYPES,
+    Crop,
+    Extension,
+    Gravity,
+    Options,
+    parse_path,
+)
 from django_oximg.core.pipeline import steps
 from django_oximg.core.pipeline.steps.step import Step
+from tests import site_extensions
 from tests.images import credited_jpeg
 
 SETTINGS = pipeline.RenderSettings()
@@ -1091,3 +1100,119 @@ def test_a_png_crop_is_decoded_whole() -> None:
     options = Options(crop=Crop(1200, 900), width=100)
     plan = pipeline.plan_render(pipeline.probe(data), options, "png", SETTINGS)
     assert crop_shrink(plan, SETTINGS) == 1
+
+
+# --- a site's own steps (OXIMG["EXTENSIONS"]) ------------------------------------------
+
+#: The tests' tint (after ``colour``) and sepia (after ``pixelate``).
+SITE = pipeline.RenderSettings(extensions=(site_extensions.TINT, site_extensions.SEPIA))
+
+
+def site_options(segments: str, settings: pipeline.RenderSettings = SITE) -> Options:
+    return parse_path(f"/{segments}/plain/x", extensions=settings.extensions).options
+
+
+def site_render(
+    data: bytes, segments: str, settings: pipeline.RenderSettings = SITE, fmt: str = "png"
+) -> pyvips.Image:
+    return decode(pipeline.render(data, site_options(segments, settings), fmt, settings).data)
+
+
+def grey() -> bytes:
+    return png(flat(40, 30, (128, 128, 128)))
+
+
+def test_the_places_a_site_may_name_are_the_pipelines_steps_from_colour_on() -> None:
+    from django_oximg.core.options.extensions import PLACES, STEP_NAMES
+
+    assert tuple(name for name, _ in steps.NAMED_STEPS) == STEP_NAMES
+    assert dict(steps.NAMED_STEPS)["colour"] is steps.TO_SRGB
+    assert STEP_NAMES[STEP_NAMES.index("colour") :] == PLACES
+
+
+def test_a_sites_step_tones_a_grey_source_as_it_says() -> None:
+    toned = site_render(grey(), "w:20/sep:0.8")
+    red, green, blue = (toned[band] for band in range(3))
+    assert ((red > green) & (green > blue)).min() == 255  # every pixel
+    # 128 * (0.2 + 0.8 * the matrix' row sums), the float result cut back to 8 bits.
+    assert pixel(toned, 10, 7) == [163.0, 148.0, 121.0]
+    plain = site_render(grey(), "w:20")
+    assert pixel(plain, 10, 7) == [128.0, 128.0, 128.0]
+
+
+def test_a_sites_step_a_request_does_not_give_changes_no_byte(landscape: bytes) -> None:
+    options = site_options("w:100/bl:1")
+    plan = pipeline.plan_render(pipeline.probe(landscape), options, "jpeg", SITE)
+    assert plan.site_steps == ()
+    assert steps.steps_for(plan) is steps.STEPS
+    with_site = pipeline.render(landscape, options, "jpeg", SITE)
+    assert with_site == pipeline.render(landscape, options, "jpeg", SETTINGS)
+
+
+@pytest.mark.parametrize(("after", "border"), [("pixelate", 255.0), ("padding", 238.0)])
+def test_a_sites_step_runs_at_its_declared_place(after: str, border: float) -> None:
+    """Sepia before the padding leaves the white border white; after it, tones it too."""
+    placed = pipeline.RenderSettings(extensions=(site_extensions.SEPIA._replace(after=after),))
+    toned = site_render(grey(), "w:20/pd:4/bg:ffffff/sep:1", placed)
+    assert pixel(toned, 0, 0) == [255.0, 255.0, border]
+    assert pixel(toned, 14, 11)[0] > pixel(toned, 14, 11)[2]
+
+
+@pytest.mark.parametrize(
+    ("order", "expected"),
+    [
+        ((site_extensions.SEPIA_AFTER_COLOUR, site_extensions.TINT), [0.0, 0.0, 255.0]),
+        ((site_extensions.TINT, site_extensions.SEPIA_AFTER_COLOUR), [48.0, 42.0, 33.0]),
+    ],
+    ids=["sepia-then-tint", "tint-then-sepia"],
+)
+def test_steps_placed_after_one_step_run_in_the_settings_order(
+    order: tuple[Extension, ...], expected: list[float]
+) -> None:
+    settings = pipeline.RenderSettings(extensions=order)
+    toned = site_render(grey(), "w:20/sep:1/tint:0000ff:1", settings)
+    assert pixel(toned, 10, 7) == expected
+
+
+def test_a_sites_step_that_changes_the_frames_size_is_refused() -> None:
+    settings = pipeline.RenderSettings(extensions=(site_extensions.GROW,))
+    with pytest.raises(ValueError, match="a step keeps the frame's size and bands"):
+        site_render(grey(), "w:20/grow:1", settings)
+
+
+def test_a_sites_float_result_is_cast_back_to_the_frames_format() -> None:
+    data = grey()
+    plan = pipeline.plan_render(pipeline.probe(data), site_options("sep:0.5"), "png", SITE)
+    frame = decode(data)
+    assert site_extensions.sepia(frame, 0.5).format == "float"
+    assert steps.process_frame(frame, plan).format == "uchar"
+
+
+def test_an_option_no_configured_extension_owns_is_refused() -> None:
+    options = site_options("sep:0.5")
+    with pytest.raises(ValueError, match="no extension for the options sep"):
+        pipeline.plan_render(pipeline.probe(grey()), options, "png", SETTINGS)
+
+
+@pytest.mark.parametrize(("per_pixel", "expected"), [(True, True), (False, False)])
+def test_a_sites_step_counts_in_whether_an_animation_runs_as_one_strip(
+    per_pixel: bool, expected: bool
+) -> None:
+    sepia = site_extensions.SEPIA._replace(per_pixel=per_pixel)
+    settings = pipeline.RenderSettings(extensions=(sepia,))
+    info = pipeline.SourceInfo(90, 60, "gif", frames=5)
+    plan = pipeline.plan_render(info, site_options("w:45/sep:0.7", settings), "gif", settings)
+    frame = (plan.geometry.scaled_width, plan.geometry.scaled_height)
+    assert steps.per_pixel_only(plan, frame) is expected
+
+
+@pytest.mark.parametrize("fmt", [pytest.param(f, marks=needs_saver(f)) for f in ("webp", "gif")])
+def test_an_animation_toned_in_one_pass_is_the_frame_by_frame_result(
+    fmt: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source, options = animated_gif(), site_options("w:45/sep:0.7")
+    result = pipeline.render(source, options, fmt, SITE)
+    monkeypatch.setattr(steps, "per_pixel_only", lambda *args: False)
+    assert pipeline.render(source, options, fmt, SITE) == result
+    back = pyvips.Image.new_from_buffer(result.data, "", n=-1)
+    assert int(back.get("n-pages")) == 5

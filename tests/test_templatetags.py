@@ -689,3 +689,43 @@ def test_a_page_render_loads_no_image_library(
     monkeypatch.setattr(source_metadata, "source_header", probed)
     names = [LANDSCAPE, ALPHA, ANIMATION, TURNED, "photos/photo.webp", "photos/p.avif"]
     assert cold["page"] == render(PAGE, names=names)
+
+
+# -- a site's own option (OXIMG["EXTENSIONS"]) ------------------------------------------
+
+
+@pytest.fixture
+def sepia_site(media: Path, settings: Any) -> Path:
+    settings.OXIMG = {**settings.OXIMG, "EXTENSIONS": ["tests.site_extensions.SEPIA"]}
+    return media
+
+
+def test_a_sites_option_is_a_keyword_of_the_tag(sepia_site: Path) -> None:
+    tag = '{% load oximg %}{% thumbnail source "80x60" sepia=0.8 as t %}'
+    url = render(tag + "{{ t.url }}{% endthumbnail %}", source=LANDSCAPE)
+    assert "/sep:0.8/" in url
+    _, body = fetch(url)
+    image = pyvips.Image.new_from_buffer(body, "")
+    assert image.width == 80
+    assert image[0].avg() > image[1].avg() > image[2].avg()  # the sepia tone
+    plain = render(
+        '{% load oximg %}{% thumbnail source "80x60" as t %}{{ t.url }}{% endthumbnail %}',
+        source=LANDSCAPE,
+    )
+    assert "sep:" not in plain
+
+
+def test_a_bad_literal_value_of_a_sites_option_fails_the_template(sepia_site: Path) -> None:
+    with pytest.raises(TemplateSyntaxError, match=r"bad sepia 2: not in 0\.\.1"):
+        Template('{% load oximg %}{% thumbnail source "80x60" sepia=2 %}')
+
+
+def test_a_bad_value_of_a_sites_option_from_a_variable_renders_the_empty_branch(
+    sepia_site: Path,
+) -> None:
+    text = (
+        '{% load oximg %}{% thumbnail source "80x60" sepia=amount as t %}URL'
+        "{% empty %}EMPTY{% endthumbnail %}"
+    )
+    assert render(text, source=LANDSCAPE, amount="lots") == "EMPTY"
+    assert render(text, source=LANDSCAPE, amount="0.5") == "URL"

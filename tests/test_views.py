@@ -397,3 +397,54 @@ def test_every_answer_says_nosniff(media: Path, client: Client) -> None:
     bad = fetch(client, signed("/q:500/plain/photos/landscape.jpg@jpeg"))
     for answer in (ok, hit, bad):
         assert answer.headers["x-content-type-options"] == "nosniff"
+
+
+# -- a site's own option (OXIMG["EXTENSIONS"]) ------------------------------------------
+
+GREY = "photos/grey.png"
+
+
+@pytest.fixture
+def sepia_site(media: Path, settings: Any) -> Path:
+    """The tests' sepia extension configured, and a flat grey source (128, 128, 128)."""
+    settings.OXIMG = {**settings.OXIMG, "EXTENSIONS": ["tests.site_extensions.SEPIA"]}
+    grey = (pyvips.Image.black(64, 48, bands=3) + 128).cast("uchar")
+    (media / GREY).write_bytes(bytes(grey.copy(interpretation="srgb").pngsave_buffer()))
+    return media
+
+
+def test_a_sites_option_from_the_tag_is_served_with_its_pixels(
+    sepia_site: Path, client: Client, no_fd_leak: None
+) -> None:
+    toned = get_thumbnail(GREY, "32x24", sepia=0.8)
+    assert "/sep:0.8/" in toned.url
+    answer = fetch(client, toned.url)
+    assert answer.status == 200
+    image = decode(answer.body)
+    assert (image.width, image.height) == (toned.width, toned.height) == (32, 24)
+    red, green, blue = image(16, 12)
+    assert red > green > blue
+    plain = decode(fetch(client, get_thumbnail(GREY, "32x24").url).body)
+    assert plain(16, 12) == [128.0, 128.0, 128.0]
+
+
+def test_a_bad_argument_of_a_sites_option_is_a_400_naming_it(
+    sepia_site: Path, client: Client
+) -> None:
+    answer = fetch(client, signed(f"/w:32/sep:2/plain/{GREY}@png"))
+    assert answer.status == 400
+    assert answer.body.strip() == b"Invalid sepia: 2"
+    assert answer.headers["cache-control"] == "no-store"
+    assert cached_files(sepia_site) == []
+
+
+def test_a_sites_option_is_in_the_cache_key_and_its_spellings_share_one(
+    sepia_site: Path, client: Client
+) -> None:
+    spellings = [f"/w:32/sep:0.8/plain/{GREY}@png", f"/sepia:0.80/w:32/plain/{GREY}@png"]
+    toned = [fetch(client, signed(path)) for path in spellings]
+    plain = fetch(client, signed(f"/w:32/sep:0/plain/{GREY}@png"))
+    assert [answer.status for answer in (*toned, plain)] == [200, 200, 200]
+    assert toned[0].headers["etag"] == toned[1].headers["etag"] != plain.headers["etag"]
+    assert plain.headers["etag"] == fetch(client, signed(f"/w:32/plain/{GREY}@png")).headers["etag"]
+    assert len(cached_files(sepia_site)) == 2

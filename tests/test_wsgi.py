@@ -398,6 +398,20 @@ def test_oximg_middleware_and_the_view_serve_the_same_bytes(
     assert (image.width, image.height) == (160, 90)
 
 
+def test_oximg_middleware_serves_a_sites_own_option(
+    django_app: WSGIApp, media: Path, settings: Any
+) -> None:
+    settings.OXIMG = {**settings.OXIMG, "EXTENSIONS": ["tests.site_extensions.SEPIA"]}
+    grey = (pyvips.Image.black(40, 30, bands=3) + 100).cast("uchar")
+    (media / "grey.png").write_bytes(bytes(grey.copy(interpretation="srgb").pngsave_buffer()))
+    toned = call(django_app, environ_for(django_signed_url("/w:20/sepia:1/plain/grey.png@png")))
+    assert toned.status == 200
+    red, green, blue = pyvips.Image.new_from_buffer(toned.body, "")(10, 7)
+    assert red > green > blue
+    bad = call(django_app, environ_for(django_signed_url("/w:20/sep:x/plain/grey.png@png")))
+    assert (bad.status, bad.body.strip()) == (400, b"Invalid sepia: x")
+
+
 #: Paths the view's URLconf and the middleware's prefix match must treat alike:
 #: line breaks (which a URLconf's "." does not match), NUL, an empty rest.
 ODD_PATHS = [

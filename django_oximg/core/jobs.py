@@ -20,7 +20,7 @@ from django_oximg.core import errors, keys, responders
 from django_oximg.core import info as info_endpoint
 from django_oximg.core.client_hints import NO_HINTS, ClientHints, with_hints
 from django_oximg.core.negotiation import VARY_ACCEPT, output_format
-from django_oximg.core.options import URLRules, build_path, parse_path
+from django_oximg.core.options import Extension, URLRules, build_path, parse_path
 from django_oximg.core.signing import URLSigner, verified_rest
 from django_oximg.core.sources import Resolved, SourceResolver
 from django_oximg.core.staging import InfoWork, RenderWork
@@ -84,6 +84,8 @@ class JobReader(NamedTuple):
     presets: Mapping[str, str]
     #: What URLs may say (``ALLOWED_PROCESSING_OPTIONS``, ``ONLY_PRESETS``).
     rules: URLRules
+    #: The site's own options (``EXTENSIONS``), which URLs and presets may use.
+    extensions: tuple[Extension, ...]
     allow_unsigned: bool
     #: Whether a URL without a format negotiates one from ``Accept``.
     auto_format: bool
@@ -105,7 +107,7 @@ class JobReader(NamedTuple):
         if info_endpoint.is_info_path(path):
             return self.info_job(info_endpoint.signed_part(path))
         rest = verified_rest(path, self.signer, self.allow_unsigned)
-        parsed = parse_path(rest, self.presets, self.rules)
+        parsed = parse_path(rest, self.presets, self.rules, self.extensions)
         options, hinted = parsed.options, tuple[str, ...]()
         if self.client_hints:
             options, hinted = with_hints(parsed, hints, self.max_result_dimension)

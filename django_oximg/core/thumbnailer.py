@@ -140,6 +140,7 @@ class Thumbnailer:
             clock=clock,
             presets=config.presets,
             rules=config.rules,
+            extensions=config.render.extensions,
             allow_unsigned=config.allow_unsigned,
             auto_format=config.auto_format,
             client_hints=config.client_hints,

@@ -245,12 +245,14 @@ def check_written(geometry: Any, keywords: Mapping[str, Any], extra: frozenset[s
     literals = {
         name: value for name, value in keywords.items() if name in names and value is not VARIABLE
     }
+    settings = conf.get_settings()
     check_arguments(
         None if geometry is VARIABLE else str(geometry),
         names,
         literals,
-        conf.get_settings().PRESETS,
+        settings.PRESETS,
         declared_names(),
+        settings.EXTENSIONS,
     )
 
 

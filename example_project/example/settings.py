@@ -97,6 +97,8 @@ OXIMG = {
     # print(secrets.token_hex(32))"`, and keep them out of the source tree.
     "KEY": "6f78696d672d64656d6f2d6b65792d6e6f742d666f722d70726f64756374696f6e",
     "SALT": "6f78696d672d64656d6f2d73616c742d6e6f742d736563726574",
+    # The demo's own option and step: {% thumbnail ... sepia=0.8 %} (gallery/extensions.py).
+    "EXTENSIONS": ["gallery.extensions.SEPIA"],
 }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

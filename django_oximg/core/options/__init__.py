@@ -22,12 +22,21 @@ out-of-range number and an unknown format are all
 This module is the package's public face; the work is in its modules:
 :mod:`.model` (the frozen values and their normal form), :mod:`.values` (one
 argument's text, read and written), :mod:`.table` (every option, declared
-once for both directions), :mod:`.parse` and :mod:`.build`.
+once for both directions), :mod:`.extensions` (a site's own options, and
+the steps that make their pixels), :mod:`.parse` and :mod:`.build`.
 """
 
 from __future__ import annotations
 
 from django_oximg.core.options.build import build_path
+from django_oximg.core.options.extensions import (
+    PLACES,
+    Arguments,
+    Choice,
+    Extension,
+    Integer,
+    Number,
+)
 from django_oximg.core.options.model import (
     ANY_URL,
     GRAVITY_TYPES,
@@ -72,15 +81,21 @@ __all__ = [
     "MAX_ZOOM",
     "OPTION_NAMES",
     "OUTPUT_FORMATS",
+    "PLACES",
     "PRESET_NAMES",
     "QUALITY_MODES",
     "REAL_TEXT",
     "RESIZING_TYPES",
     "WATERMARK_POSITIONS",
+    "Arguments",
+    "Choice",
     "Crop",
     "Draft",
+    "Extension",
     "Gravity",
     "Handler",
+    "Integer",
+    "Number",
     "Options",
     "ParsedPath",
     "URLRules",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
+from django_oximg.core.options.extensions import check_buildable
 from django_oximg.core.options.model import DEFAULTS, Options, normalized
 from django_oximg.core.options.table import OPTIONS
 from django_oximg.core.options.values import base64url, invalid, invalid_source
@@ -43,6 +44,8 @@ def _check_buildable(options: Options, source: str) -> None:
         options.filename.encode("utf-8")
     except UnicodeEncodeError as error:
         raise invalid("filename", options.filename, "not encodable text") from error
+    if options.extensions:
+        check_buildable(options.extensions)
 
 
 def build_path(options: Options, source: str, *, encode: str = "plain") -> str:
@@ -73,6 +76,7 @@ def build_path(options: Options, source: str, *, encode: str = "plain") -> str:
     segments = [
         segment for place in places if (segment := OPTIONS[place].segment(options)) is not None
     ]
+    segments += [f"{name}:{text}" for name, text in options.extensions]
     if encode == "plain":
         segments.append("plain")
         tail = quote(source, safe="/:")

@@ -154,6 +154,10 @@ class Options(NamedTuple):
     max_animation_frame_resolution: int = 0
     #: One of :data:`QUALITY_MODES`, or "" for the site's ``QUALITY_MODE``.
     quality_mode: str = ""
+    #: The site's own options (``OXIMG["EXTENSIONS"]``) a request gives, as
+    #: sorted (short name, canonical arguments) pairs, none at its default
+    #: (:mod:`.extensions`).
+    extensions: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -5,16 +5,18 @@ up to the first segment without a ":", the rest is the source, plain
 (``plain/<percent-encoded>@<ext>``) or URL-safe base64 (``<base64>.<ext>``).
 Each option is looked up in the table (:mod:`.table`) and applied to a draft
 in order, so later options override earlier ones; presets expand where they
-are named, the ``default`` preset before everything else. Every byte of the
-path is percent-decoded exactly once, here.
+are named, the ``default`` preset before everything else. A name the table
+does not know may be one of the site's own options (:mod:`.extensions`).
+Every byte of the path is percent-decoded exactly once, here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from urllib.parse import unquote
 
 from django_oximg.core.errors import InvalidOptions
+from django_oximg.core.options.extensions import Extension, entries_with, extension_named
 from django_oximg.core.options.model import (
     ANY_URL,
     DEFAULTS,
@@ -38,8 +40,9 @@ from django_oximg.core.options.values import (
 class _OptionParser:
     """Applies options and presets to a draft, counting them against the cap."""
 
-    def __init__(self, presets: Mapping[str, str]) -> None:
+    def __init__(self, presets: Mapping[str, str], extensions: Sequence[Extension]) -> None:
         self.presets = presets
+        self.extensions = extensions
         self.applied = 0
 
     def apply(self, draft: Draft, name: str, args: list[str], chain: tuple[str, ...]) -> None:
@@ -52,11 +55,15 @@ class _OptionParser:
             self.apply_presets(draft, args, chain)
             return
         option = BY_NAME.get(name)
-        if option is None:
+        if option is not None:
+            option.read(draft, args)
+            return
+        extension = extension_named(self.extensions, name)
+        if extension is None:
             raise InvalidOptions(
                 detail=f"unknown option {name[:200]!r}", public=f"Unknown option: {shown(name)}"
             )
-        option.read(draft, args)
+        draft["extensions"] = entries_with(draft["extensions"], extension, extension.read(args))
 
     def apply_presets(self, draft: Draft, names: list[str], chain: tuple[str, ...]) -> None:
         """Apply each named preset; one already being applied is skipped, as imgproxy does."""
@@ -144,7 +151,10 @@ def _check_allowed(name: str, rules: URLRules) -> None:
 
 
 def parse_path(
-    path: str, presets: Mapping[str, str] | None = None, rules: URLRules = ANY_URL
+    path: str,
+    presets: Mapping[str, str] | None = None,
+    rules: URLRules = ANY_URL,
+    extensions: Sequence[Extension] = (),
 ) -> ParsedPath:
     """Parse a request path (the part after the signature, starting with "/").
 
@@ -152,7 +162,8 @@ def parse_path(
     source are each percent-decoded exactly once here. ``presets`` maps preset
     names to option strings such as ``"rs:fill:300:300/q:70"``; a ``default``
     preset applies to every request, before the URL's options. ``rules``
-    are the site's limits on what a URL may say (:class:`~.model.URLRules`).
+    are the site's limits on what a URL may say (:class:`~.model.URLRules`);
+    ``extensions`` the site's own options (``OXIMG["EXTENSIONS"]``).
     Raises :class:`~django_oximg.core.errors.InvalidOptions` naming the option,
     and nothing else, whatever the input.
     """
@@ -160,7 +171,7 @@ def parse_path(
         path.encode("utf-8")
     except UnicodeEncodeError as error:
         raise InvalidOptions(detail="path is not encodable text", public="Invalid URL") from error
-    parser = _OptionParser(presets or {})
+    parser = _OptionParser(presets or {}, extensions)
     draft = Draft(DEFAULTS._asdict())
     if "default" in parser.presets:
         parser.apply_presets(draft, ["default"], ())

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from django_oximg.core import defaults, encoder
 from django_oximg.core.geometry import Geometry, plan_geometry
-from django_oximg.core.options import Options, lowered_limit
+from django_oximg.core.options import Extension, Options, lowered_limit
 from django_oximg.core.pipeline.probe import SourceInfo
 
 #: Source formats whose frames we keep as an animation.
@@ -79,6 +79,9 @@ class RenderSettings:
     #: "high": resize in linear light (``QUALITY_MODE``); a request's
     #: ``quality_mode`` option wins.
     quality_mode: defaults.QualityMode = defaults.QUALITY_MODE
+    #: The site's own options and their steps (``EXTENSIONS``), in the order
+    #: their steps run where two follow the same built-in step.
+    extensions: tuple[Extension, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,9 @@ class Plan:
     #: The watermark to lay over each frame, and its opacity; None for none.
     watermark: WatermarkImage | None = None
     watermark_opacity: float = 0.0
+    #: The site's steps this request runs, each with its option's value
+    #: (:func:`site_steps`), in the order of ``EXTENSIONS``.
+    site_steps: tuple[tuple[Extension, Any], ...] = ()
 
     @property
     def trims(self) -> bool:
@@ -172,7 +178,28 @@ def plan_render(info: SourceInfo, options: Options, fmt: str, settings: RenderSe
         encode_seconds=seconds,
         isolated=isolated,
         linear_light=resizes_in_linear_light(options, animated, settings),
+        site_steps=site_steps(options, settings),
     )
+
+
+def site_steps(options: Options, settings: RenderSettings) -> tuple[tuple[Extension, Any], ...]:
+    """The extensions ``options`` give, each with its value read back from the request's text.
+
+    An option no configured extension owns (options built for another
+    configuration) is a ValueError: rendering without its effect would
+    store wrong bytes under its key.
+    """
+    if not options.extensions:
+        return ()
+    given = dict(options.extensions)
+    found = tuple(
+        (extension, extension.value(given.pop(extension.short)))
+        for extension in settings.extensions
+        if extension.short in given
+    )
+    if given:
+        raise ValueError(f"no extension for the options {', '.join(sorted(given))}")
+    return found
 
 
 class EncodeRate(NamedTuple):

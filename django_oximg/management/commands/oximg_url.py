@@ -57,7 +57,8 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         path = unsigned_path(options["source"], options["options"], fmt)
         try:
-            parse_path(path, conf.get_settings().PRESETS)
+            settings = conf.get_settings()
+            parse_path(path, settings.PRESETS, extensions=settings.EXTENSIONS)
         except InvalidOptions as exc:
             raise CommandError(f"invalid URL: {exc.detail or exc}") from exc
         signed = runtime.get_signer().signed_path(path)
