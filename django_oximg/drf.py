@@ -34,7 +34,7 @@ from rest_framework import serializers  # type: ignore[import-untyped]
 from django_oximg import conf
 from django_oximg.arguments import ThumbnailError, check_arguments, geometry_text
 from django_oximg.responsive import Srcset, get_srcset, widths_of
-from django_oximg.templatetags.oximg import tolerant
+from django_oximg.tag_functions import tolerant
 from django_oximg.thumbnails import Thumbnail, get_thumbnail
 
 #: Keywords that are the serializer field's own, not the thumbnail's.

@@ -44,8 +44,8 @@ from jinja2.ext import Extension
 from jinja2.lexer import Token, TokenStream
 from markupsafe import Markup
 
+from django_oximg import tag_functions as tags
 from django_oximg.responsive import MODERN_FORMATS, Srcset
-from django_oximg.templatetags import oximg as tags
 from django_oximg.thumbnails import Thumbnail, ThumbnailError
 
 

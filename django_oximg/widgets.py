@@ -18,7 +18,7 @@ from django.forms.widgets import ClearableFileInput
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
-from django_oximg.templatetags.oximg import THUMBNAIL_ERRORS, log_failure
+from django_oximg.tag_functions import THUMBNAIL_ERRORS, log_failure
 from django_oximg.thumbnails import Thumbnail, get_thumbnail
 
 

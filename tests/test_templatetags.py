@@ -23,10 +23,9 @@ from django.db.models.fields.files import FieldFile
 from django.template import Context, Template, TemplateSyntaxError
 from django.test import Client
 
-from django_oximg import runtime, source_metadata
+from django_oximg import runtime, source_metadata, tag_functions
 from django_oximg.core import headers, pipeline
 from django_oximg.core.errors import SourceNotFound
-from django_oximg.templatetags import oximg as oximg_tags
 from django_oximg.thumbnails import ThumbnailError
 from tests import images
 
@@ -361,7 +360,7 @@ def test_unexpected_errors_are_never_swallowed(
     def broken(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(oximg_tags, "get_thumbnail", broken)
+    monkeypatch.setattr(tag_functions, "get_thumbnail", broken)
     with pytest.raises(RuntimeError, match="a bug"):
         render(BLOCK, source=LANDSCAPE, geometry="100", crop=None, format=None)
 

@@ -39,7 +39,7 @@ from django_oximg.benchmarking.measure import (
 from django_oximg.benchmarking.sources import Source
 from django_oximg.core import pipeline
 from django_oximg.core.options import Options, build_path
-from django_oximg.management.progress import Progress
+from django_oximg.progress import Progress
 
 #: Contenders that run on one thread (their own storage and locks, as on a site).
 PEER_NAMES = ("sorl-thumbnail", "easy-thumbnails")

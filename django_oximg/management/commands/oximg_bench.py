@@ -43,7 +43,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django_oximg import runtime
 from django_oximg.benchmarking import hits, misses, page_runs, report, served
 from django_oximg.benchmarking.sources import clean_up, run_sources
-from django_oximg.management.progress import Progress
+from django_oximg.progress import Progress
 
 
 class Command(BaseCommand):

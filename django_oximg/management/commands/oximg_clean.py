@@ -9,8 +9,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from django_oximg.core.stores import CacheEntry, CacheStore, FileSystemCacheStore
-from django_oximg.management.progress import add_progress_argument, progress_for
 from django_oximg.management.units import format_size, parse_duration, parse_size
+from django_oximg.progress import add_progress_argument, progress_for
 from django_oximg.purge import result_cache, result_entries, select_for_clean
 
 #: Temporary files of cache writes older than this (seconds) are orphans: a

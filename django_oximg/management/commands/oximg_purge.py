@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from django_oximg.management.progress import add_progress_argument, progress_for
+from django_oximg.progress import add_progress_argument, progress_for
 from django_oximg.purge import Purged, purge_source, result_cache
 
 

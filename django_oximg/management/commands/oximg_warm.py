@@ -22,7 +22,7 @@ from django_oximg.core.errors import OximgError
 from django_oximg.core.responders import status_for
 from django_oximg.core.sources import source_for
 from django_oximg.core.thumbnailer import Thumbnailer
-from django_oximg.management.progress import add_progress_argument, progress_for
+from django_oximg.progress import add_progress_argument, progress_for
 from django_oximg.thumbnails import ThumbnailError, get_thumbnail, tag_options, url_prefix
 
 #: Accept headers that make a negotiated (format "auto") thumbnail come out

@@ -36,7 +36,7 @@ from wagtail.images.templatetags import wagtailimages_tags as wagtail_tags
 from django_oximg import conf
 from django_oximg.contrib.wagtail.renditions import compile_spec, get_renditions
 from django_oximg.core.errors import SourceNotFound
-from django_oximg.templatetags.oximg import THUMBNAIL_ERRORS, log_failure
+from django_oximg.tag_functions import THUMBNAIL_ERRORS, log_failure
 from django_oximg.thumbnails import ThumbnailError
 
 register = template.Library()
