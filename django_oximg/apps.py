@@ -26,8 +26,9 @@ class OximgConfig(AppConfig):
     default_auto_field = "django.db.models.AutoField"
 
     def ready(self) -> None:
-        from django_oximg import checks, render_ahead
+        from django_oximg import checks
+        from django_oximg.render_ahead import hooks
 
         checks.register()
-        render_ahead.connect()
+        hooks.connect()
         setting_changed.connect(settings_changed, dispatch_uid="django_oximg.settings_changed")

@@ -369,7 +369,7 @@ def wraps_oximg_middleware(application: Any) -> bool:
 
 def check_render_ahead(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """E020, E021, W020: the declared sizes, and the task backend that renders them."""
-    from django_oximg import declared
+    from django_oximg.render_ahead import declared
 
     try:
         settings = conf.get_settings()
@@ -429,7 +429,7 @@ def render_ahead_backend_problems(settings: conf.OximgSettings) -> list[checks.C
     """E021 when no task backend can run the render-ahead tasks, W020 when it runs them at once."""
     alias = settings.RENDER_AHEAD_BACKEND
     try:
-        from django_oximg.tasks import task_backends
+        from django_oximg.render_ahead.tasks import task_backends
 
         backend = task_backends[alias]
     except ImportError:

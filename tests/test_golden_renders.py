@@ -20,7 +20,7 @@ Three ways in are pinned, each the one the server or the site uses:
 - requests: :meth:`Thumbnailer.reply` with a signed path, as the WSGI
   middleware and the view call it (signature, parsing, staging, executor,
   pipeline, cache), for :data:`CASES`;
-- rendering ahead: :func:`~django_oximg.core.render_ahead.render_ahead` over
+- rendering ahead: :func:`~django_oximg.render_ahead.rendering.render_ahead` over
   :data:`AHEAD_PATHS`, one of them refused at planning, and what is then in
   the cache under each path's key (:data:`AHEAD_CASES`);
 - the DRF field: :class:`~django_oximg.drf.ThumbnailField` outputs
@@ -58,10 +58,10 @@ from django.test import Client
 
 from django_oximg.core import pipeline
 from django_oximg.core.executor import Executor
-from django_oximg.core.render_ahead import AheadRequest, render_ahead
 from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
 from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 from django_oximg.drf import ThumbnailField
+from django_oximg.render_ahead.rendering import AheadRequest, render_ahead
 from tests.constants import MIB, SIGNER
 from tests.test_thumbnailer import get
 

@@ -1,4 +1,4 @@
-"""Declared sizes rendered ahead in a background task (render_ahead.py, tasks.py, declared.py).
+"""Declared sizes rendered ahead in a background task (django_oximg/render_ahead/).
 
 The end-to-end tests run docs/render-ahead.md's example as it is written: a
 project made of its model and settings blocks, migrated, a photo saved in one
@@ -31,15 +31,16 @@ from django.core.files.base import ContentFile
 from django.db import connections, transaction
 from django.template import Context, Template, TemplateSyntaxError
 
-from django_oximg import conf, runtime, tasks
+from django_oximg import conf, runtime
 from django_oximg.core import pipeline
 from django_oximg.core.errors import SourceTooLarge
 from django_oximg.core.keys import source_directory
 from django_oximg.core.pipeline.batch import BatchStats
-from django_oximg.core.render_ahead import AheadOutcome, AheadRequest, render_ahead
 from django_oximg.core.staging import RenderWork, SourceRead, StagedRender
 from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
 from django_oximg.core.thumbnailer import Thumbnailer
+from django_oximg.render_ahead import tasks
+from django_oximg.render_ahead.rendering import AheadOutcome, AheadRequest, render_ahead
 from django_oximg.thumbnails import get_thumbnail
 from tests import bombs, images
 from tests.constants import MIB, SIGNER
@@ -373,7 +374,7 @@ def declared_scans(settings: Any, media: Path) -> Path:
 
 
 def enqueued() -> list[Any]:
-    from django_oximg.tasks import task_backends
+    from django_oximg.render_ahead.tasks import task_backends
 
     return list(task_backends["default"].results)
 

@@ -23,7 +23,7 @@ size's own resize and encode): :func:`shared_decodes` tells a caller which
 sizes would share a decode, so that it can reserve their combined estimate
 (:func:`~django_oximg.core.budget.estimate_shared_decode_peak_bytes`) and
 give a batch the memory budget cannot hold fewer sizes
-(:mod:`django_oximg.core.render_ahead`).
+(:mod:`django_oximg.render_ahead.rendering`).
 
 Rendered the normal way, each from its own load, because their load is
 not a whole-image decode another size could share: sources other than JPEG

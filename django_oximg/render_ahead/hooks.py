@@ -1,16 +1,16 @@
 """Declared sizes rendered ahead, in a background task, when a file field gets a new file.
 
-For every field with declared sizes (:mod:`django_oximg.declared`), a save
+For every field with declared sizes (:mod:`django_oximg.render_ahead.declared`), a save
 that gives it a new file (a new row, a new upload, another name) enqueues
-:func:`django_oximg.tasks.render_declared` once the transaction commits;
+:func:`django_oximg.render_ahead.tasks.render_declared` once the transaction commits;
 nothing is rendered in the request that saved. Before it, the file it
 replaced is purged, as :func:`django_oximg.signals.purge_on_change` does
 (that hook is connected for these fields here: no need to connect it too),
 and a deleted row's files are purged.
 
-The task (:mod:`django_oximg.tasks`) renders every declared size of the file
+The task (:mod:`django_oximg.render_ahead.tasks`) renders every declared size of the file
 from one source read and one decode per DCT scale
-(:mod:`django_oximg.core.render_ahead`), under the keys the tags' URLs look
+(:mod:`django_oximg.render_ahead.rendering`), under the keys the tags' URLs look
 up, so the first request for each is a hit, within the worker process's
 ``MEMORY_BUDGET`` as requests are: a size its request would be refused (422,
 over a limit or the budget) is not rendered, not stored and not tried again.
@@ -31,8 +31,8 @@ from django.db import transaction
 from django.db.models import Model
 from django.db.models.signals import post_delete, post_save, pre_save
 
-from django_oximg import declared
 from django_oximg.core.logs import printable
+from django_oximg.render_ahead import declared
 from django_oximg.signals import (
     file_is_replaced,
     purge_after_commit,
@@ -53,7 +53,7 @@ CHANGES_ATTRIBUTE = "_oximg_render_ahead_changes"
 def connect() -> None:
     """Connect the receivers (from the app's ``ready``): for every model, cheap for those
     without declarations (a dict lookup), so declarations added later are seen too."""
-    uid = "django_oximg.render_ahead"
+    uid = "django_oximg.render_ahead.hooks"
     pre_save.connect(remember_changes, dispatch_uid=uid)
     post_save.connect(enqueue_changes, dispatch_uid=uid)
     post_delete.connect(purge_deleted, dispatch_uid=uid)
@@ -133,7 +133,9 @@ def purge_and_enqueue(
             purge_and_log(source)
         except Exception:
             logger.exception("purging the replaced %s failed", printable(source))
-    from django_oximg.tasks import enqueue  # the Tasks framework: only once there is work
+    from django_oximg.render_ahead.tasks import (
+        enqueue,  # the Tasks framework: only once there is work
+    )
 
     for field, name in files:
         try:

@@ -10,7 +10,7 @@ A model declares the sizes its pages show of a field::
 and ``OXIMG["RENDER_AHEAD"]`` may declare (or replace, per field) the same
 for any model, a reusable app's included. Each size is written as the tag
 takes it: a geometry, or a preset's name, then ``keyword=value`` words. The
-declarations are what :mod:`django_oximg.render_ahead` renders when the
+declarations are what :mod:`django_oximg.render_ahead.hooks` renders when the
 field gets a new file, and a named size is what the tag renders for that
 name (``{% thumbnail photo.image "card" %}``), so a template and the
 render ahead cannot drift apart.

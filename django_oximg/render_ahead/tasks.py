@@ -4,7 +4,7 @@ The one place the framework is imported: ``django.tasks`` on Django 6, the
 ``django-tasks`` package (its backport) on Django 5.2. Imported only when a
 render-ahead task is enqueued or run (by a worker, which finds the task by
 this module's path), so a site that declares no sizes needs neither. The
-model hooks that call :func:`enqueue` are in :mod:`django_oximg.render_ahead`;
+model hooks that call :func:`enqueue` are in :mod:`django_oximg.render_ahead.hooks`;
 everything the task runs is here.
 """
 
@@ -18,9 +18,10 @@ from django.apps import apps
 from django.db.models import Model
 from django.utils import timezone
 
-from django_oximg import conf, declared, runtime
+from django_oximg import conf, runtime
 from django_oximg.core.errors import OximgError
 from django_oximg.core.logs import printable
+from django_oximg.render_ahead import declared
 from django_oximg.source_metadata import source_name
 from django_oximg.thumbnails import resolve_arguments, thumbnail_for, thumbnail_path
 
@@ -30,7 +31,7 @@ except ImportError:  # Django 5.2: the backport
     from django_tasks import task, task_backends  # type: ignore[no-redef,assignment,unused-ignore]
 
 if TYPE_CHECKING:
-    from django_oximg.core.render_ahead import AheadOutcome, AheadRequest
+    from django_oximg.render_ahead.rendering import AheadOutcome, AheadRequest
 
 __all__ = ["RenderAheadFailed", "enqueue", "render_declared", "run", "task_backends"]
 
@@ -168,7 +169,7 @@ def render_file(model: str, pk: Any, field: str, name: str) -> AheadOutcome | No
     """
     # The pipeline (libvips) only here, in the worker: the app's ready()
     # imports this module in every process, and page renders load no image library.
-    from django_oximg.core.render_ahead import render_ahead as render_requests
+    from django_oximg.render_ahead.rendering import render_ahead as render_requests
 
     model_class = apps.get_model(model)
     instance = model_class._default_manager.filter(pk=pk).first()
@@ -180,7 +181,7 @@ def render_file(model: str, pk: Any, field: str, name: str) -> AheadOutcome | No
 
 def requests_for(instance: Model, field: str) -> list[AheadRequest]:
     """The signed paths the tags write for each of ``field``'s declared sizes."""
-    from django_oximg.core.render_ahead import AheadRequest
+    from django_oximg.render_ahead.rendering import AheadRequest
 
     file = getattr(instance, field)
     source = source_name(file)

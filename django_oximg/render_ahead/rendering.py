@@ -1,6 +1,6 @@
 """Render the results of several URLs of one source now, for the requests to come.
 
-A background task (``django_oximg.tasks``) hands this the signed paths the
+A background task (``django_oximg.render_ahead.tasks``) hands this the signed paths the
 template tags write for a source's declared sizes. Each path is parsed and
 checked exactly as a request for it would be (:meth:`Thumbnailer.job_for`),
 so the result is stored under the key that request will look up, and its

@@ -1,0 +1,18 @@
+"""Rendering ahead: a model's declared sizes rendered in a background task when a file is saved.
+
+Everything of it is here, one module per job:
+
+* :mod:`~django_oximg.render_ahead.declared`: the sizes declared for a
+  model's file field (on the model, or in ``OXIMG["RENDER_AHEAD"]``), which
+  the tags also render by name;
+* :mod:`~django_oximg.render_ahead.hooks`: the model hooks that purge a
+  replaced file and enqueue the task once the transaction commits;
+* :mod:`~django_oximg.render_ahead.tasks`: the task, its retries, and the
+  one import of Django's Tasks framework;
+* :mod:`~django_oximg.render_ahead.rendering`: the results of several URLs
+  of one source made now, checked, keyed and reserved from the memory
+  budget as their requests would be (no Django: the core's thumbnailer
+  alone).
+
+See docs/render-ahead.md.
+"""
