@@ -21,7 +21,7 @@ INSTALLED_APPS = [
     "tests.photosapp",  # docs/drf.md's and docs/focal-point.md's examples
 ]
 # The test database is a file (one per process), not ":memory:", so that a test
-# module can really close its connection when done (tests/test_signals.py):
+# module can really close its connection when done (tests/test_purge_hooks.py):
 # an open connection would make pytest-django refuse the next non-db test's
 # request_finished -> close_old_connections.
 DATABASES = {

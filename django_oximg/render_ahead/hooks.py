@@ -4,7 +4,7 @@ For every field with declared sizes (:mod:`django_oximg.render_ahead.declared`),
 that gives it a new file (a new row, a new upload, another name) enqueues
 :func:`django_oximg.render_ahead.tasks.render_declared` once the transaction commits;
 nothing is rendered in the request that saved. Before it, the file it
-replaced is purged, as :func:`django_oximg.signals.purge_on_change` does
+replaced is purged, as :func:`django_oximg.purge.purge_on_change` does
 (that hook is connected for these fields here: no need to connect it too),
 and a deleted row's files are purged.
 
@@ -32,8 +32,7 @@ from django.db.models import Model
 from django.db.models.signals import post_delete, post_save, pre_save
 
 from django_oximg.core.logs import printable
-from django_oximg.render_ahead import declared
-from django_oximg.signals import (
+from django_oximg.purge import (
     file_is_replaced,
     purge_after_commit,
     purge_and_log,
@@ -42,6 +41,7 @@ from django_oximg.signals import (
     source_of,
     stored_files,
 )
+from django_oximg.render_ahead import declared
 
 logger = logging.getLogger("django_oximg")
 

@@ -1,3 +1,3 @@
-"""A tiny app for the model hooks tests (django_oximg.signals)."""
+"""A tiny app for the model hooks tests (django_oximg.purge.purge_on_change)."""
 
 from __future__ import annotations

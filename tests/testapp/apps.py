@@ -11,7 +11,7 @@ class TestAppConfig(AppConfig):
     default_auto_field = "django.db.models.AutoField"
 
     def ready(self) -> None:
-        from django_oximg.signals import purge_on_change
+        from django_oximg.purge import purge_on_change
         from tests.testapp.models import Photo
 
         purge_on_change(Photo, "image")

@@ -1,4 +1,4 @@
-"""django_oximg.signals: purge a file's thumbnails when its model field changes or the row goes.
+"""Purge hooks (django_oximg.purge): a file's thumbnails purged when its field changes or goes.
 
 ``tests.testapp`` connects ``purge_on_change(Photo, "image")`` in its
 ``ready()``, as a project would; ``Document`` is not connected. Purges run on
@@ -7,6 +7,7 @@ commit, so each test captures and runs the on-commit callbacks.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -20,7 +21,7 @@ from django.db import transaction
 
 from django_oximg import runtime
 from django_oximg.core.keys import source_directory
-from django_oximg.signals import purge_on_change
+from django_oximg.purge import purge_on_change
 from django_oximg.source_metadata import metadata_key
 from django_oximg.thumbnails import get_thumbnail
 from tests.testapp.models import Document, Photo
@@ -234,3 +235,11 @@ def test_purge_on_change_refuses_what_is_not_a_file_field(
 ) -> None:
     with pytest.raises(ImproperlyConfigured, match=message):
         purge_on_change(Photo, *fields)
+
+
+def test_the_old_module_still_gives_purge_on_change_and_says_where_it_lives() -> None:
+    sys.modules.pop("django_oximg.signals", None)
+    with pytest.warns(DeprecationWarning, match="import purge_on_change from django_oximg.purge"):
+        from django_oximg.signals import purge_on_change as old
+
+    assert old is purge_on_change
