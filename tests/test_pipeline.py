@@ -30,6 +30,10 @@ from django_oximg.core.pipeline import steps
 from django_oximg.core.pipeline.steps.step import Step
 from tests.images import credited_jpeg
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 SETTINGS = pipeline.RenderSettings()
 
 #: Loader name prefix each output format decodes back with.

@@ -23,6 +23,13 @@ from tests.services import (
     small_disk,
 )
 
+pytestmark = pytest.mark.one_django(
+    reason=(
+        "the subject is the services the tests start (redis-server, a tmpfs, nginx), not "
+        "Django: no Django is involved"
+    )
+)
+
 #: How long a paused Redis is watched for an answer that must not come.
 QUIET = 0.2
 
