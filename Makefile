@@ -67,18 +67,23 @@ demo: $(DEMO_STAMP)
 # Each run spreads its tests over TEST_WORKERS processes (pytest-xdist; 2 by
 # default, CI's cores: `make test TEST_WORKERS=auto` takes one per core), a
 # test file per process at a time, so that the servers a module starts for
-# its tests are started once. The LTS run runs every test; the newest
-# Django's leaves out the tests marked `django_free` (modules that never touch
-# Django, tests/test_core_isolation.py proves it) and `one_django` (whose
-# subject is a server process, a built wheel or the docs, each saying why),
-# which the LTS run has run.
+# its tests are started once. The tests marked `serial` (answers within
+# deadlines of seconds, under load) run after the others, in one process.
+# The LTS run runs every test; the newest Django's leaves out the tests
+# marked `django_free` (modules that never touch Django,
+# tests/test_core_isolation.py proves it) and `one_django` (whose subject is
+# a server process, a built wheel or the docs, each saying why), which the
+# LTS run has run. Every `serial` test is also `one_django`, so the newest
+# Django's run has no serial pass (it would collect nothing: exit status 5);
+# a `serial` test that was not would run there among the others.
 TEST_WORKERS ?= 2
 PYTEST_PARALLEL = -n $(TEST_WORKERS) --dist loadfile
 
 test: $(NEWEST_STAMP) lint typecheck test-lts test-newest
 
 test-lts: $(STAMP)
-	$(PY) -m pytest $(PYTEST_PARALLEL)
+	$(PY) -m pytest $(PYTEST_PARALLEL) -m "not slow and not serial"
+	$(PY) -m pytest -p no:xdist -m "not slow and serial"
 
 test-newest: $(NEWEST_STAMP)
 	$(NEWEST_VENV)/bin/python -m pytest $(PYTEST_PARALLEL) \
