@@ -6,7 +6,8 @@
 # The suite runs on two Djangos, each in its own virtualenv:
 #   .venv                 Django 5.2 LTS on $(PYTHON): lint, mypy, the suite;
 #                         also the demo's, the docs' and the benchmarks' venv
-#   .venv-django-newest   Django's newest release on $(NEWEST_PYTHON): the suite
+#   .venv-django-newest   Django's newest release on $(NEWEST_PYTHON): the suite's
+#                         tests that depend on Django (see `test` below)
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -62,13 +63,31 @@ demo: $(DEMO_STAMP)
 # `make test` checks all of them. A pytest exit status other than 0 (5 when
 # no test was collected, too) stops make with an error. The newest Django's
 # venv is made first, so a machine without Python 3.12+ stops at once.
+#
+# Each run spreads its tests over TEST_WORKERS processes (pytest-xdist; 2 by
+# default, CI's cores: `make test TEST_WORKERS=auto` takes one per core), a
+# test file per process at a time, so that the servers a module starts for
+# its tests are started once. The tests marked `serial` (answers within
+# deadlines of seconds, under load) run after the others, in one process.
+# The LTS run runs every test; the newest Django's leaves out the tests
+# marked `django_free` (modules that never touch Django,
+# tests/test_core_isolation.py proves it) and `one_django` (whose subject is
+# a server process, a built wheel or the docs, each saying why), which the
+# LTS run has run. Every `serial` test is also `one_django`, so the newest
+# Django's run has no serial pass (it would collect nothing: exit status 5);
+# a `serial` test that was not would run there among the others.
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL = -n $(TEST_WORKERS) --dist loadfile
+
 test: $(NEWEST_STAMP) lint typecheck test-lts test-newest
 
 test-lts: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_PARALLEL) -m "not slow and not serial"
+	$(PY) -m pytest -p no:xdist -m "not slow and serial"
 
 test-newest: $(NEWEST_STAMP)
-	$(NEWEST_VENV)/bin/python -m pytest
+	$(NEWEST_VENV)/bin/python -m pytest $(PYTEST_PARALLEL) \
+	  -m "not slow and not django_free and not one_django"
 
 # docs/settings.md is generated from django_oximg/conf.py; regenerate it
 # first (tests/test_conf.py fails when the committed copy is stale).

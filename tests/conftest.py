@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_django.fixtures as pytest_django_fixtures
 from hypothesis import settings as hypothesis_settings
 
 from django_oximg.core.coordination import Coordinator
@@ -205,3 +206,45 @@ def connections_closed_afterwards(django_db_blocker: Any) -> Iterator[None]:
     yield
     with django_db_blocker.unblock():
         connections.close_all()
+
+
+# -- tests that run on one Django only -----------------------------------------------------
+
+#: pytest-django's fixtures a test asks for when it needs Django (its autouse
+#: ones, which start with "_", and the database blocker they use, come with
+#: every test and do nothing for one that asks for none of these).
+DJANGO_FIXTURES = frozenset(
+    name for name in pytest_django_fixtures.__all__ if not name.startswith("_")
+) | {"mailoutbox", "django_isolated_apps", "media", "connections_closed_afterwards"}
+
+#: pytest-django's marks that give a test Django's database, URLs or templates.
+DJANGO_MARKS = frozenset({"django_db", "urls", "ignore_template_errors"})
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Fail a test whose ``django_free`` or ``one_django`` mark could leave something untested.
+
+    `make test-newest` deselects both marks, so a mistaken one would skip a
+    test on Django's newest release without a word; the LTS run fails it
+    instead. ``django_free`` must be the module's own mark (``pytestmark``:
+    tests/test_core_isolation.py then imports the module without Django to
+    prove it), and none of its tests may ask for a Django fixture or mark;
+    ``one_django`` must say why.
+    """
+    if item.get_closest_marker("django_free") is not None:
+        module_marks = getattr(getattr(item, "module", None), "pytestmark", [])
+        if not isinstance(module_marks, list):
+            module_marks = [module_marks]
+        if "django_free" not in {mark.name for mark in module_marks}:
+            pytest.fail("django_free is a module's mark (pytestmark), not a test's", pytrace=False)
+        # A test's own parameter may share a fixture's name (``settings``, say).
+        parameters = getattr(item, "callspec", None)
+        own = set(parameters.params) if parameters is not None else set()
+        uses = (DJANGO_FIXTURES.intersection(getattr(item, "fixturenames", ())) - own) | {
+            mark.name for mark in item.iter_markers() if mark.name in DJANGO_MARKS
+        }
+        if uses:
+            pytest.fail(f"marked django_free but uses {sorted(uses)}", pytrace=False)
+    one_django = item.get_closest_marker("one_django")
+    if one_django is not None and not one_django.kwargs.get("reason"):
+        pytest.fail("one_django needs a reason=", pytrace=False)

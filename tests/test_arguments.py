@@ -18,6 +18,10 @@ from django_oximg.arguments import (
 from django_oximg.core.options import Gravity
 from tests.site_extensions import SEPIA, TINT
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 
 @pytest.mark.parametrize(
     ("crop", "gravity"),

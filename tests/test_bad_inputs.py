@@ -117,6 +117,12 @@ from tests.test_thumbnailer import (  # noqa: F401 (fixtures: the counting store
     sources,
 )
 
+#: The second half: the subject is one gunicorn worker process (it survives, its memory
+#: stays bounded). The first half, and test_views.py for the Django side, run on both Djangos.
+live_worker = pytest.mark.one_django(
+    reason="the subject is a gunicorn worker process and its memory, not Django"
+)
+
 #: A second key pair: the "new" key of a rotation, or a key that was never ours.
 OTHER_KEY = "1f" * 32
 OTHER_SALT = "2e" * 32
@@ -763,6 +769,7 @@ LIVE_REFUSALS = [
 ]
 
 
+@live_worker
 @pytest.mark.parametrize(("name", "fmt", "status"), LIVE_REFUSALS)
 def test_bombs_and_broken_files_are_refused_by_a_worker_that_survives(
     live: Live, name: str, fmt: str, status: int
@@ -772,6 +779,7 @@ def test_bombs_and_broken_files_are_refused_by_a_worker_that_survives(
     assert_live_refusal(live, answer, status, before)
 
 
+@live_worker
 @pytest.mark.parametrize("attack", ["xxe", "script", "xlink-file", "xlink-http", "xinclude"])
 def test_row_37_hostile_svg_is_415_reads_no_file_and_calls_nobody(live: Live, attack: str) -> None:
     before = cache_listing(live.media)
@@ -782,6 +790,7 @@ def test_row_37_hostile_svg_is_415_reads_no_file_and_calls_nobody(live: Live, at
         live.canary.accept()  # nothing connected to the canary
 
 
+@live_worker
 def test_row_28_pixel_floods_cost_the_worker_no_memory(live: Live) -> None:
     url = live.url("/rs:fit:100:100/plain/flood.png@jpeg")
     for _ in range(3):  # warm up: first-use allocations are not the flood's
@@ -796,6 +805,7 @@ def test_row_28_pixel_floods_cost_the_worker_no_memory(live: Live) -> None:
     assert live.server.worker_pids() == live.pids
 
 
+@live_worker
 @pytest.mark.parametrize("fmt", ["webp", "jpeg"])
 def test_row_31_a_20000_frame_gif_is_rendered_as_its_first_frame(live: Live, fmt: str) -> None:
     answer = fetch(live.url(f"/rs:fit:32:32/plain/uber.gif@{fmt}"))
@@ -806,6 +816,7 @@ def test_row_31_a_20000_frame_gif_is_rendered_as_its_first_frame(live: Live, fmt
     assert live.server.worker_pids() == live.pids
 
 
+@live_worker
 def test_row_31_too_many_animated_pixels_still_serve_a_still_frame(live: Live) -> None:
     """The 100-frame GIF refused as an animation (row 31's 422) is fine as one frame."""
     answer = fetch(live.url("/rs:fit:100:100/plain/hundred-frames.gif@jpeg"))
@@ -813,6 +824,7 @@ def test_row_31_too_many_animated_pixels_still_serve_a_still_frame(live: Live) -
     assert pyvips.Image.new_from_buffer(answer.body, "").width == 100
 
 
+@live_worker
 def test_row_33_a_36_mp_progressive_jpeg_is_served_within_the_budget(live: Live) -> None:
     worker = live.worker()
     before = status_line(worker)["VmRSS"]
@@ -826,6 +838,7 @@ def test_row_33_a_36_mp_progressive_jpeg_is_served_within_the_budget(live: Live)
     assert live.server.worker_pids() == live.pids
 
 
+@live_worker
 def test_row_45_sixty_four_concurrent_50_mp_sources_stay_within_the_budget(live: Live) -> None:
     worker = live.worker()
     before = status_line(worker)["VmRSS"]
@@ -856,6 +869,7 @@ def test_row_45_sixty_four_concurrent_50_mp_sources_stay_within_the_budget(live:
     assert live.server.worker_pids() == live.pids
 
 
+@live_worker
 def test_the_same_worker_still_serves_after_every_bad_input(live: Live) -> None:
     answer = fetch(live.url("/rs:fit:200:200/plain/photos/landscape.jpg@jpeg"))
     assert answer.status == 200

@@ -11,6 +11,10 @@ import pytest
 from django_oximg.core.bounded import BoundedCalls, Breaker, CallTimedOut
 from tests.constants import JOIN_TIMEOUT
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 
 def wait_until(condition: Callable[[], bool]) -> None:
     """Until ``condition()`` holds (a thread finishing its bookkeeping), within JOIN_TIMEOUT."""

@@ -37,6 +37,14 @@ from tests.test_example_project import (  # noqa: F401 (fixtures)
     server,
 )
 
+pytestmark = pytest.mark.one_django(
+    reason=(
+        "the subject is the example site in chromium, not Django: `make demo` serves it from "
+        ".venv, on Django 5.2 LTS; its tags, views and admin run on both Djangos in "
+        "test_templatetags.py, test_views.py and test_admin.py"
+    )
+)
+
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Page, Request, Response, Route
 

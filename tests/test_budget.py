@@ -38,6 +38,10 @@ from django_oximg.core.pipeline import (
     probe,
 )
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 FIT_500 = Options(width=500, height=500)
 SETTINGS = RenderSettings()
 

@@ -20,6 +20,10 @@ from django_oximg.core.cgroups import (
     usable_cpus,
 )
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 MIB = 1024 * 1024
 
 

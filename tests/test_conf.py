@@ -616,3 +616,33 @@ def test_presets_tag_defaults_and_allowed_options_may_name_an_extensions_option(
 def test_render_ahead_of_the_wrong_shape_is_refused(value: Any) -> None:
     with pytest.raises(ImproperlyConfigured, match="RENDER_AHEAD"):
         build_settings({"RENDER_AHEAD": value})
+
+
+# -- the encoder and the JPEG decoder (core/encoder.py and core/jpeg.py test them) ------
+
+
+@pytest.mark.parametrize("value", ["PIL", "", None])
+def test_encoder_setting_is_validated(value: object) -> None:
+
+    with pytest.raises(ImproperlyConfigured, match="ENCODER"):
+        build_settings({"KEY": "aa" * 32, "SALT": "bb" * 32, "ENCODER": value})
+
+
+@pytest.mark.parametrize("value", ["pillow", "libvips"])
+def test_encoder_setting_reaches_the_pipeline(value: str) -> None:
+    settings = build_settings({"KEY": "aa" * 32, "SALT": "bb" * 32, "ENCODER": value})
+    assert runtime.thumbnailer_config(settings).render.encoder == value
+
+
+@pytest.mark.parametrize("value", ["turbo", "", 1])
+def test_jpeg_decoder_is_validated(value: object) -> None:
+
+    raw = {"KEY": "aa" * 32, "SALT": "bb" * 32, "JPEG_DECODER": value}
+    with pytest.raises(ImproperlyConfigured, match="JPEG_DECODER"):
+        build_settings(raw)
+
+
+@pytest.mark.parametrize("value", ["libjpeg-turbo", "libvips"])
+def test_jpeg_decoder_reaches_the_pipeline(value: str) -> None:
+    settings = build_settings({"KEY": "aa" * 32, "SALT": "bb" * 32, "JPEG_DECODER": value})
+    assert runtime.thumbnailer_config(settings).render.jpeg_decoder == value

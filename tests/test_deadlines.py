@@ -11,7 +11,13 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from django_oximg.core.deadlines import WATCHDOG, Deadline, Watchdog
+
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
 
 #: Upper bound on waiting for the watchdog; never reached when the code works.
 PATIENCE = 10.0

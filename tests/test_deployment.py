@@ -29,6 +29,14 @@ from tests.constants import JOIN_TIMEOUT
 from tests.servers import REPO_ROOT, Server, gunicorn, imgproxy_signature, request
 from tests.services import nginx_server
 
+pytestmark = pytest.mark.one_django(
+    reason=(
+        "the subject is docs/deployment.md's nginx block in front of two gunicorn nodes, not "
+        "Django: the app's Django side runs on both Djangos in process (test_wsgi.py, "
+        "test_views.py)"
+    )
+)
+
 #: The example node addresses in the block, in order.
 EXAMPLE_NODES = ("10.0.0.11:8000", "10.0.0.12:8000")
 

@@ -36,6 +36,14 @@ from tests.servers import Fetched, Server, fetch, gunicorn, imgproxy_url, reques
 from tests.test_overload import media_with
 from tests.upstream import ImageServer, image_server
 
+pytestmark = pytest.mark.one_django(
+    reason=(
+        "the subject is the bounds of a gunicorn worker process (deadlines, child renders, "
+        "read slots, memory), not Django: the app's Django side runs on both Djangos in "
+        "process (test_wsgi.py, test_views.py)"
+    )
+)
+
 #: Bound on waiting for a state the test expects (never reached when the code works).
 PATIENCE = 60.0
 

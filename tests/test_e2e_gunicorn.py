@@ -28,6 +28,14 @@ from tests.servers import (
     imgproxy_url,
 )
 
+pytestmark = pytest.mark.one_django(
+    reason=(
+        "the subject is gunicorn's worker processes serving the app over real HTTP, not "
+        "Django: the app's Django side runs on both Djangos in process (test_wsgi.py, "
+        "test_views.py)"
+    )
+)
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:

@@ -22,6 +22,13 @@ import pytest
 from tests import images
 from tests.servers import Fetched, Server, fetch, gunicorn, imgproxy_url, request
 
+pytestmark = pytest.mark.one_django(
+    reason=(
+        "the subject is a gunicorn worker process that must survive its limits, not Django: "
+        "the app's Django side runs on both Djangos in process (test_wsgi.py, test_views.py)"
+    )
+)
+
 #: Generous bound on waiting for a condition; never reached when the code works.
 WAIT = 60.0
 

@@ -22,6 +22,10 @@ from django_oximg.core.options import Gravity, Options
 from tests.images import credited_jpeg, noise
 from tests.test_pipeline import needs_saver, photo
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 PILLOW = pipeline.RenderSettings(encoder="pillow")
 LIBVIPS = pipeline.RenderSettings(encoder="libvips")
 
@@ -304,25 +308,3 @@ def test_deadline_stops_the_computation_on_the_render_thread(encodes: list[str])
             source_jpeg(), Options(width=400), "jpeg", PILLOW, deadline=time.monotonic() - 1
         )
     assert encodes == []
-
-
-# --- the setting ----------------------------------------------------------------
-
-
-@pytest.mark.parametrize("value", ["PIL", "", None])
-def test_encoder_setting_is_validated(value: object) -> None:
-    from django.core.exceptions import ImproperlyConfigured
-
-    from django_oximg.conf import build_settings
-
-    with pytest.raises(ImproperlyConfigured, match="ENCODER"):
-        build_settings({"KEY": "aa" * 32, "SALT": "bb" * 32, "ENCODER": value})
-
-
-@pytest.mark.parametrize("value", ["pillow", "libvips"])
-def test_encoder_setting_reaches_the_pipeline(value: str) -> None:
-    from django_oximg.conf import build_settings
-    from django_oximg.runtime import thumbnailer_config
-
-    settings = build_settings({"KEY": "aa" * 32, "SALT": "bb" * 32, "ENCODER": value})
-    assert thumbnailer_config(settings).render.encoder == value

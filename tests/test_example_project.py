@@ -26,6 +26,11 @@ from urllib.error import HTTPError
 import pytest
 import pyvips
 
+#: The example site is what `make demo` serves, from .venv: on Django 5.2 LTS only. The
+#: tags, views and admin it uses run on both Djangos in test_templatetags.py,
+#: test_views.py and test_admin.py; its `manage.py check` and migrations run on both.
+demo_site = pytest.mark.one_django(reason="`make demo` runs the example site on the LTS only")
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROJECT_DIR = REPO_ROOT / "example_project"
 MANAGE = PROJECT_DIR / "manage.py"
@@ -127,12 +132,14 @@ def load(path: Path, **options: object) -> pyvips.Image:
     return pyvips.Image.new_from_file(str(path), **options)
 
 
+@demo_site
 def test_make_samples_draws_every_sample_at_its_size(samples_dir: Path) -> None:
     for name, (width, height) in SAMPLE_SIZES.items():
         image = load(samples_dir.parent / name)
         assert (image.width, image.height) == (width, height), name
 
 
+@demo_site
 def test_landscape_is_a_textured_jpeg(samples_dir: Path) -> None:
     image = load(samples_dir / "landscape.jpg")
     assert image.get("vips-loader") == "jpegload"
@@ -141,6 +148,7 @@ def test_landscape_is_a_textured_jpeg(samples_dir: Path) -> None:
     assert image.deviate() > 20
 
 
+@demo_site
 def test_portrait_is_stored_sideways_and_upright_after_autorotation(samples_dir: Path) -> None:
     image = load(samples_dir / "portrait.jpg")
     assert image.get("vips-loader") == "jpegload"
@@ -154,6 +162,7 @@ def test_portrait_is_stored_sideways_and_upright_after_autorotation(samples_dir:
     assert bottom[1].avg() > bottom[2].avg() + 40
 
 
+@demo_site
 def test_face_sits_right_of_the_middle(samples_dir: Path) -> None:
     """Skin-coloured pixels right of centre only: a centre crop cuts the face."""
     image = load(samples_dir / "face.jpg")
@@ -165,6 +174,7 @@ def test_face_sits_right_of_the_middle(samples_dir: Path) -> None:
     assert 950 < min(covered) < max(covered) < 1350
 
 
+@demo_site
 def test_text_is_dark_type_on_light_paper(samples_dir: Path) -> None:
     image = load(samples_dir / "text.jpg").colourspace("b-w")[0]
     assert image.avg() > 180
@@ -173,6 +183,7 @@ def test_text_is_dark_type_on_light_paper(samples_dir: Path) -> None:
     assert 0.02 < ink < 0.3
 
 
+@demo_site
 def test_logo_is_a_png_with_a_transparent_ring_and_soft_edge(samples_dir: Path) -> None:
     image = load(samples_dir / "logo.png")
     assert image.get("vips-loader") == "pngload"
@@ -187,6 +198,7 @@ def test_logo_is_a_png_with_a_transparent_ring_and_soft_edge(samples_dir: Path) 
     assert any(0 < value < 255 for value in edge)
 
 
+@demo_site
 def test_bounce_is_a_looping_twelve_frame_gif_that_moves(samples_dir: Path) -> None:
     image = load(samples_dir / "bounce.gif", n=-1)
     assert image.get("vips-loader") == "gifload"
@@ -199,12 +211,14 @@ def test_bounce_is_a_looping_twelve_frame_gif_that_moves(samples_dir: Path) -> N
     assert (first - middle).abs().max() > 100
 
 
+@demo_site
 def test_make_samples_adds_a_photo_for_each_sample(make_samples_output: tuple[Path, str]) -> None:
     _var_dir, output = make_samples_output
     added = re.findall(r"added  Photo '.+' \((samples/[^)]+)\)", output)
     assert sorted(added) == sorted(SAMPLE_SIZES), output
 
 
+@demo_site
 def test_make_samples_keeps_existing_and_redraws_identical_bytes(
     samples_dir: Path,
 ) -> None:
@@ -403,6 +417,7 @@ def photo_ids(page: GalleryPage) -> list[str]:
     return [figure for figure in page.images if figure.startswith("photo-")]
 
 
+@demo_site
 def test_page_shows_every_demo_as_a_lazy_image_with_its_size(page: GalleryPage) -> None:
     assert set(page.images) - set(photo_ids(page)) == DEMO_IDS
     for figure, image in page.images.items():
@@ -413,6 +428,7 @@ def test_page_shows_every_demo_as_a_lazy_image_with_its_size(page: GalleryPage) 
         assert image["src"].startswith("/img/"), figure
 
 
+@demo_site
 def test_first_visit_adds_a_photo_for_each_sample(page: GalleryPage) -> None:
     """A fresh database: the view adds the photos, so the gallery is never empty."""
     titles = {page.images[figure]["alt"] for figure in photo_ids(page)}
@@ -420,11 +436,13 @@ def test_first_visit_adds_a_photo_for_each_sample(page: GalleryPage) -> None:
     assert "Sunset over the hills" in titles
 
 
+@demo_site
 def test_missing_source_renders_the_empty_branch(page: GalleryPage) -> None:
     assert page.empty == {EMPTY_ID}
     assert EMPTY_ID not in page.images
 
 
+@demo_site
 def test_every_thumbnail_is_served_at_the_size_the_page_says(
     page: GalleryPage, thumbnails: dict[str, Fetched]
 ) -> None:
@@ -436,6 +454,7 @@ def test_every_thumbnail_is_served_at_the_size_the_page_says(
         assert (image.width, image.height) == declared, figure
 
 
+@demo_site
 def test_geometries_follow_the_tag_arguments(thumbnails: dict[str, Fetched]) -> None:
     fit = decode(thumbnails["fit"].body)
     assert fit.width == 400
@@ -445,6 +464,7 @@ def test_geometries_follow_the_tag_arguments(thumbnails: dict[str, Fetched]) -> 
         assert (fill.width, fill.height) == (300, 300), figure
 
 
+@demo_site
 def test_smart_crop_keeps_the_face_whole(thumbnails: dict[str, Fetched]) -> None:
     """The centre crop cuts the face at its right edge; attention moves onto it."""
 
@@ -458,6 +478,7 @@ def test_smart_crop_keeps_the_face_whole(thumbnails: dict[str, Fetched]) -> None
     assert skin_at_edges("fill-smart") == (True, False, False)
 
 
+@demo_site
 def test_formats_follow_the_tag_arguments(thumbnails: dict[str, Fetched]) -> None:
     assert thumbnails["fit"].headers["content-type"] == "image/jpeg"
     assert thumbnails["webp"].headers["content-type"] == "image/webp"
@@ -467,6 +488,7 @@ def test_formats_follow_the_tag_arguments(thumbnails: dict[str, Fetched]) -> Non
     assert thumbnails["text-sharp"].headers["content-type"] == "image/png"
 
 
+@demo_site
 def test_auto_format_is_negotiated_by_accept(server: str, page: GalleryPage) -> None:
     url = server + page.images["auto"]["src"]
     modern = fetch(url, BROWSER_IMAGE_ACCEPT)
@@ -480,6 +502,7 @@ def test_auto_format_is_negotiated_by_accept(server: str, page: GalleryPage) -> 
         assert decode(response.body).width == int(page.images["auto"]["width"])
 
 
+@demo_site
 def test_the_sites_own_sepia_option_tones_the_photo(
     page: GalleryPage, thumbnails: dict[str, Fetched]
 ) -> None:
@@ -497,6 +520,7 @@ def test_the_sites_own_sepia_option_tones_the_photo(
     assert warmth(toned) > warmth(plain) + 40
 
 
+@demo_site
 def test_transparency_survives(thumbnails: dict[str, Fetched]) -> None:
     image = decode(thumbnails["alpha"].body)
     assert image.hasalpha()
@@ -506,6 +530,7 @@ def test_transparency_survives(thumbnails: dict[str, Fetched]) -> None:
     assert alpha.getpoint(180, 120) == [0.0]  # the ring, at 3/10 of 800 px
 
 
+@demo_site
 def test_animation_survives_gif_to_webp(thumbnails: dict[str, Fetched]) -> None:
     image = pyvips.Image.new_from_buffer(thumbnails["animated"].body, "", n=-1)
     assert image.get("vips-loader") == "webpload_buffer"
@@ -514,6 +539,7 @@ def test_animation_survives_gif_to_webp(thumbnails: dict[str, Fetched]) -> None:
     assert image.width == 240
 
 
+@demo_site
 def test_portrait_comes_out_upright(thumbnails: dict[str, Fetched]) -> None:
     image = decode(thumbnails["portrait"].body)
     assert (image.width, image.height) == (225, 300)
@@ -523,6 +549,7 @@ def test_portrait_comes_out_upright(thumbnails: dict[str, Fetched]) -> None:
     assert bottom[1].avg() > bottom[2].avg() + 40
 
 
+@demo_site
 def test_stylesheet_is_served(server: str, page: GalleryPage) -> None:
     assert page.stylesheets
     for href in page.stylesheets:
@@ -545,6 +572,7 @@ def srcset_candidates(srcset: str) -> list[tuple[str, int]]:
     return candidates
 
 
+@demo_site
 def test_picture_offers_avif_and_webp_sources_before_the_jpeg(
     server: str, page: GalleryPage
 ) -> None:
@@ -562,6 +590,7 @@ def test_picture_offers_avif_and_webp_sources_before_the_jpeg(
     assert decode(response.body).width == 16
 
 
+@demo_site
 def test_every_srcset_candidate_is_served_in_its_type_and_width(
     server: str, page: GalleryPage
 ) -> None:
@@ -640,6 +669,7 @@ def upload(server: str, title: str, filename: str, data: bytes) -> Upload:
             return Upload(error.code, error.headers.get("location", ""), error.read().decode())
 
 
+@demo_site
 def test_an_uploaded_image_joins_the_gallery_as_a_thumbnail(server: str, page: GalleryPage) -> None:
     photo = (
         pyvips.Image.xyz(900, 600).cast("uchar")[0].bandjoin([60, 200]).copy(interpretation="srgb")
@@ -658,6 +688,7 @@ def test_an_uploaded_image_joins_the_gallery_as_a_thumbnail(server: str, page: G
     assert (decoded.width, decoded.height) == (int(image["width"]), int(image["height"]))
 
 
+@demo_site
 @pytest.mark.parametrize(
     ("filename", "data"),
     [

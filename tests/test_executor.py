@@ -20,6 +20,10 @@ import pytest
 from django_oximg.core.errors import Overloaded, ProcessingTimeout, SourceTooLarge
 from django_oximg.core.executor import Executor, Ready
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 # Upper bound on any wait in these tests: long enough never to trip on a slow CI
 # machine, short enough that a bug fails the test instead of hanging it.
 PATIENCE = 10.0

@@ -12,6 +12,10 @@ from PIL import Image as PILImage
 
 from django_oximg.core import exif
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 
 def tiff_block(order: str, entries: list[tuple[int, int, bytes]], prefix: bool = True) -> bytes:
     """An EXIF block with one IFD of ``(tag, type, value)`` entries, in byte ``order``."""

@@ -74,6 +74,13 @@ from tests.test_thumbnailer import (  # noqa: F401 (fixtures: the counting cache
     header,
 )
 
+#: The subject of the kill loop is gunicorn replacing killed worker processes and the
+#: result cache they leave: run on one Django. The storage faults below run in process,
+#: through Django's storage API, on both.
+worker_kills = pytest.mark.one_django(
+    reason="the subject is gunicorn worker processes killed mid-write, not Django"
+)
+
 #: The killed request: a 1200x900 noisy photo fitted to about 1100 px and
 #: encoded at q100 (~1 MB), so both the render (~0.1 s) and the atomic write
 #: (temp file, fsync, rename) are long enough to be hit.
@@ -251,6 +258,7 @@ def kill_workers_repeatedly(media: Path, iterations: int, seed: int) -> KillRepo
     return report
 
 
+@worker_kills
 @pytest.mark.parametrize(
     "iterations", [50, pytest.param(200, marks=pytest.mark.slow)], ids=["50-kills", "200-kills"]
 )

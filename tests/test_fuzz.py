@@ -38,6 +38,10 @@ from tests.constants import MIB, SIGNER
 from tests.test_options import plausible_segments, segments
 from tests.test_thumbnailer import CountingSourceStore
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 #: Statuses a GET for a thumbnail path may get (304 only with If-None-Match).
 THUMBNAIL_STATUSES = {200, 304, 400, 403, 404, 415, 422}
 

@@ -17,6 +17,10 @@ from django_oximg.core.geometry import (
 )
 from django_oximg.core.options import RESIZING_TYPES, Crop, Gravity, Options, parse_path
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 
 def size_of(width: int, height: int, options: Options, **kwargs: int) -> tuple[int, int]:
     kwargs.setdefault("max_result_dimension", 8192)

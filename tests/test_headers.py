@@ -32,6 +32,10 @@ from django_oximg.core.headers import (
 )
 from tests import bombs, images
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 #: Savers and their options for each format the server reads (all with every
 #: metadata field kept, so the orientation is written as each format writes it).
 WRITERS: dict[str, Callable[[pyvips.Image], bytes]] = {

@@ -16,6 +16,10 @@ from django_oximg.core.errors import InvalidSignature
 from django_oximg.core.signing import restored_path, split_signed_path
 from django_oximg.core.wsgi import path_after_prefix, raw_request_path
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 
 def split_request(request_uri: str, prefix: str = "") -> tuple[str, str]:
     """(signature, path) from a raw request URI, as the WSGI middleware gets them."""

@@ -28,6 +28,10 @@ from django_oximg.core.thumbnailer import Thumbnailer
 from tests import images
 from tests.constants import DOCS_KEY, DOCS_SALT, MIB
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 #: The size of imgproxy's test2.jpg, which every case here resizes.
 SOURCE_WIDTH, SOURCE_HEIGHT = 200, 100
 

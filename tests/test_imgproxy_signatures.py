@@ -18,6 +18,10 @@ import pytest
 from django_oximg.core.errors import InvalidSignature
 from django_oximg.core.signing import KeyPair, URLSigner, split_signed_path, verified_rest
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 TEST_PAIR = KeyPair(b"test-key", b"test-salt")
 SECOND_PAIR = KeyPair(b"test-key2", b"test-salt2")
 

@@ -25,6 +25,10 @@ from django_oximg.core.pipeline.isolated import outcome, render_isolated
 from django_oximg.core.pipeline.render import render_here
 from tests import images, site_extensions
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 SETTINGS = pipeline.RenderSettings()
 
 

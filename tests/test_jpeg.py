@@ -21,6 +21,10 @@ from django_oximg.core.options import Options
 from django_oximg.core.pipeline import load
 from tests.test_pipeline import flat, photo
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 TURBO = pipeline.RenderSettings(jpeg_decoder="libjpeg-turbo")
 LIBVIPS = pipeline.RenderSettings(jpeg_decoder="libvips")
 
@@ -273,26 +277,3 @@ def test_a_site_loading_truncated_images_leaves_every_jpeg_to_libvips(
     assert jpeg.decode_scaled(data, 2) is None
     with pytest.raises(InvalidImage):
         pipeline.render(data[: len(data) // 2], Options(width=50), "jpeg", TURBO)
-
-
-# --- the setting ----------------------------------------------------------------
-
-
-@pytest.mark.parametrize("value", ["turbo", "", 1])
-def test_jpeg_decoder_is_validated(value: object) -> None:
-    from django.core.exceptions import ImproperlyConfigured
-
-    from django_oximg.conf import build_settings
-
-    raw = {"KEY": "aa" * 32, "SALT": "bb" * 32, "JPEG_DECODER": value}
-    with pytest.raises(ImproperlyConfigured, match="JPEG_DECODER"):
-        build_settings(raw)
-
-
-@pytest.mark.parametrize("value", ["libjpeg-turbo", "libvips"])
-def test_jpeg_decoder_reaches_the_pipeline(value: str) -> None:
-    from django_oximg.conf import build_settings
-    from django_oximg.runtime import thumbnailer_config
-
-    settings = build_settings({"KEY": "aa" * 32, "SALT": "bb" * 32, "JPEG_DECODER": value})
-    assert thumbnailer_config(settings).render.jpeg_decoder == value

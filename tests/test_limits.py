@@ -26,6 +26,10 @@ from tests.test_thumbnailer import (  # noqa: F401 (fixtures: the counting store
     sources,
 )
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 
 def png_header_only(width: int, height: int) -> bytes:
     """A tiny PNG whose IHDR claims ``width`` x ``height`` (a pixel flood, bad input 28)."""

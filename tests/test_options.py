@@ -27,6 +27,10 @@ from django_oximg.core.options import (
     parse_path,
 )
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 # docs.imgproxy.net "Processing an image", the example at the end and the
 # "Base64 encoded" source section.
 DOCS_BASE64_PATH = (

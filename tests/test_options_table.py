@@ -28,6 +28,10 @@ from django_oximg.core.options.model import DEFAULTS, normalized
 from django_oximg.core.options.table import BY_NAME, OPTIONS, PRESET_NAMES, Option
 from tests.test_options import valid_options
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 WRITTEN = [option for option in OPTIONS if option.fields]
 #: The format is written as the path's extension, not as a segment.
 SEGMENTS = [option for option in WRITTEN if option.name != "format"]

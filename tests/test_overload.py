@@ -21,6 +21,13 @@ import pyvips
 from tests import images
 from tests.servers import Fetched, Server, fetch, gunicorn, imgproxy_url, request
 
+pytestmark = pytest.mark.one_django(
+    reason=(
+        "the subject is one gunicorn worker process under a burst, not Django: the app's "
+        "Django side runs on both Djangos in process (test_wsgi.py, test_views.py)"
+    )
+)
+
 #: Requests fired at once; gunicorn has more threads than this, so all of them
 #: reach the executor together and the 429 decisions are the executor's own.
 BURST = 24

@@ -28,6 +28,13 @@ import pytest
 
 from tests.services import missing
 
+#: The subject is the distributions, built once from the sources: the Django installed
+#: does not change them (test_the_classifiers_name_this_django_and_this_python runs on
+#: both Djangos, since the Django it names is the one installed).
+built_once = pytest.mark.one_django(
+    reason="the distributions do not depend on the Django installed"
+)
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 #: Bound on building both distributions (a few seconds) and on one subprocess.
@@ -57,6 +64,7 @@ def only(directory: Path, pattern: str) -> Path:
     return path
 
 
+@built_once
 def test_twine_check_passes(dist: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "twine", "check", "--strict", *map(str, sorted(dist.iterdir()))],
@@ -69,6 +77,7 @@ def test_twine_check_passes(dist: Path) -> None:
     assert result.stdout.count("PASSED") == 2
 
 
+@built_once
 def test_the_wheel_holds_the_package_and_the_licence(dist: Path) -> None:
     with zipfile.ZipFile(only(dist, "*.whl")) as wheel:
         names = set(wheel.namelist())
@@ -106,6 +115,7 @@ def test_the_classifiers_name_this_django_and_this_python(dist: Path) -> None:
     assert f"Programming Language :: Python :: {python_version}" in classifiers
 
 
+@built_once
 def test_the_sdist_holds_what_a_packager_needs(dist: Path) -> None:
     with tarfile.open(only(dist, "*.tar.gz")) as sdist:
         names = {name.split("/", 1)[1] for name in sdist.getnames() if "/" in name}
@@ -229,6 +239,7 @@ def installed(dist: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return python
 
 
+@built_once
 def test_the_installed_wheel_serves_a_thumbnail(installed: Path, tmp_path: Path) -> None:
     (tmp_path / "site_settings.py").write_text(
         textwrap.dedent(SITE_SETTINGS.format(key="ab" * 32, salt="cd" * 16))

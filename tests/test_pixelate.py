@@ -10,6 +10,10 @@ from django_oximg.core.geometry import plan_geometry
 from django_oximg.core.options import build_path, parse_path
 from tests import images
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 
 def render(url_options: str, source: bytes) -> tuple[pipeline.Rendered, pyvips.Image]:
     options = parse_path(f"/{url_options}/plain/a.png").options

@@ -52,6 +52,19 @@ from tests.servers import Server, gunicorn, imgproxy_url, request
 from tests.services import RedisServer, redis_process, small_disk
 from tests.tcp_proxy import TcpProxy
 
+pytestmark = [
+    pytest.mark.one_django(
+        reason=(
+            "the subject is gunicorn nodes, S3 and Redis under faults, not Django: the S3 "
+            "storage and the Redis leases run on both Djangos in test_s3.py and "
+            "test_redis_coordination.py"
+        )
+    ),
+    # Every answer within the deadlines of seconds these nodes are given, 96 requests
+    # at once among them: alone on the machine, not beside another test's servers.
+    pytest.mark.serial,
+]
+
 #: The nodes' OXIMG: sources and results in S3, leases in Redis, short deadlines.
 LIMITS: dict[str, Any] = {
     "SOURCE_STORAGE": "s3source",

@@ -18,6 +18,10 @@ from django_oximg.core.reads import SourceReads
 from django_oximg.core.stores import Reserve
 from tests.test_executor import PATIENCE, wait_until
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 MIB = 1024 * 1024
 
 

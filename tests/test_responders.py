@@ -22,6 +22,10 @@ from django_oximg.core.responders import (
     status_for,
 )
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 CACHE_CONTROL = "public, max-age=31536000, immutable"
 ETAG = '"0123456789abcdef"'
 DATA = bytes(range(256)) * 8

@@ -36,6 +36,13 @@ from tests.servers import gunicorn, imgproxy_url
 from tests.services import redis_server
 from tests.test_views import decode, fetch, signed
 
+#: Two gunicorn servers sharing the S3 cache: the subject is the processes and the bucket
+#: between them. The S3 storage runs on both Djangos in the tests above, and the Redis
+#: leases through gunicorn in test_redis_coordination.py.
+two_servers = pytest.mark.one_django(
+    reason="the subject is two gunicorn processes sharing one bucket, not Django"
+)
+
 CONTROL = "/rs:fit:200:200/plain/photos/landscape.jpg@jpeg"
 
 #: One attempt per request (no retries, so an injected 500 fails at once),
@@ -521,6 +528,7 @@ def hammer(bases: list[str]) -> list[tuple[int, bytes]]:
     return results
 
 
+@two_servers
 @pytest.mark.parametrize(("coordinated", "renders"), [(True, 1), (False, 2)])
 def test_two_servers_sharing_an_s3_cache_and_redis_render_a_hot_key_once(
     tmp_path: Path, s3_server: S3Server, coordinated: bool, renders: int

@@ -10,6 +10,10 @@ from botocore.exceptions import ClientError
 from tests.s3_server import S3Server, s3_server  # noqa: F401 (fixture)
 from tests.servers import fetch
 
+pytestmark = pytest.mark.one_django(
+    reason=("the subject is the tests' own S3 server, not Django: no Django is involved")
+)
+
 
 def test_the_log_holds_every_clients_requests_as_the_server_saw_them(
     s3_server: S3Server,

@@ -23,6 +23,13 @@ from tests.services import (
     small_disk,
 )
 
+pytestmark = pytest.mark.one_django(
+    reason=(
+        "the subject is the services the tests start (redis-server, a tmpfs, nginx), not "
+        "Django: no Django is involved"
+    )
+)
+
 #: How long a paused Redis is watched for an answer that must not come.
 QUIET = 0.2
 
@@ -139,9 +146,11 @@ def test_nginx_proxies_to_an_upstream_and_caches_its_answers(upstream: str, tmp_
     directory = tmp_path / "nginx"
     with nginx_server(CACHING_PROXY.replace("UPSTREAM", upstream), directory) as base:
         pid = int((directory / "nginx.pid").read_text())
-        workers = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
         first = fetch(f"{base}/a")
         second = fetch(f"{base}/a")
+        # Read once a worker has answered: nginx writes its pid file before it
+        # forks the workers, so right after the start there may be none yet.
+        workers = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     assert (first.status, first.body) == (200, b"answer 1 for /a")
     assert first.headers["x-cache-status"] == "MISS"
     assert (second.status, second.body) == (200, b"answer 1 for /a")

@@ -24,6 +24,10 @@ from django_oximg.core.signing import (
 )
 from tests.constants import DOCS_KEY, DOCS_SALT, KEY, SALT
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 # Published vectors. docs.imgproxy.net "Signing a URL": key "secret", salt "hello"
 # (DOCS_KEY, DOCS_SALT).
 DOCS_PATH = "/rs:fill:300:400:0/g:sm/aHR0cDovL2V4YW1w/bGUuY29tL2ltYWdl/cy9jdXJpb3NpdHku/anBn.png"

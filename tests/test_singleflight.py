@@ -15,6 +15,10 @@ import pytest
 
 from django_oximg.core.singleflight import SingleFlight
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 PATIENCE = 10.0  # upper bound on any wait; no test asserts on elapsed time
 
 

@@ -13,6 +13,10 @@ from django_oximg.core.geometry import plan_geometry
 from django_oximg.core.options import Gravity, Options
 from django_oximg.sizing import exact_size_options, sorl_margin, sorl_round
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 
 @pytest.mark.parametrize(
     ("number", "rounded"), [(112.5, 112), (113.5, 114), (149.33, 149), (1.0, 1), (0.3, 1)]

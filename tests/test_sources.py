@@ -9,6 +9,10 @@ import pytest
 from django_oximg.core.sources import URL_ALIAS, SourceResolver, source_for
 from django_oximg.core.stores import SourceStore
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 
 class AnyName:
     """A store that would serve any name, so only the resolver's split is tested."""

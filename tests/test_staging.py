@@ -28,6 +28,10 @@ from django_oximg.core.staging import (
 )
 from tests import images
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 LIMITS = Limits(
     pipeline.RenderSettings(),
     max_src_resolution=50_000_000,

@@ -24,6 +24,10 @@ from django_oximg.core.stores import (
     write_atomically,
 )
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 # -- the jail --------------------------------------------------------------------------
 
 

@@ -18,6 +18,10 @@ import pytest
 
 from tests.tcp_proxy import TcpProxy
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 #: Generous bound on anything that should happen; failing tests wait this long.
 TIMEOUT = 10.0
 

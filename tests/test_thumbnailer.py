@@ -33,6 +33,10 @@ from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
 from tests import images
 from tests.constants import JOIN_TIMEOUT, MIB, SIGNER
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 #: A request the thumbnailer must serve: 640x480 JPEG fitted into 200x200.
 CONTROL = "/rs:fit:200:200/plain/photos/landscape.jpg@jpeg"
 

@@ -10,6 +10,10 @@ from django_oximg.core.geometry import plan_geometry
 from django_oximg.core.options import parse_path
 from tests import images
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 BORDER = [20, 200, 40]
 #: The picture, and the border around it: left, top, right, bottom.
 PICTURE = (200, 120)

@@ -10,6 +10,10 @@ from django_oximg.core.options import parse_path
 from django_oximg.core.pipeline.steps import watermark
 from tests import images
 
+# Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
+# deselects it); tests/test_core_isolation.py checks that it touches no Django.
+pytestmark = pytest.mark.django_free
+
 RED = [255.0, 0.0, 0.0]
 GREY = [100.0, 100.0, 100.0]
 
