@@ -293,13 +293,16 @@ def test_queue_running_memory_and_workers_are_read_when_scraped(
 
 
 def test_a_queue_timeout_is_counted_as_rejected(make: Callable[..., Thumbnailer]) -> None:
-    executor = Executor(workers=1, queue_size=1, queue_timeout=0.05, memory_budget=BUDGET)
+    executor = Executor(workers=1, queue_size=1, queue_timeout=JOIN_TIMEOUT, memory_budget=BUDGET)
     thumbnailer = make(executor=executor)
     release = threading.Event()
     running = threading.Thread(target=executor.run, args=(release.wait,))
     running.start()
     try:
         wait_until(lambda: executor.stats().running == 1)
+        # The short deadline is for the job meant to miss it: the running job, given
+        # 0.05 s too, could miss its own start on a busy machine.
+        executor.queue_timeout = 0.05
         with pytest.raises(ProcessingTimeout):
             executor.run(lambda: None)
     finally:
@@ -517,7 +520,10 @@ def test_health_is_503_while_every_read_slot_is_held_by_a_read_past_its_timeout(
     )
     source.gate.set()
     wait_until(lambda: thumbnailer.reads.in_use() == 0)
-    # The read that hung has returned: the storage answers again.
+    # The read that hung has returned: the storage answers again. The next
+    # read is not meant to time out: on a busy machine 0.2 s may pass before
+    # its thread runs.
+    thumbnailer.reads.timeout = JOIN_TIMEOUT
     assert get(thumbnailer, "/health").status == 200
     assert get(thumbnailer, CONTROL).status == 200
 
