@@ -2,6 +2,12 @@
 #   make demo   set up and serve the example site at http://127.0.0.1:8000/
 #   make test   set up and run the whole test suite (what .ci/run runs)
 #   make docs   build the documentation site into build/docs/ (make docs-serve: live)
+#   make stress run the suite 3 times in a row while a second copy of it runs
+#               beside it, to catch tests that need an idle machine; fails if
+#               any run of either copy fails (tests/stress.py). Long: about
+#               six times the suite's own time. Smaller: STRESS_RUNS=1, or
+#               STRESS_ARGS="tests/test_executor.py tests/test_metrics.py".
+#               Its temporary files are its own, so `make test` may run too.
 #
 # The suite runs on two Djangos, each in its own virtualenv:
 #   .venv                 Django 5.2 LTS on $(PYTHON): lint, mypy, the suite;
@@ -28,7 +34,7 @@ NEWEST_STAMP := $(NEWEST_VENV)/.installed
 # Installs read both files: a changed dependency or install line reinstalls.
 INSTALL_INPUTS := pyproject.toml Makefile
 
-.PHONY: demo test test-lts test-newest docs docs-serve lint typecheck clean
+.PHONY: demo test test-lts test-newest stress docs docs-serve lint typecheck clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -88,6 +94,12 @@ test-lts: $(STAMP)
 test-newest: $(NEWEST_STAMP)
 	$(NEWEST_VENV)/bin/python -m pytest $(PYTEST_PARALLEL) \
 	  -m "not slow and not django_free and not one_django"
+
+# On Django 5.2 LTS only: races do not depend on Django's version.
+STRESS_RUNS ?= 3
+STRESS_ARGS ?=
+stress: $(STAMP)
+	$(PY) tests/stress.py --runs $(STRESS_RUNS) -- $(STRESS_ARGS)
 
 # docs/settings.md is generated from django_oximg/conf.py; regenerate it
 # first (tests/test_conf.py fails when the committed copy is stale).

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 
 from django_oximg.benchmarking import gunicorn
+from tests.servers import STARTUP_TIMEOUT
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -90,19 +93,32 @@ def test_the_gunicorn_command_gives_a_sync_worker_one_thread(worker_class: str) 
     )
 
 
+def listening_port(process: subprocess.Popen[bytes], log: Path) -> int:
+    """The port http.server says it serves on ("Serving HTTP on 127.0.0.1 port N ...")."""
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while not (found := re.search(r"Serving HTTP on \S+ port (\d+)", log.read_text())):
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError("http.server never said its port:\n" + log.read_text())
+        time.sleep(0.01)
+    return int(found[1])
+
+
 def test_a_started_server_is_waited_for_and_its_whole_group_stopped(tmp_path: Path) -> None:
     """A real server in its own process group: its first answer timed, then stopped."""
-    port = gunicorn.free_port()
     log = tmp_path / "server.log"
     with log.open("wb") as out:
+        # Port 0: the kernel's choice, read from the server's first line. A
+        # port found free beforehand (free_port) may be taken by a test running
+        # beside this one before the server binds it.
         process = subprocess.Popen(
-            [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
+            [sys.executable, "-u", "-m", "http.server", "0", "--bind", "127.0.0.1"],
             cwd=tmp_path,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     try:
+        port = listening_port(process, log)
         seconds = gunicorn.wait_for_answer(process, port, "/", timeout=30, ok_only=True, log=log)
         assert seconds >= 0
         assert gunicorn.status_of(port, "/missing") == 404

@@ -187,11 +187,14 @@ def test_queue_size_zero_still_admits_one_job_per_worker(
 def test_job_not_started_by_the_deadline_times_out_and_never_runs(
     make_executor: Callable[..., Executor],
 ) -> None:
-    executor = make_executor(workers=1, queue_size=4, queue_timeout=0.05)
+    executor = make_executor(workers=1, queue_size=4, queue_timeout=PATIENCE)
     gate = Gate()
     holder = Caller(executor, gate)
     holder.start()
     assert gate.started.wait(PATIENCE)
+    # The short deadline is for the job meant to miss it: the holder, given
+    # 0.05 s too, could miss its own start on a busy machine.
+    executor.queue_timeout = 0.05
     ran = threading.Event()
 
     with pytest.raises(ProcessingTimeout):
@@ -226,11 +229,14 @@ def test_deadline_is_measured_on_the_injected_clock(
 def test_waiting_for_budget_counts_against_the_queue_deadline(
     make_executor: Callable[..., Executor],
 ) -> None:
-    executor = make_executor(workers=2, queue_timeout=0.05, memory_budget=100)
+    executor = make_executor(workers=2, queue_timeout=PATIENCE, memory_budget=100)
     gate = Gate()
     holder = Caller(executor, gate, cost=100)
     holder.start()
     assert gate.started.wait(PATIENCE)
+    # The short deadline is for the job meant to miss it: the holder, given
+    # 0.05 s too, could miss its own start on a busy machine.
+    executor.queue_timeout = 0.05
     ran = threading.Event()
 
     # A worker is idle, but the budget is not: the job waits, then times out.
@@ -595,6 +601,9 @@ def test_downloads_hold_at_most_half_the_budget_and_wait_in_order_until_their_de
     with pytest.raises(ProcessingTimeout):
         waiting.reserve(20)  # 60 would be over half the budget, until the deadline
     assert executor.stats().rejected_timeout == 1
+    # The next waiter's deadline is not what is tested: it must not pass while
+    # this thread, on a busy machine, gets round to closing the holder.
+    executor.queue_timeout = PATIENCE
     later = executor.admit()
     done = threading.Event()
 

@@ -890,11 +890,12 @@ def test_a_blackhole_source_times_out(site: Callable[..., Site]) -> None:
 
 
 def test_a_refused_port_is_a_502(site: Callable[..., Site]) -> None:
+    # Bound but not listening: connections are refused, and no server started
+    # beside this test can take the port while the request is made.
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]
-    url = f"http://127.0.0.1:{port}/a.jpg"
-    assert site(url, allow_private_networks=True).get(url).status == 502
+        url = f"http://127.0.0.1:{closed.getsockname()[1]}/a.jpg"
+        assert site(url, allow_private_networks=True).get(url).status == 502
 
 
 # -- HTTPS -----------------------------------------------------------------------------------

@@ -262,17 +262,22 @@ def test_queue_running_memory_and_workers_are_read_when_scraped(
         threading.Thread(target=executor.run, args=(release.wait,), kwargs={"cost": cost})
         for cost in (3 * MIB, MIB)
     ]
-    for thread in threads:
-        thread.start()
     try:
-        wait_until(lambda: (executor.stats().running, executor.stats().queued) == (1, 1))
+        # One at a time: the 3 MiB job must be the running one, whichever
+        # thread the scheduler would have let reach the executor first.
+        threads[0].start()
+        wait_until(lambda: executor.stats().running == 1)
+        threads[1].start()
+        wait_until(lambda: executor.stats().queued == 1)
         with pytest.raises(Overloaded):
             executor.run(lambda: None)
         series = scrape(thumbnailer)
     finally:
         release.set()
         for thread in threads:
-            thread.join(JOIN_TIMEOUT)
+            if thread.ident is not None:
+                thread.join(JOIN_TIMEOUT)
+    assert not any(thread.is_alive() for thread in threads)
     assert value(series, "oximg_queue_depth") == 1
     assert value(series, "oximg_jobs_running") == 1
     assert value(series, "oximg_workers") == 1
@@ -515,7 +520,10 @@ def test_health_is_503_while_every_read_slot_is_held_by_a_read_past_its_timeout(
     )
     source.gate.set()
     wait_until(lambda: thumbnailer.reads.in_use() == 0)
-    # The read that hung has returned: the storage answers again.
+    # The read that hung has returned: the storage answers again. The next
+    # read is not meant to time out: on a busy machine 0.2 s may pass before
+    # its thread runs.
+    thumbnailer.reads.timeout = JOIN_TIMEOUT
     assert get(thumbnailer, "/health").status == 200
     assert get(thumbnailer, CONTROL).status == 200
 

@@ -108,10 +108,14 @@ def test_no_more_reads_run_at_once_than_there_are_slots(executor: Executor) -> N
     store = GatedStore()
     reads = SourceReads(slots=2, timeout=PATIENCE)
     outcomes: list[object] = []
-    threads = [read_in_thread(reads, store, executor, outcomes) for _ in range(5)]
+    # Two reads take the slots, with time to reach them on a busy machine ...
+    queue_timeout, executor.queue_timeout = executor.queue_timeout, PATIENCE
+    threads = [read_in_thread(reads, store, executor, outcomes) for _ in range(2)]
     for _ in range(2):
         assert store.started.acquire(timeout=PATIENCE)
-    # The other three wait for a slot, holding nothing, until the queue timeout.
+    # ... three more wait for a slot, holding nothing, until the queue timeout.
+    executor.queue_timeout = queue_timeout
+    threads += [read_in_thread(reads, store, executor, outcomes) for _ in range(3)]
     wait_until(lambda: len(outcomes) == 3)
     assert all(isinstance(outcome, ProcessingTimeout) for outcome in outcomes)
     store.release.set()

@@ -273,12 +273,14 @@ def test_source_errors_map_to_404_502_and_504(s3_server: S3Server, buckets: Buck
     with pytest.raises(SourceUnavailable):
         no_bucket.read("photos/landscape.jpg", 10**6)
 
+    # Bound but not listening: connections are refused, and no server started
+    # beside this test can take the port while the request is made.
     with socket.socket() as unused:
         unused.bind(("127.0.0.1", 0))
-        refused_port = unused.getsockname()[1]
-    refused = storage.source_store(direct_storage(f"http://127.0.0.1:{refused_port}", "b-b-b"))
-    with pytest.raises(SourceUnavailable) as caught:
-        refused.read("photos/landscape.jpg", 10**6)
+        endpoint = f"http://127.0.0.1:{unused.getsockname()[1]}"
+        refused = storage.source_store(direct_storage(endpoint, "b-b-b"))
+        with pytest.raises(SourceUnavailable) as caught:
+            refused.read("photos/landscape.jpg", 10**6)
     assert not isinstance(caught.value, SourceTimeout)
 
     with socket.socket() as silent:  # accepts (the kernel's backlog), never answers
