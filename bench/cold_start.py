@@ -289,7 +289,7 @@ STAGES = (
     ),
     ("pyvips and libvips' start", "import pyvips; pyvips.Image.black(1, 1).avg()"),
     ("the pipeline's modules", "import django_oximg.core.pipeline"),
-    ("the thumbnailer's modules", "import django_oximg.core.thumbnailer"),
+    ("the thumbnailer's modules", "import django_oximg.core.serving.handler"),
 )
 
 

@@ -143,7 +143,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    from django_oximg.core.cgroups import usable_cpus
+    from django_oximg.core.limits.cgroups import usable_cpus
 
     image = write_image(args.image)
     other = OtherLoad()

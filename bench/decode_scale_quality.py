@@ -12,7 +12,7 @@ same bytes, and can a cheap sharpen after the resize buy the look back?
 Every photo of ``--photos`` is fitted into each box the way the pipeline
 fits a JPEG (libjpeg's DCT-scaled decode at the scale the margin allows,
 Lanczos3 to the rounded size) and encoded by the pipeline's own JPEG
-encoder (:func:`django_oximg.core.encoder.encode`) at q60-q90; each output
+encoder (:func:`django_oximg.core.pipeline.encoder.encode`) at q60-q90; each output
 is scored with SSIMULACRA2 against the full decode resized in linear light.
 Printed per box: each variant's score minus the default margin's, read at
 the default's q80 bytes (bench/matched.py), median and worst photo. The
@@ -40,7 +40,8 @@ import pyvips  # noqa: E402
 from bench import matched  # noqa: E402
 from bench import quality_contenders as contenders  # noqa: E402
 from bench.quality import TOOLS_PYTHON, decoded_rgb, run_scorer  # noqa: E402
-from django_oximg.core import defaults, encoder  # noqa: E402
+from django_oximg.core import defaults  # noqa: E402
+from django_oximg.core.pipeline import encoder  # noqa: E402
 from django_oximg.core.pipeline.load import jpeg_shrink  # noqa: E402
 
 QUALITIES = (60, 70, 80, 90)

@@ -1,6 +1,6 @@
 """Every encoder's time and memory, small to MAX_RESULT_DIMENSION: the data behind the
 render deadline's encoder plan (core/pipeline/plan.py) and the output side of the
-memory estimate (core/budget.py).
+memory estimate (core/pipeline/budget.py).
 
     .venv/bin/python bench/encoders.py rates
     .venv/bin/python bench/encoders.py matrix [--only avif] [--json out.json]
@@ -165,11 +165,11 @@ def measure_one(case: Case, timeout: float, kill: bool) -> Outcome:
     whether the render is also stopped at it (else it runs to the end).
     """
     from django_oximg.core import pipeline
-    from django_oximg.core.budget import estimate_peak_bytes, output_bytes, sizes_of
     from django_oximg.core.errors import OximgError
     from django_oximg.core.options import parse_path
-    from django_oximg.core.responders import status_for
-    from django_oximg.core.staging import ANIMATED_FORMATS
+    from django_oximg.core.pipeline.budget import estimate_peak_bytes, output_bytes, sizes_of
+    from django_oximg.core.serving.replies import status_for
+    from django_oximg.core.serving.staging import ANIMATED_FORMATS
 
     pipeline.configure(concurrency=1)
     data = Path(case.file).read_bytes()
@@ -234,9 +234,9 @@ def outcome_from(fields: dict[str, Any]) -> Outcome:
 def estimate_of(case: Case) -> tuple[int, int]:
     """The budget's estimate for ``case`` now, and the estimate less its output side."""
     from django_oximg.core import pipeline
-    from django_oximg.core.budget import estimate_peak_bytes, output_bytes, sizes_of
     from django_oximg.core.options import parse_path
-    from django_oximg.core.staging import ANIMATED_FORMATS
+    from django_oximg.core.pipeline.budget import estimate_peak_bytes, output_bytes, sizes_of
+    from django_oximg.core.serving.staging import ANIMATED_FORMATS
 
     data = Path(case.file).read_bytes()
     info = pipeline.probe(data)

@@ -112,7 +112,7 @@ def pipeline_render(
     """
     from django_oximg.core import defaults, pipeline
     from django_oximg.core.options import parse_path
-    from django_oximg.core.stores import FileSystemSourceStore
+    from django_oximg.core.stores.disk import FileSystemSourceStore
 
     shared = (data, pipeline.probe(data))
     store = FileSystemSourceStore(read_from.parent if read_from else Path("."))
@@ -138,10 +138,10 @@ def pipeline_render(
 def thumbnailer_reply(
     case: Case, images: Path, settings: Any, fsync: bool
 ) -> Callable[[int], bytes]:
-    from django_oximg.core.executor import Executor
-    from django_oximg.core.signing import URLSigner, pairs_from_hex
-    from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
-    from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+    from django_oximg.core.limits.executor import Executor
+    from django_oximg.core.options.signing import URLSigner, pairs_from_hex
+    from django_oximg.core.serving.handler import Thumbnailer, ThumbnailerConfig
+    from django_oximg.core.stores.disk import FileSystemCacheStore, FileSystemSourceStore
 
     signer = URLSigner(pairs_from_hex((KEY,), (SALT,)))
     cache = Path(tempfile.mkdtemp(prefix="oximg-inprocess-"))

@@ -46,7 +46,8 @@ from PIL import Image as PILImage  # noqa: E402
 from PIL import ImageFile  # noqa: E402
 
 from bench.images import photo, write_set  # noqa: E402
-from django_oximg.core import jpeg, pipeline  # noqa: E402
+from django_oximg.core import pipeline  # noqa: E402
+from django_oximg.core.pipeline import jpeg  # noqa: E402
 
 #: Source, DCT scales to measure.
 SCALES = {"medium.jpg": (4, 2), "large.jpg": (8, 4)}
@@ -82,7 +83,7 @@ def pillow_pixels(data: bytes, shrink: int) -> pyvips.Image:
 
 
 def simplejpeg_decode(data: bytes, shrink: int) -> pyvips.Image:
-    """simplejpeg, which core/jpeg.py used before Pillow (it brings numpy)."""
+    """simplejpeg, which core/pipeline/jpeg.py used before Pillow (it brings numpy)."""
     import simplejpeg
 
     height, width, _colourspace, _ = simplejpeg.decode_jpeg_header(data)

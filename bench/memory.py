@@ -1,4 +1,4 @@
-"""Peak memory of rendering, measured in fresh processes: the data behind core/budget.py.
+"""Peak memory of rendering, measured in fresh processes: the data behind core/pipeline/budget.py.
 
     .venv/bin/python bench/memory.py weights [--concurrency 1] [--json out.json]
     .venv/bin/python bench/memory.py weights --from-json out.json   # re-estimate only
@@ -228,7 +228,7 @@ def weight_cases(paths: dict[str, Path]) -> list[Case]:
         elif name.endswith(("-16mp", "-36mp")):
             cases.append(Case(f"{name}+crop", str(path), CROP, "jpeg"))
     # A large box: baseline JPEG with little or no shrink-on-load; the first
-    # two are the largest results core/encoder.py encodes (1.2 and 1.9 MP).
+    # two are the largest results core/pipeline/encoder.py encodes (1.2 and 1.9 MP).
     for mp, box in ((16, 1350), (36, 1700), (36, 2000), (36, 3000)):
         path = paths[f"jpeg-baseline-420-{mp}mp"]
         cases.append(
@@ -308,10 +308,10 @@ def measure_in_child(
 
 def estimate_for(measured: Measured) -> int:
     """The budget's estimate for a measured case, as the thumbnailer would ask it."""
-    from django_oximg.core.budget import estimate_peak_bytes
     from django_oximg.core.options import parse_path
     from django_oximg.core.pipeline import RenderSettings, SourceInfo, plan_render
-    from django_oximg.core.staging import ANIMATED_FORMATS
+    from django_oximg.core.pipeline.budget import estimate_peak_bytes
+    from django_oximg.core.serving.staging import ANIMATED_FORMATS
 
     info = SourceInfo(
         measured.width,
@@ -389,7 +389,8 @@ def churn(files: list[str], renders: int, threads: int, threshold: int) -> dict[
 
     ``threshold`` is ``MALLOC_THRESHOLD``, applied as a served process applies it.
     """
-    from django_oximg.core import malloc, pipeline
+    from django_oximg.core import pipeline
+    from django_oximg.core.limits import malloc
     from django_oximg.core.options import parse_path
 
     pipeline.configure(concurrency=1)
@@ -466,12 +467,13 @@ def sample_rss(stop: threading.Event, interval: float) -> Iterator[int]:
 
 def run_served(args: argparse.Namespace) -> None:
     """Concurrent misses of one 30 MP progressive JPEG through the core thumbnailer."""
-    from django_oximg.core import malloc, pipeline
-    from django_oximg.core.executor import Executor
+    from django_oximg.core import pipeline
+    from django_oximg.core.limits import malloc
+    from django_oximg.core.limits.executor import Executor
     from django_oximg.core.options import parse_path
-    from django_oximg.core.signing import URLSigner, pairs_from_hex
-    from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
-    from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+    from django_oximg.core.options.signing import URLSigner, pairs_from_hex
+    from django_oximg.core.serving.handler import Thumbnailer, ThumbnailerConfig
+    from django_oximg.core.stores.disk import FileSystemCacheStore, FileSystemSourceStore
 
     work = Path(tempfile.mkdtemp(prefix="oximg-served-"))
     source = args.images / f"served-30mp-{args.subsample}.jpg"

@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 from bench.cases import CASES, oximg_url, url_list  # noqa: E402
 from bench.driver import OtherLoad, parse_head, percentile  # noqa: E402
 from bench.images import SIZES, photo  # noqa: E402
-from django_oximg.core.cgroups import usable_cpus  # noqa: E402
+from django_oximg.core.limits.cgroups import usable_cpus  # noqa: E402
 from tests.servers import gunicorn  # noqa: E402
 
 #: A request that takes longer than this is counted as a client timeout.

@@ -37,8 +37,9 @@ from PIL import Image as PILImage
 from PIL import ImageFile
 
 from bench import servers
-from django_oximg.core import defaults, encoder, pipeline
+from django_oximg.core import defaults, pipeline
 from django_oximg.core.options import Crop, Options
+from django_oximg.core.pipeline import encoder
 from django_oximg.core.pipeline.load import jpeg_shrink
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -186,7 +187,7 @@ def pillow_jpeg(
     ``subsampling`` None is the pipeline's rule (4:2:0 below q90, 4:4:4 from
     it). ``tables``: the luminance and chrominance quantisation tables, by
     libvips' ``quant_table`` number, at every quality; None is the
-    pipeline's rule (:func:`django_oximg.core.encoder.quant_table`).
+    pipeline's rule (:func:`django_oximg.core.pipeline.encoder.quant_table`).
     """
 
     def make(photo: Photo, case: Case, quality: int, fmt: str) -> bytes:

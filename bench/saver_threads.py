@@ -9,7 +9,7 @@ each save is one ``ctypes`` call into libvips (``vips_jpegsave_buffer`` of a
 quantisation tables, one libvips
 thread), and ctypes releases the GIL for the whole call. For contrast the
 same pixels are encoded by Pillow with the same settings
-(core/encoder.py), which keeps the GIL while it encodes into a ``BytesIO``:
+(core/pipeline/encoder.py), which keeps the GIL while it encodes into a ``BytesIO``:
 its two threads keep one core busy.
 
 Each row: saves/s, CPU ms per save and cores kept busy, for one thread,
@@ -74,8 +74,8 @@ def libvips_library() -> ctypes.CDLL:
 def saver(encoder: str) -> Callable[[], int]:
     """One save of the same pixels per call; returns the encoded size."""
     from bench.images import photo
-    from django_oximg.core import encoder as pillow_encoder
     from django_oximg.core import pipeline
+    from django_oximg.core.pipeline import encoder as pillow_encoder
 
     pipeline.configure(concurrency=1)
     pixels = bytes(photo(WIDTH, HEIGHT).write_to_memory())

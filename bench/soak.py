@@ -40,7 +40,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from django_oximg.core.stores import TEMP_PREFIX  # noqa: E402
+from django_oximg.core.stores.protocols import TEMP_PREFIX  # noqa: E402
 from tests import bombs, images  # noqa: E402
 from tests.servers import Server, gunicorn, imgproxy_signature, imgproxy_url, request  # noqa: E402
 

@@ -351,7 +351,7 @@ MAX_WRAPPERS = 16
 
 def wraps_oximg_middleware(application: Any) -> bool:
     """Whether ``application`` is, or wraps, the thumbnail middleware."""
-    from django_oximg.core.wsgi import ThumbnailMiddleware
+    from django_oximg.core.serving.middleware import ThumbnailMiddleware
 
     current = application
     for _ in range(MAX_WRAPPERS):
@@ -369,7 +369,7 @@ def wraps_oximg_middleware(application: Any) -> bool:
 
 def check_render_ahead(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """E020, E021, W020: the declared sizes, and the task backend that renders them."""
-    from django_oximg.render_ahead import declared
+    from django_oximg import declared_sizes as declared
 
     try:
         settings = conf.get_settings()

@@ -31,7 +31,7 @@ from django_oximg.core import defaults
 from django_oximg.core.errors import InvalidOptions
 from django_oximg.core.keys import output_fingerprint as output_fingerprint_of
 from django_oximg.core.options import OPTION_NAMES, OUTPUT_FORMATS, Extension, parse_path
-from django_oximg.core.signing import pairs_from_hex
+from django_oximg.core.options.signing import pairs_from_hex
 from django_oximg.setting_values import check_type
 
 
@@ -625,7 +625,7 @@ def _validate_http_sources(prefixes: tuple[str, ...]) -> None:
     """Parse every prefix now, as the HTTP store will, so a bad one fails at start-up."""
     if not prefixes:
         return
-    from django_oximg.core.http_source import parse_prefix  # urllib3: only when used
+    from django_oximg.core.stores.http import parse_prefix  # urllib3: only when used
 
     for prefix in prefixes:
         try:

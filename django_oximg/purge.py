@@ -43,8 +43,8 @@ from django.db.models.signals import post_delete, post_save, pre_save
 from django_oximg import conf, runtime
 from django_oximg.core.keys import RESULT_KEY, source_directory
 from django_oximg.core.logs import printable
-from django_oximg.core.sources import source_for
-from django_oximg.core.stores import CacheEntry, CacheStore
+from django_oximg.core.stores.protocols import CacheEntry, CacheStore
+from django_oximg.core.stores.resolver import source_for
 from django_oximg.source_metadata import forget_source_metadata, storage_alias
 
 logger = logging.getLogger("django_oximg")

@@ -32,8 +32,8 @@ from django_oximg.arguments import (
     parse_geometry,
     tag_options,
 )
-from django_oximg.core.geometry import round_half_up
 from django_oximg.core.keys import CONTENT_TYPES
+from django_oximg.core.options.geometry import round_half_up
 from django_oximg.source_metadata import SourceMetadata, source_metadata, source_name
 from django_oximg.thumbnails import Thumbnail, resolve_arguments, thumbnail_for
 

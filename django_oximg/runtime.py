@@ -23,21 +23,22 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.files.storage import FileSystemStorage, InvalidStorageError, Storage, storages
 
 from django_oximg import conf, storage
-from django_oximg.core.cgroups import default_memory_budget, usable_cpus
-from django_oximg.core.coordination import CacheCoordinator, Coordinator
 from django_oximg.core.errors import OximgError
-from django_oximg.core.executor import Executor
-from django_oximg.core.faults import Faults
+from django_oximg.core.limits.cgroups import default_memory_budget, usable_cpus
+from django_oximg.core.limits.executor import Executor
+from django_oximg.core.limits.timeouts import RequestTimeouts
 from django_oximg.core.options import URLRules
-from django_oximg.core.signing import URLSigner, pairs_from_hex
-from django_oximg.core.sources import URL_ALIAS, SourceResolver
-from django_oximg.core.stores import CacheStore, FileSystemSourceStore, SourceStore
-from django_oximg.core.timeouts import RequestTimeouts
+from django_oximg.core.options.signing import URLSigner, pairs_from_hex
+from django_oximg.core.serving.coordination import CacheCoordinator, Coordinator
+from django_oximg.core.serving.faults import Faults
+from django_oximg.core.stores.disk import FileSystemSourceStore
+from django_oximg.core.stores.protocols import CacheStore, SourceStore
+from django_oximg.core.stores.resolver import URL_ALIAS, SourceResolver
 
 if TYPE_CHECKING:
-    from django_oximg.core.http_source import HttpSourceConfig
     from django_oximg.core.pipeline import WatermarkImage
-    from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+    from django_oximg.core.serving.handler import Thumbnailer, ThumbnailerConfig
+    from django_oximg.core.stores.http import HttpSourceConfig
 
 _lock = threading.Lock()
 _libvips_ready = False
@@ -47,11 +48,12 @@ def prepare_libvips(settings: conf.OximgSettings) -> None:
     """Check the libvips version and set it up once per process (caller holds _lock).
 
     glibc's malloc is told to keep freed render memory here too: this is
-    where a process starts rendering (:mod:`django_oximg.core.malloc`).
+    where a process starts rendering (:mod:`django_oximg.core.limits.malloc`).
     """
     global _libvips_ready
     if not _libvips_ready:
-        from django_oximg.core import malloc, pipeline
+        from django_oximg.core import pipeline
+        from django_oximg.core.limits import malloc
 
         pipeline.check_libvips_version()
         pipeline.configure(concurrency=settings.LIBVIPS_CONCURRENCY, block_untrusted=True)
@@ -113,14 +115,14 @@ def source_stores(settings: conf.OximgSettings) -> dict[str, SourceStore]:
     }
     if settings.HTTP_SOURCES:
         # urllib3 (tens of milliseconds to import) only for sites with URL sources.
-        from django_oximg.core.http_source import HttpSourceStore
+        from django_oximg.core.stores.http import HttpSourceStore
 
         stores[URL_ALIAS] = HttpSourceStore(http_source_config(settings))
     return stores
 
 
 def http_source_config(settings: conf.OximgSettings) -> HttpSourceConfig:
-    from django_oximg.core.http_source import HttpSourceConfig
+    from django_oximg.core.stores.http import HttpSourceConfig
 
     return HttpSourceConfig(
         prefixes=settings.HTTP_SOURCES,
@@ -177,7 +179,7 @@ def thumbnailer_config(
 ) -> ThumbnailerConfig:
     """The thumbnailer's configuration; ``watermark`` is read from ``settings`` when not given."""
     from django_oximg.core import pipeline
-    from django_oximg.core.thumbnailer import ThumbnailerConfig
+    from django_oximg.core.serving.handler import ThumbnailerConfig
 
     if watermark is None:
         watermark = read_watermark(settings)
@@ -269,7 +271,7 @@ def get_thumbnailer() -> Thumbnailer:
 
 
 def build_thumbnailer() -> Thumbnailer:
-    from django_oximg.core.thumbnailer import Thumbnailer
+    from django_oximg.core.serving.handler import Thumbnailer
 
     settings = conf.get_settings()
     prepare_libvips(settings)
@@ -289,7 +291,7 @@ def forget_results(directory: str) -> None:
     """Drop what this process's thumbnailer remembers of results under ``directory``.
 
     A purge calls it so its memory goes at once (other processes notice the
-    removed files on their next hit, :mod:`django_oximg.core.hits`). The
+    removed files on their next hit, :mod:`django_oximg.core.serving.hits`). The
     thumbnailer is not built for it.
     """
     found = _thumbnailer

@@ -25,8 +25,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from django_oximg.core.geometry import QUARTER_TURN_ORIENTATIONS
 from django_oximg.core.options import Options
+from django_oximg.core.options.geometry import QUARTER_TURN_ORIENTATIONS
 
 #: (width, height)
 Size = tuple[int, int]

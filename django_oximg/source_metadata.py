@@ -25,10 +25,11 @@ from django.core.files.storage import FileSystemStorage, Storage
 from django_oximg import conf, runtime
 from django_oximg.arguments import ThumbnailError
 from django_oximg.core import headers
-from django_oximg.core.bounded import Breaker
-from django_oximg.core.geometry import QUARTER_TURN_ORIENTATIONS
-from django_oximg.core.sources import source_for
-from django_oximg.core.stores import FileSystemSourceStore, SourceStore
+from django_oximg.core.limits.bounded import Breaker
+from django_oximg.core.options.geometry import QUARTER_TURN_ORIENTATIONS
+from django_oximg.core.stores.disk import FileSystemSourceStore
+from django_oximg.core.stores.protocols import SourceStore
+from django_oximg.core.stores.resolver import source_for
 from django_oximg.memo import SettingsMemo
 
 logger = logging.getLogger("django_oximg")
@@ -55,7 +56,7 @@ def source_name(source: Any) -> str:
     """The source string for a FieldFile (with its source alias) or a name.
 
     A FieldFile's name is written so that it never reads as another source
-    or a URL (:func:`~django_oximg.core.sources.source_for`); a string is
+    or a URL (:func:`~django_oximg.core.stores.resolver.source_for`); a string is
     the caller's own spelling of a source, used as it is.
     """
     if isinstance(source, File):

@@ -34,13 +34,12 @@ from django_oximg.core.errors import (
     SourceUnavailable,
 )
 from django_oximg.core.keys import content_type
-from django_oximg.core.stores import (
+from django_oximg.core.stores.disk import FileSystemCacheStore, FileSystemSourceStore
+from django_oximg.core.stores.protocols import (
     TEMP_PREFIX,
     CachedResult,
     CacheEntry,
     CacheStore,
-    FileSystemCacheStore,
-    FileSystemSourceStore,
     Reserve,
     SourceStore,
     jail_name,

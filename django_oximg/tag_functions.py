@@ -20,7 +20,7 @@ from django.utils.safestring import SafeString
 from django_oximg import conf
 from django_oximg.arguments import check_arguments, parse_geometry
 from django_oximg.core.errors import OximgError
-from django_oximg.render_ahead.declared import declared_names
+from django_oximg.declared_sizes import declared_names
 from django_oximg.responsive import (
     IMG_ATTRIBUTES,
     MODERN_FORMATS,

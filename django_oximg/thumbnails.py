@@ -47,8 +47,6 @@ from django_oximg.arguments import (
     tag_options,
 )
 from django_oximg.core.errors import InvalidOptions
-from django_oximg.core.geometry import plan_geometry
-from django_oximg.core.info import DEFAULT_BLURHASH, INFO_PREFIX
 from django_oximg.core.options import (
     ANY_URL,
     FORMAT_NAMES,
@@ -58,10 +56,12 @@ from django_oximg.core.options import (
     build_path,
     parse_path,
 )
-from django_oximg.core.signing import split_signed_path
+from django_oximg.core.options.geometry import plan_geometry
+from django_oximg.core.options.signing import split_signed_path
+from django_oximg.core.serving.info import DEFAULT_BLURHASH, INFO_PREFIX
 from django_oximg.focal import stored_focal_point
 from django_oximg.memo import SettingsMemo
-from django_oximg.render_ahead.declared import size_named
+from django_oximg.declared_sizes import size_named
 from django_oximg.sizing import exact_size_options
 from django_oximg.source_metadata import SourceMetadata, source_metadata, source_name
 
@@ -154,7 +154,7 @@ def resolve_arguments(
     """The arguments as written, completed: defaults, a preset named as geometry, scopes.
 
     ``TAG_DEFAULTS`` fill in keywords not given; a geometry that names one
-    of the field's declared sizes (:mod:`django_oximg.render_ahead.declared`) becomes
+    of the field's declared sizes (:mod:`django_oximg.declared_sizes`) becomes
     that size's arguments, the call's own keywords winning over them; a
     geometry that is a preset's name (easy-thumbnails' ``{% thumbnail photo "avatar" %}``)
     becomes ``preset``; a preset name is looked up in the source's scopes
@@ -172,7 +172,7 @@ def resolve_arguments(
     named = text.strip()
     preset_named = named and not resolved.get("preset") and not is_geometry(named)
     declared = size_named(alias_target(source), named) if preset_named else None
-    if declared is not None:  # the field's declared size (render_ahead.declared) by name
+    if declared is not None:  # the field's declared size (declared_sizes) by name
         text = declared.geometry
         resolved = {**settings.TAG_DEFAULTS, **declared.kwargs, **kwargs}
     elif preset_named and preset_is_known(named, settings.PRESETS):

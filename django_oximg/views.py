@@ -13,9 +13,9 @@ from asgiref.sync import sync_to_async
 from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseBase
 
 from django_oximg import runtime
-from django_oximg.core import responders
-from django_oximg.core.responders import Reply
-from django_oximg.core.wsgi import path_after_prefix, raw_request_path
+from django_oximg.core.serving import replies
+from django_oximg.core.serving.middleware import path_after_prefix, raw_request_path
+from django_oximg.core.serving.replies import Reply
 
 
 def serve(request: HttpRequest, path: str) -> HttpResponseBase:
@@ -23,7 +23,7 @@ def serve(request: HttpRequest, path: str) -> HttpResponseBase:
     mount = request.path[: len(request.path) - len(path)]
     rest = path_after_prefix(raw_request_path(asgi_environ(request)), mount)
     if rest is None:
-        return django_response(responders.not_found())
+        return django_response(replies.not_found())
     reply = runtime.get_thumbnailer().reply(rest, request.method or "GET", request.META)
     return django_response(reply)
 
@@ -61,7 +61,7 @@ async def serve_async(request: HttpRequest, path: str) -> HttpResponseBase:
     mount = request.path[: len(request.path) - len(path)]
     rest = path_after_prefix(raw_request_path(asgi_environ(request)), mount)
     if rest is None:
-        return django_response(responders.not_found())
+        return django_response(replies.not_found())
     method = request.method or "GET"
     reply = await sync_to_async(reply_in_memory, thread_sensitive=False)(rest, method, request.META)
     return django_response(reply)

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from django_oximg import conf, runtime
-from django_oximg.core.wsgi import StartResponse, ThumbnailMiddleware, WSGIApp
+from django_oximg.core.serving.middleware import StartResponse, ThumbnailMiddleware, WSGIApp
 
 logger = logging.getLogger("django_oximg")
 

@@ -19,16 +19,12 @@ import pytest
 import pytest_django.fixtures as pytest_django_fixtures
 from hypothesis import settings as hypothesis_settings
 
-from django_oximg.core.coordination import Coordinator
-from django_oximg.core.executor import Executor
-from django_oximg.core.signing import URLSigner
-from django_oximg.core.stores import (
-    CacheStore,
-    FileSystemCacheStore,
-    FileSystemSourceStore,
-    SourceStore,
-)
-from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.limits.executor import Executor
+from django_oximg.core.options.signing import URLSigner
+from django_oximg.core.serving.coordination import Coordinator
+from django_oximg.core.serving.handler import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.stores.disk import FileSystemCacheStore, FileSystemSourceStore
+from django_oximg.core.stores.protocols import CacheStore, SourceStore
 from tests import images
 from tests.constants import MIB, SIGNER
 

@@ -9,7 +9,7 @@ pair also checks compatibility with the signatures imgproxy publishes.
 
 from __future__ import annotations
 
-from django_oximg.core.signing import URLSigner, pairs_from_hex
+from django_oximg.core.options.signing import URLSigner, pairs_from_hex
 
 #: imgproxy's example key and salt (hex), as in its ``examples/signature.py``.
 KEY = "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881"

@@ -95,12 +95,12 @@ import pytest
 import pyvips
 
 from django_oximg.core import pipeline
-from django_oximg.core.executor import Executor
+from django_oximg.core.limits.executor import Executor
+from django_oximg.core.options.signing import URLSigner, pairs_from_hex
 from django_oximg.core.pipeline import RenderSettings
-from django_oximg.core.responders import Reply
-from django_oximg.core.signing import URLSigner, pairs_from_hex
-from django_oximg.core.stores import TEMP_PREFIX
-from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.serving.handler import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.serving.replies import Reply
+from django_oximg.core.stores.protocols import TEMP_PREFIX
 from tests import bombs, images
 from tests.constants import KEY, MIB, SALT, SIGNER
 from tests.servers import Fetched, Server, fetch, gunicorn, imgproxy_url, request

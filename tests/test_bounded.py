@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from django_oximg.core.bounded import BoundedCalls, Breaker, CallTimedOut
+from django_oximg.core.limits.bounded import BoundedCalls, Breaker, CallTimedOut
 from tests.constants import JOIN_TIMEOUT
 
 # Exercises the Django-free core only: run once, on the LTS run (`make test-newest`

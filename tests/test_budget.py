@@ -1,4 +1,4 @@
-"""Tests for django_oximg.core.budget: the peak-memory estimate of one render (and of
+"""Tests for django_oximg.core.pipeline.budget: the peak-memory estimate of one render (and of
 sizes rendered from one shared decode).
 
 The weights themselves are measured by ``bench/memory.py``; these tests pin
@@ -19,23 +19,23 @@ from pathlib import Path
 import pytest
 import pyvips
 
-from django_oximg.core import budget
-from django_oximg.core.budget import (
-    BASE_BYTES,
-    JpegFrame,
-    estimate_peak_bytes,
-    jpeg_frame,
-    jpeg_shrink_factor,
-    png_decoded_bytes_per_pixel,
-)
 from django_oximg.core.options import Crop, Options, Watermark
 from django_oximg.core.pipeline import (
     Plan,
     RenderSettings,
     SourceInfo,
     WatermarkImage,
+    budget,
     plan_render,
     probe,
+)
+from django_oximg.core.pipeline.budget import (
+    BASE_BYTES,
+    JpegFrame,
+    estimate_peak_bytes,
+    jpeg_frame,
+    jpeg_shrink_factor,
+    png_decoded_bytes_per_pixel,
 )
 
 # Exercises the Django-free core only: run once, on the LTS run (`make test-newest`

@@ -1,4 +1,4 @@
-"""Tests for django_oximg.core.cgroups: CPUs and memory from cgroup files.
+"""Tests for django_oximg.core.limits.cgroups: CPUs and memory from cgroup files.
 
 Each test writes the cgroup files of one machine shape under ``tmp_path``
 (v2 unified, v1 controllers, nested groups, no cgroup at all) and a
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from django_oximg.core.cgroups import (
+from django_oximg.core.limits.cgroups import (
     DEFAULT_MEMORY_BUDGET_CAP,
     cgroup_cpu_limit,
     cgroup_memory_limit,

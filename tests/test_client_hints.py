@@ -11,9 +11,9 @@ import pytest
 import pyvips
 
 from django_oximg import runtime
-from django_oximg.core.client_hints import ClientHints, read_hints, with_hints
 from django_oximg.core.options import Options, parse_path
-from django_oximg.core.thumbnailer import Thumbnailer
+from django_oximg.core.serving.client_hints import ClientHints, read_hints, with_hints
+from django_oximg.core.serving.handler import Thumbnailer
 from tests import images
 from tests.constants import MIB, SIGNER
 from tests.shells import SHELLS, through_middleware

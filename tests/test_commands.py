@@ -27,8 +27,9 @@ from django.test import Client
 from django_oximg import runtime
 from django_oximg.core.keys import source_directory
 from django_oximg.core.options import parse_path
-from django_oximg.core.signing import split_signed_path
-from django_oximg.core.stores import TEMP_PREFIX, CacheEntry, FileSystemCacheStore
+from django_oximg.core.options.signing import split_signed_path
+from django_oximg.core.stores.disk import FileSystemCacheStore
+from django_oximg.core.stores.protocols import TEMP_PREFIX, CacheEntry
 from django_oximg.management.units import format_size, parse_duration, parse_size
 from django_oximg.progress import Progress
 from django_oximg.purge import RESULT_KEY, purge_source, select_for_clean

@@ -13,8 +13,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 from django_oximg import conf, runtime, storage
 from django_oximg.conf import OximgSettings, build_settings, get_settings, settings_reference
-from django_oximg.core.client_hints import ClientHints
 from django_oximg.core.keys import output_fingerprint
+from django_oximg.core.serving.client_hints import ClientHints
 from tests import images
 from tests.constants import KEY, SALT
 
@@ -280,9 +280,9 @@ def test_cache_fsync_reaches_the_local_cache_store(
 
 def test_the_core_defaults_are_the_settings_defaults() -> None:
     """One set of defaults: a core built by hand behaves as a site that sets nothing."""
-    from django_oximg.core.http_source import HttpSourceConfig
     from django_oximg.core.pipeline import RenderSettings
-    from django_oximg.core.thumbnailer import ThumbnailerConfig
+    from django_oximg.core.serving.handler import ThumbnailerConfig
+    from django_oximg.core.stores.http import HttpSourceConfig
 
     built = build_settings(with_key())
     configured = runtime.thumbnailer_config(built)
@@ -420,9 +420,9 @@ BASE = {"PRESETS": {"p": "w:50"}}
 
 
 def key_under(raw: dict[str, Any], path: str, accept: str) -> str:
-    from django_oximg.core.executor import Executor
-    from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
-    from django_oximg.core.thumbnailer import Thumbnailer
+    from django_oximg.core.limits.executor import Executor
+    from django_oximg.core.serving.handler import Thumbnailer
+    from django_oximg.core.stores.disk import FileSystemCacheStore, FileSystemSourceStore
 
     built = build_settings(with_key(**raw))
     executor = Executor(1, 1, 1.0, 1024)
@@ -618,7 +618,7 @@ def test_render_ahead_of_the_wrong_shape_is_refused(value: Any) -> None:
         build_settings({"RENDER_AHEAD": value})
 
 
-# -- the encoder and the JPEG decoder (core/encoder.py and core/jpeg.py test them) ------
+# -- the encoder and the JPEG decoder (test_encoder.py and test_jpeg.py test them) ---
 
 
 @pytest.mark.parametrize("value", ["PIL", "", None])

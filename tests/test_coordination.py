@@ -17,17 +17,18 @@ from typing import Any
 import pytest
 from django.core.cache import caches
 
-from django_oximg.core.coordination import (
+from django_oximg.core.limits.executor import Executor
+from django_oximg.core.serving.coordination import (
     LEASE_PREFIX,
     CacheCoordinator,
     Coordinator,
     LeaseState,
     LocalCoordinator,
 )
-from django_oximg.core.executor import Executor
-from django_oximg.core.faults import COORDINATION_CACHE, Faults
-from django_oximg.core.stores import CachedResult, FileSystemCacheStore, FileSystemSourceStore
-from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.serving.faults import COORDINATION_CACHE, Faults
+from django_oximg.core.serving.handler import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.stores.disk import FileSystemCacheStore, FileSystemSourceStore
+from django_oximg.core.stores.protocols import CachedResult
 from tests import images
 from tests.constants import JOIN_TIMEOUT, SIGNER
 

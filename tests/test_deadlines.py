@@ -1,4 +1,4 @@
-"""Tests for django_oximg.core.deadlines: one watchdog thread stops work at its deadline.
+"""Tests for django_oximg.core.limits.deadlines: one watchdog thread stops work at its deadline.
 
 What each deadline stops is tested where it is used: renders in
 tests/test_pipeline.py (libvips' kill flag), downloads in
@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from django_oximg.core.deadlines import WATCHDOG, Deadline, Watchdog
+from django_oximg.core.limits.deadlines import WATCHDOG, Deadline, Watchdog
 
 # Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
 # deselects it); tests/test_core_isolation.py checks that it touches no Django.

@@ -1,4 +1,4 @@
-"""Tests for encoding results in memory with Pillow (core/encoder.py) and when the pipeline does it.
+"""Tests for encoding results with Pillow (core/pipeline/encoder.py) and when the pipeline does.
 
 The promise: a result the pipeline hands to Pillow is the result libvips'
 saver would have written (a JPEG decodes to the same pixels, a WebP is the
@@ -16,9 +16,10 @@ import pytest
 import pyvips
 from PIL import Image as PILImage
 
-from django_oximg.core import encoder, pipeline
+from django_oximg.core import pipeline
 from django_oximg.core.errors import ProcessingTimeout
 from django_oximg.core.options import Gravity, Options
+from django_oximg.core.pipeline import encoder
 from tests.images import credited_jpeg, noise
 from tests.test_pipeline import needs_saver, photo
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from django_oximg.core.errors import Overloaded, ProcessingTimeout, SourceTooLarge
-from django_oximg.core.executor import Executor, Ready
+from django_oximg.core.limits.executor import Executor, Ready
 
 # Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
 # deselects it); tests/test_core_isolation.py checks that it touches no Django.

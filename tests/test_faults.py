@@ -11,7 +11,7 @@ gunicorn runs with ``--preload``, so a killed worker is replaced by a fork of
 the master in milliseconds instead of a fresh Django start-up; the code that
 renders and writes is the same.
 
-What ``/health`` reports of failing dependencies (``core/faults.py``) is
+What ``/health`` reports of failing dependencies (``core/serving/faults.py``) is
 tested at the end; through gunicorn nodes, S3 and Redis in
 tests/test_production_faults.py.
 
@@ -46,9 +46,9 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import Storage
 
 from django_oximg import conf
-from django_oximg.core import stores
-from django_oximg.core.executor import Executor
-from django_oximg.core.faults import (
+from django_oximg.core.keys import source_directory
+from django_oximg.core.limits.executor import Executor
+from django_oximg.core.serving.faults import (
     FAULT_MEMORY,
     LOG_INTERVAL,
     MAX_REASON,
@@ -57,9 +57,10 @@ from django_oximg.core.faults import (
     Faults,
     source_dependency,
 )
-from django_oximg.core.keys import source_directory
-from django_oximg.core.stores import TEMP_PREFIX, FileSystemSourceStore
-from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.serving.handler import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.stores import disk as stores
+from django_oximg.core.stores.disk import FileSystemSourceStore
+from django_oximg.core.stores.protocols import TEMP_PREFIX
 from django_oximg.storage import StorageSourceStore
 from tests import images
 from tests.constants import JOIN_TIMEOUT, MIB, SIGNER

@@ -28,12 +28,13 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from django_oximg.core.executor import Executor
+from django_oximg.core.limits.executor import Executor
+from django_oximg.core.options.signing import restored_path
 from django_oximg.core.pipeline import RenderSettings
-from django_oximg.core.responders import Reply
-from django_oximg.core.signing import restored_path
-from django_oximg.core.stores import CachedResult, CacheEntry, FileSystemCacheStore
-from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.serving.handler import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.serving.replies import Reply
+from django_oximg.core.stores.disk import FileSystemCacheStore
+from django_oximg.core.stores.protocols import CachedResult, CacheEntry
 from tests import images
 from tests.constants import MIB, SIGNER
 from tests.test_options import plausible_segments, segments

@@ -8,14 +8,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from django_oximg.core import pipeline
-from django_oximg.core.geometry import (
+from django_oximg.core.options import RESIZING_TYPES, Crop, Gravity, Options, parse_path
+from django_oximg.core.options.geometry import (
     crop_size,
     orientation_swaps_sides,
     place,
     plan_geometry,
     round_half_up,
 )
-from django_oximg.core.options import RESIZING_TYPES, Crop, Gravity, Options, parse_path
 
 # Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
 # deselects it); tests/test_core_isolation.py checks that it touches no Django.

@@ -57,9 +57,9 @@ from django.core.cache import cache as django_cache
 from django.test import Client
 
 from django_oximg.core import pipeline
-from django_oximg.core.executor import Executor
-from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
-from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.limits.executor import Executor
+from django_oximg.core.serving.handler import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.stores.disk import FileSystemCacheStore, FileSystemSourceStore
 from django_oximg.drf import ThumbnailField
 from django_oximg.render_ahead.rendering import AheadRequest, render_ahead
 from tests.constants import MIB, SIGNER

@@ -1,4 +1,4 @@
-"""Tests for django_oximg.core.hits: repeated hits answered from memory, exactly.
+"""Tests for django_oximg.core.serving.hits: repeated hits answered from memory, exactly.
 
 Most tests run two thumbnailers over one source directory and one result
 cache: ``remembering`` (the default, with its map of hits) and ``looking_up``
@@ -21,15 +21,12 @@ from typing import Any
 import pytest
 
 from django_oximg.core import pipeline
-from django_oximg.core.hits import ENTRY_OVERHEAD, CachedFile, HitCache
-from django_oximg.core.negotiation import accept_class
-from django_oximg.core.responders import Reply
-from django_oximg.core.stores import (
-    CachedResult,
-    FileSystemCacheStore,
-    write_atomically,
-)
-from django_oximg.core.thumbnailer import Thumbnailer
+from django_oximg.core.serving.handler import Thumbnailer
+from django_oximg.core.serving.hits import ENTRY_OVERHEAD, CachedFile, HitCache
+from django_oximg.core.serving.negotiation import accept_class
+from django_oximg.core.serving.replies import Reply
+from django_oximg.core.stores.disk import FileSystemCacheStore, write_atomically
+from django_oximg.core.stores.protocols import CachedResult
 from tests import images
 from tests.constants import MIB, SIGNER
 

@@ -1,4 +1,4 @@
-"""Tests for django_oximg.core.http_source: HTTP(S) sources behind an SSRF guard.
+"""Tests for django_oximg.core.stores.http: HTTP(S) sources behind an SSRF guard.
 
 The store and the modules it is made of are tested together, through real
 servers: ``http_guard`` (URLs, the allowlist, the address guard),
@@ -41,13 +41,18 @@ from django.core.exceptions import ImproperlyConfigured
 
 from django_oximg import conf, runtime
 from django_oximg.core import errors
-from django_oximg.core.http_bodies import ignore, read_body, read_prefix
-from django_oximg.core.http_connections import TimeLimit
-from django_oximg.core.http_guard import Allowlist, address_refusal, has_dot_segment, parse_url
-from django_oximg.core.http_source import URL_ALIAS, HttpSourceConfig, HttpSourceStore
-from django_oximg.core.responders import Reply
-from django_oximg.core.stores import FileSystemSourceStore
-from django_oximg.core.thumbnailer import Thumbnailer
+from django_oximg.core.serving.handler import Thumbnailer
+from django_oximg.core.serving.replies import Reply
+from django_oximg.core.stores.disk import FileSystemSourceStore
+from django_oximg.core.stores.http import URL_ALIAS, HttpSourceConfig, HttpSourceStore
+from django_oximg.core.stores.http_bodies import ignore, read_body, read_prefix
+from django_oximg.core.stores.http_connections import TimeLimit
+from django_oximg.core.stores.http_guard import (
+    Allowlist,
+    address_refusal,
+    has_dot_segment,
+    parse_url,
+)
 from tests import images
 from tests.constants import MIB, SIGNER
 

@@ -32,9 +32,7 @@ import pyvips
 from django.core.exceptions import ImproperlyConfigured
 
 from django_oximg.conf import build_settings
-from django_oximg.core.client_hints import ClientHints, read_hints
 from django_oximg.core.errors import ExpiredURL, InvalidOptions
-from django_oximg.core.http_source import URL_ALIAS, HttpSourceConfig, HttpSourceStore
 from django_oximg.core.options import (
     Crop,
     Gravity,
@@ -43,10 +41,12 @@ from django_oximg.core.options import (
     Watermark,
     parse_path,
 )
-from django_oximg.core.responders import content_disposition
-from django_oximg.core.staging import RenderWork
-from django_oximg.core.stores import FileSystemSourceStore
-from django_oximg.core.thumbnailer import Thumbnailer
+from django_oximg.core.serving.client_hints import ClientHints, read_hints
+from django_oximg.core.serving.handler import Thumbnailer
+from django_oximg.core.serving.replies import content_disposition
+from django_oximg.core.serving.staging import RenderWork
+from django_oximg.core.stores.disk import FileSystemSourceStore
+from django_oximg.core.stores.http import URL_ALIAS, HttpSourceConfig, HttpSourceStore
 from tests import images
 from tests.constants import KEY, MIB, SALT, SIGNER
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 
 from django_oximg.core.errors import InvalidSignature
-from django_oximg.core.signing import restored_path, split_signed_path
-from django_oximg.core.wsgi import path_after_prefix, raw_request_path
+from django_oximg.core.options.signing import restored_path, split_signed_path
+from django_oximg.core.serving.middleware import path_after_prefix, raw_request_path
 
 # Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
 # deselects it); tests/test_core_isolation.py checks that it touches no Django.

@@ -21,10 +21,10 @@ import pytest
 import pyvips
 
 from django_oximg.core import pipeline
-from django_oximg.core.geometry import plan_geometry
 from django_oximg.core.options import Options, parse_path
-from django_oximg.core.signing import URLSigner, pairs_from_hex
-from django_oximg.core.thumbnailer import Thumbnailer
+from django_oximg.core.options.geometry import plan_geometry
+from django_oximg.core.options.signing import URLSigner, pairs_from_hex
+from django_oximg.core.serving.handler import Thumbnailer
 from tests import images
 from tests.constants import DOCS_KEY, DOCS_SALT, MIB
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 
 from django_oximg.core.errors import InvalidSignature
-from django_oximg.core.signing import KeyPair, URLSigner, split_signed_path, verified_rest
+from django_oximg.core.options.signing import KeyPair, URLSigner, split_signed_path, verified_rest
 
 # Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
 # deselects it); tests/test_core_isolation.py checks that it touches no Django.

@@ -1,4 +1,4 @@
-"""No module of django_oximg imports itself back, through any path.
+"""No module of django_oximg imports itself back, through any path, and no folder does.
 
 An import circle makes a module's reader leave it and come back, hides
 which module depends on which, and works only as long as the names each
@@ -7,6 +7,12 @@ source with :mod:`ast`, not from ``sys.modules``: every import counts,
 including those inside functions (taken lazily, to keep imports cheap) and
 under ``if TYPE_CHECKING:`` (for annotations only), since either side of a
 circle still has to be read with the other.
+
+Folders are checked the same way, one level up: two modules each without a
+circle can still make one between their folders (``benchmarking`` importing
+from ``management`` while a command there imports ``benchmarking``), and
+such a pair of folders can no longer be read, moved or tested one without
+the other.
 """
 
 from __future__ import annotations
@@ -66,6 +72,32 @@ def import_graph() -> dict[str, set[str]]:
     return {name: imported(name, path, known) for name, path in known.items()}
 
 
+def folder_of(name: str) -> str:
+    """The unit of the folder graph that module ``name`` belongs to.
+
+    A sub-package of ``django_oximg`` (``render_ahead``, ``management`` with
+    its ``commands``) is one unit, and so is each sub-package of the core
+    (``core.serving``, ``core.pipeline`` with its ``steps``): the core is a
+    layer of folders, not one folder. A module directly in ``django_oximg/``
+    or ``core/`` is a unit of its own.
+    """
+    parts = name.split(".")
+    depth = 3 if parts[1:2] == ["core"] and len(parts) > 2 else 2
+    if PACKAGE_DIR.joinpath(*parts[1:depth]).is_dir():
+        return ".".join(parts[:depth])
+    return name
+
+
+def folder_graph(graph: Mapping[str, set[str]]) -> dict[str, set[str]]:
+    """``graph`` with each module replaced by its folder, arrows inside a folder dropped."""
+    folders: dict[str, set[str]] = {folder_of(name): set() for name in graph}
+    for name, targets in graph.items():
+        folders[folder_of(name)].update(folder_of(t) for t in targets)
+    for name, targets in folders.items():
+        targets.discard(name)
+    return folders
+
+
 def circles(graph: Mapping[str, set[str]]) -> Iterator[list[str]]:
     """The strongly connected groups of more than one module (Tarjan), each sorted."""
     index: dict[str, int] = {}
@@ -104,6 +136,41 @@ def test_no_module_of_the_package_is_in_an_import_circle() -> None:
     assert found == [], "import circles: " + "; ".join(" <-> ".join(group) for group in found)
 
 
+def test_no_folder_of_the_package_is_in_an_import_circle() -> None:
+    found = list(circles(folder_graph(import_graph())))
+    assert found == [], "folder circles: " + "; ".join(" <-> ".join(group) for group in found)
+
+
+def test_the_core_folders_import_only_downwards() -> None:
+    """The order docs/design.md draws: serving on stores and the pipeline, they on limits."""
+    folders = folder_graph(import_graph())
+    core = "django_oximg.core"
+    assert f"{core}.pipeline" in folders[f"{core}.serving"]
+    assert f"{core}.stores" in folders[f"{core}.serving"]
+    assert f"{core}.limits" in folders[f"{core}.pipeline"]
+    for lower in ("pipeline", "stores", "limits", "options"):
+        assert f"{core}.serving" not in folders[f"{core}.{lower}"]
+    assert f"{core}.options" not in folders[f"{core}.limits"]
+
+
+def test_a_circle_between_folders_is_found_where_modules_have_none() -> None:
+    """The loop this test was written for, with the modules' own graph free of circles."""
+    graph = {
+        "django_oximg.benchmarking.misses": {"django_oximg.management.progress"},
+        "django_oximg.management.progress": set(),
+        "django_oximg.management.commands.oximg_bench": {"django_oximg.benchmarking.misses"},
+        "django_oximg.core.serving.handler": {"django_oximg.core.errors"},
+        "django_oximg.core.errors": set(),
+    }
+    assert list(circles(graph)) == []
+    assert folder_of("django_oximg.management.commands.oximg_bench") == "django_oximg.management"
+    assert folder_of("django_oximg.core.serving.handler") == "django_oximg.core.serving"
+    assert folder_of("django_oximg.core.errors") == "django_oximg.core.errors"
+    assert list(circles(folder_graph(graph))) == [
+        ["django_oximg.benchmarking", "django_oximg.management"]
+    ]
+
+
 def test_the_graph_sees_every_kind_of_import() -> None:
     """The walk is not vacuous: it finds imports at the top, in functions and relative ones."""
     graph = import_graph()
@@ -113,7 +180,7 @@ def test_the_graph_sees_every_kind_of_import() -> None:
     # ``from package import module`` names the module.
     assert f"{pipeline}.steps" in graph[f"{pipeline}.render"]
     # Inside a function: the runtime builds the thumbnailer lazily.
-    assert "django_oximg.core.thumbnailer" in graph["django_oximg.runtime"]
+    assert "django_oximg.core.serving.handler" in graph["django_oximg.runtime"]
     # Under ``if TYPE_CHECKING:``.
     assert f"{pipeline}.plan" in graph[f"{pipeline}.isolated"]
 

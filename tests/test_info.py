@@ -1,4 +1,4 @@
-"""Tests for the /info endpoint: django_oximg.core.info, Thumbnailer.info_reply,
+"""Tests for the /info endpoint: django_oximg.core.serving.info, Thumbnailer.info_reply,
 pipeline.summarise, and the Django side (view, get_info_url, purge).
 
 The core tests build a thumbnailer over disk stores under ``tmp_path`` (no
@@ -23,11 +23,12 @@ import pytest
 import pyvips
 from django.test import Client
 
-from django_oximg.core import errors, info, pipeline
+from django_oximg.core import errors, pipeline
 from django_oximg.core.keys import source_directory
-from django_oximg.core.responders import Reply
-from django_oximg.core.stores import FileSystemCacheStore
-from django_oximg.core.thumbnailer import Thumbnailer
+from django_oximg.core.serving import info
+from django_oximg.core.serving.handler import Thumbnailer
+from django_oximg.core.serving.replies import Reply
+from django_oximg.core.stores.disk import FileSystemCacheStore
 from django_oximg.purge import purge_source
 from django_oximg.thumbnails import get_info_url
 from tests import bombs, images

@@ -1,4 +1,4 @@
-"""Tests for the libjpeg-turbo JPEG decode (core/jpeg.py) and its place in the pipeline.
+"""Tests for the libjpeg-turbo JPEG decode (core/pipeline/jpeg.py) and its place in the pipeline.
 
 The promise pinned down here: whichever decoder runs (``RenderSettings.
 jpeg_decoder``), a JPEG source gives the same output bytes, and every file the
@@ -15,10 +15,10 @@ import itertools
 import pytest
 import pyvips
 
-from django_oximg.core import jpeg, pipeline
+from django_oximg.core import pipeline
 from django_oximg.core.errors import InvalidImage
 from django_oximg.core.options import Options
-from django_oximg.core.pipeline import load
+from django_oximg.core.pipeline import jpeg, load
 from tests.test_pipeline import flat, photo
 
 # Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
@@ -44,7 +44,7 @@ def as_image(decoded: jpeg.Decoded) -> pyvips.Image:
     )
 
 
-# --- core/jpeg.py ---------------------------------------------------------------
+# --- core/pipeline/jpeg.py ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from django_oximg.core.pipeline import RenderSettings
-from django_oximg.core.thumbnailer import Thumbnailer
+from django_oximg.core.serving.handler import Thumbnailer
 from tests import images
 from tests.test_thumbnailer import (  # noqa: F401 (fixtures: the counting stores)
     CONTROL,
@@ -110,8 +110,8 @@ def test_a_budget_between_two_estimates_admits_the_small_job_and_refuses_the_lar
 ) -> None:
     """The budget is compared with each job's own estimate, not with a constant."""
     from django_oximg.core import pipeline
-    from django_oximg.core.budget import estimate_peak_bytes
     from django_oximg.core.options import parse_path
+    from django_oximg.core.pipeline.budget import estimate_peak_bytes
 
     (source_dir / "small.jpg").write_bytes(images.jpeg(320, 240))
     (source_dir / "large.png").write_bytes(bytes(images.photo(3000, 2000).pngsave_buffer()))

@@ -1,4 +1,4 @@
-"""Tests for glibc's malloc keeping freed render memory (core/malloc.py, ``MALLOC_THRESHOLD``).
+"""Tests for glibc's malloc keeping freed render memory (core/limits/malloc.py).
 
 The promise: with the setting, memory a render frees is there for the next
 one, with no page fault to bring it back; an operator's own malloc tuning,
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from django_oximg import conf, runtime
-from django_oximg.core import malloc
+from django_oximg.core.limits import malloc
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,7 +30,7 @@ on_glibc = pytest.mark.skipif(
 #: main thread: the pages faulted in per round.
 ROUNDS = """
 import resource, sys, threading
-from django_oximg.core import malloc
+from django_oximg.core.limits import malloc
 print(malloc.keep_freed_memory(int(sys.argv[1])))
 MiB = 1024 * 1024
 def rounds(count):

@@ -1,4 +1,4 @@
-"""Tests for django_oximg.core.metrics: ``/metrics`` and ``/health``.
+"""Tests for django_oximg.core.serving.metrics: ``/metrics`` and ``/health``.
 
 Through the core thumbnailer (no Django), then through the Django view and the
 WSGI middleware, which must both answer the two paths. The exposition is parsed
@@ -23,19 +23,19 @@ import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from django_oximg.core import metrics, pipeline
-from django_oximg.core.coordination import LeaseState, LocalCoordinator
+from django_oximg.core import pipeline
 from django_oximg.core.errors import Overloaded, ProcessingTimeout
-from django_oximg.core.executor import Executor
-from django_oximg.core.responders import Reply
-from django_oximg.core.stores import (
-    CachedResult,
+from django_oximg.core.limits.executor import Executor
+from django_oximg.core.serving import metrics
+from django_oximg.core.serving.coordination import LeaseState, LocalCoordinator
+from django_oximg.core.serving.handler import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.serving.replies import Reply
+from django_oximg.core.stores.disk import (
     FileSystemCacheStore,
     FileSystemSourceStore,
-    Reserve,
     directory_is_writable,
 )
-from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.stores.protocols import CachedResult, Reserve
 from tests import images
 from tests.constants import JOIN_TIMEOUT, KEY, MIB, SALT, SIGNER
 from tests.test_wsgi import call, environ_for
@@ -374,11 +374,11 @@ def test_without_prometheus_client_metrics_is_404_and_the_rest_works(tmp_path: P
     script = f"""
 import json, sys
 sys.modules["prometheus_client"] = None  # as if the extra were not installed
-from django_oximg.core import metrics
-from django_oximg.core.executor import Executor
-from django_oximg.core.signing import URLSigner, pairs_from_hex
-from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
-from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.serving import metrics
+from django_oximg.core.limits.executor import Executor
+from django_oximg.core.options.signing import URLSigner, pairs_from_hex
+from django_oximg.core.stores.disk import FileSystemCacheStore, FileSystemSourceStore
+from django_oximg.core.serving.handler import Thumbnailer, ThumbnailerConfig
 signer = URLSigner(pairs_from_hex([{KEY!r}], [{SALT!r}]))
 executor = Executor(1, 4, 30.0, 1 << 26)
 thumbnailer = Thumbnailer(

@@ -23,12 +23,12 @@ from hypothesis import strategies as st
 
 from django_oximg import conf, runtime
 from django_oximg.core import pipeline
-from django_oximg.core.client_hints import NO_HINTS, read_hints
-from django_oximg.core.executor import Executor
-from django_oximg.core.negotiation import negotiate, output_format
+from django_oximg.core.limits.executor import Executor
 from django_oximg.core.options import parse_path
-from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
-from django_oximg.core.thumbnailer import Thumbnailer
+from django_oximg.core.serving.client_hints import NO_HINTS, read_hints
+from django_oximg.core.serving.handler import Thumbnailer
+from django_oximg.core.serving.negotiation import negotiate, output_format
+from django_oximg.core.stores.disk import FileSystemCacheStore, FileSystemSourceStore
 from tests import images, shells
 from tests.constants import JOIN_TIMEOUT, KEY, SALT
 from tests.shells import Answer

@@ -17,14 +17,14 @@ from dataclasses import replace
 import pytest
 import pyvips
 
-from django_oximg.core import deadlines, exif, pipeline
+from django_oximg.core import exif, pipeline
 from django_oximg.core.errors import (
     InvalidImage,
     ProcessingTimeout,
     ResultTooLarge,
     UnsupportedFormat,
 )
-from django_oximg.core.geometry import plan_geometry
+from django_oximg.core.limits import deadlines
 from django_oximg.core.options import (
     OUTPUT_FORMATS,
     RESIZING_TYPES,
@@ -34,6 +34,7 @@ from django_oximg.core.options import (
     Options,
     parse_path,
 )
+from django_oximg.core.options.geometry import plan_geometry
 from django_oximg.core.pipeline import steps
 from django_oximg.core.pipeline.steps.step import Step
 from tests import site_extensions

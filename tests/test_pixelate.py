@@ -6,8 +6,8 @@ import pytest
 import pyvips
 
 from django_oximg.core import pipeline
-from django_oximg.core.geometry import plan_geometry
 from django_oximg.core.options import build_path, parse_path
+from django_oximg.core.options.geometry import plan_geometry
 from tests import images
 
 # Exercises the Django-free core only: run once, on the LTS run (`make test-newest`

@@ -11,7 +11,7 @@ local-disk result cache is a small tmpfs that the test fills up.
 For each fault:
 
 * no request outlives the documented worst case
-  (:meth:`~django_oximg.core.timeouts.RequestTimeouts.longest_miss` of the
+  (:meth:`~django_oximg.core.limits.timeouts.RequestTimeouts.longest_miss` of the
   nodes' settings, docs/deployment.md "Timeouts") plus :data:`MARGIN` for a
   busy shared machine;
 * no 5xx where the promise is a render (a killed lease holder, a frozen

@@ -1,6 +1,6 @@
 """Remote source reads: a bounded number at once, each within its timeout, bytes reserved.
 
-Through :class:`~django_oximg.core.reads.SourceReads` with an executor's
+Through :class:`~django_oximg.core.stores.reads.SourceReads` with an executor's
 admissions and stores made here; the same bounds through gunicorn are in
 tests/test_e2e_bounds.py.
 """
@@ -13,9 +13,9 @@ from collections.abc import Iterator
 import pytest
 
 from django_oximg.core.errors import ProcessingTimeout, SourceNotFound, SourceTimeout
-from django_oximg.core.executor import Executor
-from django_oximg.core.reads import SourceReads
-from django_oximg.core.stores import Reserve
+from django_oximg.core.limits.executor import Executor
+from django_oximg.core.stores.protocols import Reserve
+from django_oximg.core.stores.reads import SourceReads
 from tests.test_executor import PATIENCE, wait_until
 
 # Exercises the Django-free core only: run once, on the LTS run (`make test-newest`

@@ -36,9 +36,9 @@ from django_oximg.core import pipeline
 from django_oximg.core.errors import SourceTooLarge
 from django_oximg.core.keys import source_directory
 from django_oximg.core.pipeline.batch import BatchStats
-from django_oximg.core.staging import RenderWork, SourceRead, StagedRender
-from django_oximg.core.stores import FileSystemCacheStore, FileSystemSourceStore
-from django_oximg.core.thumbnailer import Thumbnailer
+from django_oximg.core.serving.handler import Thumbnailer
+from django_oximg.core.serving.staging import RenderWork, SourceRead, StagedRender
+from django_oximg.core.stores.disk import FileSystemCacheStore, FileSystemSourceStore
 from django_oximg.render_ahead import tasks
 from django_oximg.render_ahead.rendering import AheadOutcome, AheadRequest, render_ahead
 from django_oximg.thumbnails import get_thumbnail

@@ -1,4 +1,4 @@
-"""Tests for django_oximg.core.responders: status table, headers, ETag, 304, Range."""
+"""Tests for django_oximg.core.serving.replies: status table, headers, ETag, 304, Range."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from django_oximg.core import errors
-from django_oximg.core.responders import (
+from django_oximg.core.serving.replies import (
     ERROR_STATUS,
     Reply,
     Result,

@@ -1,4 +1,4 @@
-"""Tests for django_oximg.core.signing: imgproxy compatibility and strictness."""
+"""Tests for django_oximg.core.options.signing: imgproxy compatibility and strictness."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from itsdangerous.encoding import base64_decode
 
 from django_oximg.core.errors import InvalidSignature
-from django_oximg.core.signing import (
+from django_oximg.core.options.signing import (
     UNSIGNED_SEGMENTS,
     KeyPair,
     URLSigner,

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from django_oximg.core.singleflight import SingleFlight
+from django_oximg.core.serving.singleflight import SingleFlight
 
 # Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
 # deselects it); tests/test_core_isolation.py checks that it touches no Django.

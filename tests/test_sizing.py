@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from django_oximg.core.geometry import plan_geometry
 from django_oximg.core.options import Gravity, Options
+from django_oximg.core.options.geometry import plan_geometry
 from django_oximg.sizing import exact_size_options, sorl_margin, sorl_round
 
 # Exercises the Django-free core only: run once, on the LTS run (`make test-newest`

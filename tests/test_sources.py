@@ -1,4 +1,4 @@
-"""How sources are written in URLs and read back: core/sources.py."""
+"""How sources are written in URLs and read back: core/stores/resolver.py."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any, cast
 
 import pytest
 
-from django_oximg.core.sources import URL_ALIAS, SourceResolver, source_for
-from django_oximg.core.stores import SourceStore
+from django_oximg.core.stores.protocols import SourceStore
+from django_oximg.core.stores.resolver import URL_ALIAS, SourceResolver, source_for
 
 # Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
 # deselects it); tests/test_core_isolation.py checks that it touches no Django.

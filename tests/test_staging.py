@@ -13,11 +13,11 @@ import json
 import pytest
 
 from django_oximg.core import errors, pipeline
-from django_oximg.core.budget import estimate_peak_bytes
-from django_oximg.core.executor import Executor
-from django_oximg.core.info import InfoRequest
+from django_oximg.core.limits.executor import Executor
 from django_oximg.core.options import parse_path
-from django_oximg.core.staging import (
+from django_oximg.core.pipeline.budget import estimate_peak_bytes
+from django_oximg.core.serving.info import InfoRequest
+from django_oximg.core.serving.staging import (
     InfoWork,
     Limits,
     RenderWork,

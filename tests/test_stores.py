@@ -14,15 +14,14 @@ from pathlib import Path
 import pytest
 
 from django_oximg.core.errors import SourceNotFound, SourceTooLarge
-from django_oximg.core.stores import (
-    TEMP_PREFIX,
+from django_oximg.core.stores.disk import (
     FileSystemCacheStore,
     FileSystemSourceStore,
-    jail_name,
     path_inside,
     read_up_to,
     write_atomically,
 )
+from django_oximg.core.stores.protocols import TEMP_PREFIX, jail_name
 
 # Exercises the Django-free core only: run once, on the LTS run (`make test-newest`
 # deselects it); tests/test_core_isolation.py checks that it touches no Django.
@@ -142,7 +141,7 @@ def test_a_name_too_long_for_the_file_system_is_not_found(
     def too_long(*args: object, **kwargs: object) -> None:
         raise OSError(errno.ENAMETOOLONG, "File name too long")
 
-    monkeypatch.setattr("django_oximg.core.stores.os.open", too_long)
+    monkeypatch.setattr("django_oximg.core.stores.disk.os.open", too_long)
     with pytest.raises(SourceNotFound):
         FileSystemSourceStore(root).read("photos/x.jpg", 1000)
 
@@ -158,7 +157,7 @@ def test_a_source_that_grew_after_its_fstat_is_read_on_to_the_limit(
         status = real_fstat(fd)
         return os.stat_result((*status[:6], 5, *status[7:]))
 
-    monkeypatch.setattr("django_oximg.core.stores.os.fstat", stale)
+    monkeypatch.setattr("django_oximg.core.stores.disk.os.fstat", stale)
     store = FileSystemSourceStore(root)
     assert store.read("photos/x.jpg", 1000) == b"grown well past"
     with pytest.raises(SourceTooLarge, match="grew past"):
@@ -304,7 +303,7 @@ def test_cache_store_fsyncs_each_result_before_naming_it_unless_told_not_to(
         synced.append((os.fstat(fd).st_size, (tmp_path / KEY).exists()))
         real_fsync(fd)
 
-    monkeypatch.setattr("django_oximg.core.stores.os.fsync", spy)
+    monkeypatch.setattr("django_oximg.core.stores.disk.os.fsync", spy)
     FileSystemCacheStore(tmp_path, fsync=fsync).put(KEY, b"result bytes")
     assert synced == ([(len(b"result bytes"), False)] if fsync else [])
     assert (tmp_path / KEY).read_bytes() == b"result bytes"
@@ -318,7 +317,7 @@ def test_a_write_failing_midway_leaves_no_temp_file_and_no_final_file(
     def fail(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(f"django_oximg.core.stores.os.{failing}", fail)
+    monkeypatch.setattr(f"django_oximg.core.stores.disk.os.{failing}", fail)
     target = tmp_path / "ab" / "result.jpeg"
     with pytest.raises(OSError, match="No space left"):
         write_atomically(target, b"x" * 100_000)
@@ -335,7 +334,7 @@ def test_a_failed_overwrite_keeps_the_previous_result_intact(
     def fail(*args: object, **kwargs: object) -> None:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr("django_oximg.core.stores.os.replace", fail)
+    monkeypatch.setattr("django_oximg.core.stores.disk.os.replace", fail)
     with pytest.raises(OSError):
         write_atomically(target, b"new")
     assert target.read_bytes() == b"complete old result"
@@ -350,7 +349,7 @@ def test_an_interrupted_write_leaves_nothing_behind(
     def interrupt(fd: int) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("django_oximg.core.stores.os.fsync", interrupt)
+    monkeypatch.setattr("django_oximg.core.stores.disk.os.fsync", interrupt)
     target = tmp_path / "result.jpeg"
     with pytest.raises(KeyboardInterrupt):
         write_atomically(target, b"data")

@@ -638,7 +638,7 @@ heavy = ("pyvips", "numpy", "simplejpeg", "PIL")
 import django_oximg.templatetags.oximg
 after_import = [name for name in heavy if name in sys.modules]
 if phase == "warm":
-    from django_oximg.core.stores import FileSystemSourceStore
+    from django_oximg.core.stores.disk import FileSystemSourceStore
     def refuse(*args):
         raise AssertionError("read a source although its metadata was cached")
     FileSystemSourceStore.read = FileSystemSourceStore.read_header = refuse

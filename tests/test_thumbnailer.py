@@ -1,4 +1,4 @@
-"""Tests for django_oximg.core.thumbnailer: one request, start to finish.
+"""Tests for django_oximg.core.serving.handler: one request, start to finish.
 
 The core alone, as a plain-WSGI user would wire it: disk stores under
 ``tmp_path``, a real :class:`Executor`, a signer made from hex keys. No Django.
@@ -18,18 +18,14 @@ from urllib.parse import quote
 import pytest
 import pyvips
 
-from django_oximg.core import budget, pipeline
-from django_oximg.core.executor import Executor
-from django_oximg.core.http_source import URL_ALIAS, HttpSourceConfig, HttpSourceStore
-from django_oximg.core.responders import Reply
-from django_oximg.core.stores import (
-    TEMP_PREFIX,
-    CachedResult,
-    FileSystemCacheStore,
-    FileSystemSourceStore,
-    Reserve,
-)
-from django_oximg.core.thumbnailer import Thumbnailer, ThumbnailerConfig
+from django_oximg.core import pipeline
+from django_oximg.core.limits.executor import Executor
+from django_oximg.core.pipeline import budget
+from django_oximg.core.serving.handler import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.serving.replies import Reply
+from django_oximg.core.stores.disk import FileSystemCacheStore, FileSystemSourceStore
+from django_oximg.core.stores.http import URL_ALIAS, HttpSourceConfig, HttpSourceStore
+from django_oximg.core.stores.protocols import TEMP_PREFIX, CachedResult, Reserve
 from tests import images
 from tests.constants import JOIN_TIMEOUT, MIB, SIGNER
 
@@ -147,7 +143,7 @@ def test_valid_request_renders_caches_once_and_then_serves_the_cached_bytes(
 
     second = get_raw(thumbnailer, CONTROL)
     assert second.status == 200
-    assert second.file is None  # a small hit is held in memory (core/hits.py)
+    assert second.file is None  # a small hit is held in memory (core/serving/hits.py)
     assert second.body == first.body
     assert header(second, "Last-Modified") is not None  # the file's: a hit
     assert thumbnailer.renders == 1

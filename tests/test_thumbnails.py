@@ -27,7 +27,7 @@ from django_oximg import conf, runtime, thumbnails
 from django_oximg.core import headers, pipeline
 from django_oximg.core.errors import InvalidOptions, OximgError, SourceNotFound
 from django_oximg.core.options import Gravity, Options, ParsedPath, build_path, parse_path
-from django_oximg.core.signing import split_signed_path
+from django_oximg.core.options.signing import split_signed_path
 from django_oximg.source_metadata import forget_source_metadata, metadata_key, source_metadata
 from django_oximg.thumbnails import (
     Thumbnail,

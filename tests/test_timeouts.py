@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from django_oximg import conf, runtime
-from django_oximg.core.timeouts import FIRST_CALL_ALLOWANCE, PEER_POLL_MAX, RENDER_OVERRUN
-from django_oximg.core.timeouts import RequestTimeouts as Timeouts
+from django_oximg.core.limits.timeouts import FIRST_CALL_ALLOWANCE, PEER_POLL_MAX, RENDER_OVERRUN
+from django_oximg.core.limits.timeouts import RequestTimeouts as Timeouts
 from tests.constants import KEY, SALT
 
 

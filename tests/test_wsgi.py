@@ -1,4 +1,4 @@
-"""Tests for the WSGI middleware: django_oximg.core.wsgi and django_oximg.wsgi.
+"""Tests for the WSGI middleware: django_oximg.core.serving.middleware and django_oximg.wsgi.
 
 Real WSGI calls: an environ dict and a start_response, as a server makes them.
 The core middleware is tested over a core thumbnailer (no Django); the Django
@@ -22,8 +22,8 @@ from wsgiref.util import setup_testing_defaults
 import pytest
 import pyvips
 
-from django_oximg.core.thumbnailer import Thumbnailer
-from django_oximg.core.wsgi import (
+from django_oximg.core.serving.handler import Thumbnailer
+from django_oximg.core.serving.middleware import (
     ThumbnailMiddleware,
     WSGIApp,
     path_after_prefix,

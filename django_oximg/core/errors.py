@@ -1,6 +1,6 @@
 """The project's exception hierarchy.
 
-Each class is a reason a request cannot be served. ``core/responders.py`` holds
+Each class is a reason a request cannot be served. ``core/serving/replies.py`` holds
 the one table from these classes to HTTP statuses; nothing else decides a status.
 The ``public`` message is the short plain text a client sees; ``detail`` is kept
 for logs only, because it may name paths or libvips internals.

@@ -1,10 +1,10 @@
 """Rendering ahead: a model's declared sizes rendered in a background task when a file is saved.
 
-Everything of it is here, one module per job:
+Everything of it is here, one module per job, beside what it renders: the
+sizes a model declares for a file field (:mod:`django_oximg.declared_sizes`,
+outside this package because the tags render them by name too, and render
+ahead builds on the tags):
 
-* :mod:`~django_oximg.render_ahead.declared`: the sizes declared for a
-  model's file field (on the model, or in ``OXIMG["RENDER_AHEAD"]``), which
-  the tags also render by name;
 * :mod:`~django_oximg.render_ahead.hooks`: the model hooks that purge a
   replaced file and enqueue the task once the transaction commits;
 * :mod:`~django_oximg.render_ahead.tasks`: the task, its retries, and the

@@ -1,6 +1,6 @@
 """Declared sizes rendered ahead, in a background task, when a file field gets a new file.
 
-For every field with declared sizes (:mod:`django_oximg.render_ahead.declared`), a save
+For every field with declared sizes (:mod:`django_oximg.declared_sizes`), a save
 that gives it a new file (a new row, a new upload, another name) enqueues
 :func:`django_oximg.render_ahead.tasks.render_declared` once the transaction commits;
 nothing is rendered in the request that saved. Before it, the file it
@@ -41,7 +41,7 @@ from django_oximg.purge import (
     source_of,
     stored_files,
 )
-from django_oximg.render_ahead import declared
+from django_oximg import declared_sizes as declared
 
 logger = logging.getLogger("django_oximg")
 

@@ -17,7 +17,7 @@ estimated peak), and every render runs on the process's executor
 (:meth:`Executor.run`), which first reserves its cost from ``MEMORY_BUDGET``,
 waiting behind the renders already running. The sizes one decode serves
 are reserved together, at their combined estimate
-(:func:`~django_oximg.core.budget.estimate_shared_decode_peak_bytes`, more
+(:func:`~django_oximg.core.pipeline.budget.estimate_shared_decode_peak_bytes`, more
 than any one of them); when that does not fit the budget, the decode is
 shared by as many as fit and the others get decodes of their own. A size
 whose own estimate is above the whole budget is refused by the executor as
@@ -34,12 +34,12 @@ from functools import partial
 from typing import NamedTuple
 
 from django_oximg.core import errors, pipeline
-from django_oximg.core.budget import estimate_shared_decode_peak_bytes
-from django_oximg.core.jobs import Job
 from django_oximg.core.pipeline.batch import BatchStats, render_batch, shared_decodes
-from django_oximg.core.staging import RenderWork, SourceRead, StagedRender
-from django_oximg.core.stores import CacheStore
-from django_oximg.core.thumbnailer import Thumbnailer
+from django_oximg.core.pipeline.budget import estimate_shared_decode_peak_bytes
+from django_oximg.core.serving.handler import Thumbnailer
+from django_oximg.core.serving.jobs import Job
+from django_oximg.core.serving.staging import RenderWork, SourceRead, StagedRender
+from django_oximg.core.stores.protocols import CacheStore
 
 #: What a request is refused with (422) for a limit: the source's bytes,
 #: pixels or frames, the memory budget, the result's ``max_bytes`` or its

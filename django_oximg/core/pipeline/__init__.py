@@ -26,8 +26,8 @@ plan computed once. A render walks these modules, top to bottom:
 ``summary``         the ``/info`` endpoint's BlurHash and dominant colour
 ==================  ========================================================
 
-Render deadlines are enforced by :mod:`django_oximg.core.deadlines`' watchdog
-through libvips' kill flag. Sizes come from :mod:`django_oximg.core.geometry`,
+Render deadlines are enforced by :mod:`django_oximg.core.limits.deadlines`' watchdog
+through libvips' kill flag. Sizes come from :mod:`django_oximg.core.options.geometry`,
 so the output is exactly the size the template tag predicted.
 """
 

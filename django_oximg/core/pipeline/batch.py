@@ -21,7 +21,7 @@ that decode is dropped before the next, so one decode is held at a time.
 What a batch holds is more than one size's render (the decode, and each
 size's own resize and encode): :func:`shared_decodes` tells a caller which
 sizes would share a decode, so that it can reserve their combined estimate
-(:func:`~django_oximg.core.budget.estimate_shared_decode_peak_bytes`) and
+(:func:`~django_oximg.core.pipeline.budget.estimate_shared_decode_peak_bytes`) and
 give a batch the memory budget cannot hold fewer sizes
 (:mod:`django_oximg.render_ahead.rendering`).
 
@@ -45,8 +45,8 @@ from typing import TypeVar
 
 import pyvips
 
-from django_oximg.core.deadlines import Deadline
 from django_oximg.core.errors import OximgError
+from django_oximg.core.limits.deadlines import Deadline
 from django_oximg.core.pipeline.encode import check_format
 from django_oximg.core.pipeline.libvips import Image, ensure_configured, failure
 from django_oximg.core.pipeline.load import (

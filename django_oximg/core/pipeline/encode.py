@@ -4,7 +4,7 @@ Two encoders. libvips' savers stream strips through libvips' thread pool
 and write-behind thread. When every pixel upstream is already in memory
 (:attr:`~django_oximg.core.pipeline.load.Loaded.in_memory`), the result is
 instead computed on the render thread with region fetches and encoded by
-:mod:`django_oximg.core.encoder` (Pillow) with libvips' settings and the
+:mod:`django_oximg.core.pipeline.encoder` (Pillow) with libvips' settings and the
 same output: two render threads then keep two cores busy, where libvips'
 savers left a fifth of them idle (docs/design.md). With ``max_bytes`` the
 same pixels are encoded again at lower qualities until the result fits.
@@ -17,10 +17,11 @@ from functools import partial
 
 import pyvips
 
-from django_oximg.core import encoder, exif, keys
-from django_oximg.core.deadlines import Deadline
+from django_oximg.core import exif, keys
 from django_oximg.core.errors import ResultTooLarge, UnsupportedFormat
+from django_oximg.core.limits.deadlines import Deadline
 from django_oximg.core.options import OUTPUT_FORMATS, Options
+from django_oximg.core.pipeline import encoder
 from django_oximg.core.pipeline.libvips import (
     EXIF_FIELD,
     EXIF_PREVIEW_FIELD,
@@ -149,7 +150,7 @@ def in_memory_encoder(
     None leaves the result to libvips' savers: with ``settings.encoder``
     "libvips", when the result keeps all its metadata (``strip_metadata``
     off: libvips rewrites EXIF, XMP and IPTC), or when
-    :mod:`django_oximg.core.encoder` does not take its size, bands or format.
+    :mod:`django_oximg.core.pipeline.encoder` does not take its size, bands or format.
     Region fetches run the pipeline on the calling thread, without libvips'
     thread pool, :data:`FETCH_ROWS` rows at a time, so the
     caller must know every pixel upstream is in memory already
@@ -192,7 +193,7 @@ def pillow_or_libvips(
 
     The fallback computes the result again from the pixels upstream (in
     memory already) and writes what ``ENCODER = "libvips"`` would: the same
-    pixels and metadata (:class:`django_oximg.core.encoder.BufferFull`, a
+    pixels and metadata (:class:`django_oximg.core.pipeline.encoder.BufferFull`, a
     JPEG of noise-like detail at quality 90 and above).
     """
     try:

@@ -1,7 +1,7 @@
 """Renders in a child process, which the render deadline can kill.
 
 libvips stops a computation when its kill flag is set (the watchdog of
-:mod:`django_oximg.core.deadlines` sets it at the deadline), but only
+:mod:`django_oximg.core.limits.deadlines` sets it at the deadline), but only
 between the strips of pixels it computes. Two encoders do their work after
 that, where nothing can stop them: libheif's AV1 encoder for AVIF and
 libvips' GIF quantiser and ditherer. A 4096x4096 AVIF at effort 2 ran 6.8 s
@@ -17,7 +17,7 @@ kills it (SIGKILL), and the render fails with
 
 The price: about 0.1 s of wall time and 0.15 s of CPU to start the child
 and import the pipeline, and its interpreter's memory (estimated in
-:mod:`django_oximg.core.budget`), for renders that take at least a quarter
+:mod:`django_oximg.core.pipeline.budget`), for renders that take at least a quarter
 of a second of encoding anyway. The output bytes are the same as in the
 process (tests/test_isolated.py): the same code, the same libvips. A bonus:
 a loader that crashes on a hostile file takes the child down, not the
@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyvips
 
-from django_oximg.core.deadlines import Deadline
 from django_oximg.core.errors import InvalidImage, OximgError, ProcessingTimeout
+from django_oximg.core.limits.deadlines import Deadline
 from django_oximg.core.pipeline.rendered import Rendered
 
 if TYPE_CHECKING:

@@ -17,8 +17,8 @@ from typing import Any
 
 import pyvips
 
-from django_oximg.core.deadlines import Deadline
 from django_oximg.core.errors import InvalidImage, OximgError, ProcessingTimeout, UnsupportedFormat
+from django_oximg.core.limits.deadlines import Deadline
 
 #: A pyvips image; pyvips ships no type information.
 Image = Any

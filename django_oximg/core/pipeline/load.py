@@ -7,7 +7,7 @@ Three ways, chosen from the plan and the settings:
   cheapest decode (JPEG DCT scaling, WebP/HEIF scaling, PNG/GIF line
   skipping), auto-rotates by EXIF and imports CMYK.
 * **libjpeg-turbo** (a JPEG, ``JPEG_DECODER`` "libjpeg-turbo"): the pixels
-  of the DCT-scaled decode come from :mod:`django_oximg.core.jpeg`, faster
+  of the DCT-scaled decode come from :mod:`django_oximg.core.pipeline.jpeg`, faster
   than the mozjpeg in pyvips-binary, and :func:`resize_decoded` does what
   libvips' thumbnail would; what it declines, libvips decodes.
 * **Full load** (``crop``, ``trim``): the whole source at full size, as
@@ -31,9 +31,9 @@ from typing import Any, NamedTuple
 
 import pyvips
 
-from django_oximg.core import jpeg
-from django_oximg.core.geometry import QUARTER_TURN_ORIENTATIONS, place
 from django_oximg.core.options import Options
+from django_oximg.core.options.geometry import QUARTER_TURN_ORIENTATIONS, place
+from django_oximg.core.pipeline import jpeg
 from django_oximg.core.pipeline.libvips import COPYRIGHT_FIELDS, EXIF_FIELD, ICC_FIELD, Image
 from django_oximg.core.pipeline.plan import HIGH_QUALITY_MARGIN, Plan, RenderSettings
 from django_oximg.core.pipeline.probe import SourceInfo, memory_source
@@ -249,7 +249,7 @@ def resize_decoded(image: Image, width: int, height: int, orientation: int) -> I
 def turbo_decoded(data: bytes, shrink: int, info: SourceInfo, options: Options) -> Image | None:
     """The JPEG decoded by libjpeg-turbo at 1/``shrink``, as libvips' loader would give it.
 
-    None when :func:`django_oximg.core.jpeg.decode_scaled` leaves the file to
+    None when :func:`django_oximg.core.pipeline.jpeg.decode_scaled` leaves the file to
     libvips, or when the output keeps all metadata (``strip_metadata`` off:
     libvips' loader carries every EXIF, XMP and IPTC field). Otherwise the
     fields the later steps read come from libvips' header parse, which

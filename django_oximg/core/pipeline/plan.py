@@ -2,7 +2,7 @@
 
 Before any pixel is decoded, :func:`plan_render` settles everything the
 request's options and the site's settings decide: the geometry (every size
-from the crop to the padded canvas, :mod:`django_oximg.core.geometry`),
+from the crop to the padded canvas, :mod:`django_oximg.core.options.geometry`),
 whether an animation stays animated, whether the smart crop may run, the
 output format, the quality to start encoding at and, for the encoders the
 render deadline cannot stop once they have started (AVIF, GIF, WebP's
@@ -10,7 +10,7 @@ alpha), the effort they run at, their predicted time and whether the render
 runs in a child process the deadline can kill (:func:`plan_encoder`). The
 thumbnailer makes
 the plan once per job and hands it to both the memory estimate
-(:mod:`django_oximg.core.budget`) and :func:`~django_oximg.core.pipeline.render`,
+(:mod:`django_oximg.core.pipeline.budget`) and :func:`~django_oximg.core.pipeline.render`,
 so the two cannot plan different sizes. The steps read only the plan,
 never the settings.
 
@@ -23,9 +23,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from django_oximg.core import defaults, encoder
-from django_oximg.core.geometry import Geometry, plan_geometry
+from django_oximg.core import defaults
 from django_oximg.core.options import Extension, Options, lowered_limit
+from django_oximg.core.options.geometry import Geometry, plan_geometry
+from django_oximg.core.pipeline import encoder
 from django_oximg.core.pipeline.probe import SourceInfo
 
 #: Source formats whose frames we keep as an animation.
@@ -247,7 +248,7 @@ class UnstoppableEncoder(NamedTuple):
 #: default, 7, took 13-23 us a pixel, a second for a 256x256 thumbnail, for
 #: a file about 15 % smaller.
 GIF_RATE = EncodeRate(1, 0.03, 1.8e-6, per_pixel_next=0.4e-6)
-WEBP_RATE = EncodeRate(encoder.WEBP_EFFORT, 0.0, 0.05e-6)  # one effort, core/encoder.py's
+WEBP_RATE = EncodeRate(encoder.WEBP_EFFORT, 0.0, 0.05e-6)  # one effort, core/pipeline/encoder.py's
 UNSTOPPABLE_ENCODERS = {
     "avif": UnstoppableEncoder(
         EncodeRate(2, 0.01, 0.6e-6), EncodeRate(0, 0.01, 0.125e-6), alpha_factor=1.7

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pyvips
 
-from django_oximg.core.deadlines import Deadline
-from django_oximg.core.geometry import plan_geometry
+from django_oximg.core.limits.deadlines import Deadline
 from django_oximg.core.options import Options
+from django_oximg.core.options.geometry import plan_geometry
 from django_oximg.core.pipeline import animation, steps
 from django_oximg.core.pipeline.encode import check_format, encode
 from django_oximg.core.pipeline.isolated import render_isolated

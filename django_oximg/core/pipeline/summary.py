@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import pyvips
 
-from django_oximg.core.deadlines import Deadline
+from django_oximg.core.limits.deadlines import Deadline
 from django_oximg.core.options import Options
 from django_oximg.core.pipeline.libvips import ensure_configured, failure, watched
 from django_oximg.core.pipeline.load import loader_options

@@ -8,7 +8,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from django_oximg.core.stores import CacheEntry, CacheStore, FileSystemCacheStore
+from django_oximg.core.stores.disk import FileSystemCacheStore
+from django_oximg.core.stores.protocols import CacheEntry, CacheStore
 from django_oximg.management.units import format_size, parse_duration, parse_size
 from django_oximg.progress import add_progress_argument, progress_for
 from django_oximg.purge import result_cache, result_entries, select_for_clean

@@ -17,11 +17,11 @@ from django.core.files.storage import FileSystemStorage, Storage
 from django.core.management.base import BaseCommand, CommandError
 
 from django_oximg import conf, runtime
-from django_oximg.core.cgroups import usable_cpus
 from django_oximg.core.errors import OximgError
-from django_oximg.core.responders import status_for
-from django_oximg.core.sources import source_for
-from django_oximg.core.thumbnailer import Thumbnailer
+from django_oximg.core.limits.cgroups import usable_cpus
+from django_oximg.core.serving.handler import Thumbnailer
+from django_oximg.core.serving.replies import status_for
+from django_oximg.core.stores.resolver import source_for
 from django_oximg.progress import add_progress_argument, progress_for
 from django_oximg.thumbnails import ThumbnailError, get_thumbnail, tag_options, url_prefix
 

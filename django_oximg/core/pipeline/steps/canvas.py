@@ -8,8 +8,8 @@ has alpha and white when it has not. Alpha is flattened onto the background
 
 from __future__ import annotations
 
-from django_oximg.core.geometry import place
 from django_oximg.core.options import Gravity
+from django_oximg.core.options.geometry import place
 from django_oximg.core.pipeline.libvips import Image
 from django_oximg.core.pipeline.plan import Plan
 from django_oximg.core.pipeline.steps.step import Size, Step

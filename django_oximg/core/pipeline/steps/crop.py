@@ -7,8 +7,8 @@ colour) when the plan allows the smart crop.
 
 from __future__ import annotations
 
-from django_oximg.core.geometry import place
 from django_oximg.core.options import Gravity
+from django_oximg.core.options.geometry import place
 from django_oximg.core.pipeline.libvips import Image
 from django_oximg.core.pipeline.plan import Plan
 from django_oximg.core.pipeline.steps.step import Size, Step

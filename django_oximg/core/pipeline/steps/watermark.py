@@ -16,8 +16,8 @@ import math
 
 import pyvips
 
-from django_oximg.core.geometry import place, plan_geometry, scale_size_to_even
 from django_oximg.core.options import Gravity, Options
+from django_oximg.core.options.geometry import place, plan_geometry, scale_size_to_even
 from django_oximg.core.pipeline.libvips import Image
 from django_oximg.core.pipeline.plan import Plan
 from django_oximg.core.pipeline.steps.colour import srgb

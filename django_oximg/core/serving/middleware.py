@@ -2,7 +2,7 @@
 
 It sits in front of any WSGI application (Django's included) and answers
 before that application builds a request object; a cache hit on local disk
-goes out from memory (a repeated one, :mod:`django_oximg.core.hits`) or
+goes out from memory (a repeated one, :mod:`django_oximg.core.serving.hits`) or
 through ``wsgi.file_wrapper`` (sendfile where the server has it).
 """
 
@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 from wsgiref.util import FileWrapper
 
-from django_oximg.core import responders
-from django_oximg.core.responders import Reply
+from django_oximg.core.serving import replies
+from django_oximg.core.serving.replies import Reply
 
 if TYPE_CHECKING:
-    from django_oximg.core.thumbnailer import Thumbnailer
+    from django_oximg.core.serving.handler import Thumbnailer
 
 StartResponse = Callable[..., Any]
 WSGIApp = Callable[[dict[str, Any], StartResponse], Iterable[bytes]]
@@ -133,7 +133,7 @@ class ThumbnailMiddleware:
         rest = path_after_prefix(raw_request_path(environ), script_name + prefix)
         method = str(environ.get("REQUEST_METHOD", "GET")).upper()
         if rest is None:
-            reply = responders.not_found()
+            reply = replies.not_found()
         else:
             reply = self.get_thumbnailer().reply(rest, method, environ)
         body = send(reply, environ, start_response)

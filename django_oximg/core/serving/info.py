@@ -17,7 +17,7 @@ our own small set (imgproxy's Pro info options answer other questions):
 With both BlurHash and dominant colour off, the answer comes from the
 source's header alone; otherwise from one tiny thumbnail of it
 (:func:`django_oximg.core.pipeline.summarise`). The thumbnailer
-(:class:`~django_oximg.core.staging.InfoWork`, on the thumbnails' path) does
+(:class:`~django_oximg.core.serving.staging.InfoWork`, on the thumbnails' path) does
 the I/O, caching and HTTP; this module only parses and formats.
 """
 

@@ -47,9 +47,9 @@ from django_oximg.core.errors import (
     SourceTimeout,
     SourceUnavailable,
 )
-from django_oximg.core.http_bodies import Response, ignore, read_body, read_prefix
-from django_oximg.core.http_connections import Pin, TimeLimit, pool_for
-from django_oximg.core.http_guard import (
+from django_oximg.core.stores.http_bodies import Response, ignore, read_body, read_prefix
+from django_oximg.core.stores.http_connections import Pin, TimeLimit, pool_for
+from django_oximg.core.stores.http_guard import (
     Allowlist,
     HttpUrl,
     address_refusal,
@@ -59,11 +59,11 @@ from django_oximg.core.http_guard import (
     refused,
     resolve,
 )
+from django_oximg.core.stores.protocols import Reserve
 
 # Defined with the resolver, which needs them without importing urllib3;
 # imported here too, where they have always been found.
-from django_oximg.core.sources import URL_ALIAS, URL_SOURCE, is_url
-from django_oximg.core.stores import Reserve
+from django_oximg.core.stores.resolver import URL_ALIAS, URL_SOURCE, is_url
 
 __all__ = [
     "URL_ALIAS",

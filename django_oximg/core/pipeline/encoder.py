@@ -42,7 +42,7 @@ MODES = {1: "L", 3: "RGB", 4: "RGBA"}
 #: copy, libjpeg's coefficients for ``optimize``) where libvips' savers
 #: stream strips. Thumbnails are far below this; larger results go to
 #: libvips. ``bench/memory.py weights`` measures the largest results taken
-#: here, and core/budget.py's estimates stay above them.
+#: here, and core/pipeline/budget.py's estimates stay above them.
 MAX_PIXELS = 2_000_000
 
 #: Longest side each format can hold; longer results go to libvips, whose

@@ -1,12 +1,12 @@
 """A job's content: from the cache, from an identical request in flight, from a peer, or made once.
 
 The cache is looked up first; a lookup that fails (a remote cache that does
-not answer) is a miss, and reported as a fault (:mod:`~django_oximg.core.faults`).
+not answer) is a miss, and reported as a fault (:mod:`~django_oximg.core.serving.faults`).
 On a miss, identical concurrent requests in this process share one flight
-(:class:`~django_oximg.core.singleflight.SingleFlight`); its leader takes a
+(:class:`~django_oximg.core.serving.singleflight.SingleFlight`); its leader takes a
 place in the executor (a 429 at once when there is none) before it reads
 anything, then a lease on the key, so that processes sharing the cache make
-it once (:mod:`~django_oximg.core.coordination`). While a peer holds the
+it once (:mod:`~django_oximg.core.serving.coordination`). While a peer holds the
 lease, the lease itself is watched (a Redis read, not a paid lookup in an S3
 cache): once it says the result is stored, the cache is read once; once it
 lapses (its holder failed, or was killed), this process takes it and makes
@@ -14,9 +14,9 @@ the result. A holder that keeps its lease past ``peer_wait`` is given up on,
 and the result made here too. Time spent waiting for a peer does not count
 against the queue timeout: the request's admission starts afresh after it.
 The one that holds the lease makes the answer
-(:class:`~django_oximg.core.making.Maker`). The flight shares only the
+(:class:`~django_oximg.core.serving.making.Maker`). The flight shares only the
 content: each request builds its own result from it
-(:meth:`~django_oximg.core.jobs.Job.result`).
+(:meth:`~django_oximg.core.serving.jobs.Job.result`).
 """
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ import logging
 import threading
 import time
 
-from django_oximg.core import metrics, responders
-from django_oximg.core.coordination import Coordinator, LeaseState
-from django_oximg.core.executor import Admission, Executor
-from django_oximg.core.faults import RESULT_CACHE_LOOKUP, Faults
-from django_oximg.core.jobs import Job
-from django_oximg.core.making import Maker
-from django_oximg.core.singleflight import SingleFlight
-from django_oximg.core.stores import CachedResult, CacheStore
-from django_oximg.core.timeouts import PEER_POLL_FIRST, PEER_POLL_MAX
+from django_oximg.core.limits.executor import Admission, Executor
+from django_oximg.core.limits.timeouts import PEER_POLL_FIRST, PEER_POLL_MAX
+from django_oximg.core.serving import metrics, replies
+from django_oximg.core.serving.coordination import Coordinator, LeaseState
+from django_oximg.core.serving.faults import RESULT_CACHE_LOOKUP, Faults
+from django_oximg.core.serving.jobs import Job
+from django_oximg.core.serving.making import Maker
+from django_oximg.core.serving.singleflight import SingleFlight
+from django_oximg.core.stores.protocols import CachedResult, CacheStore
 
 logger = logging.getLogger("django_oximg")
 
@@ -65,7 +65,7 @@ class Lookup:
         self.peer_results = 0
         self._lock = threading.Lock()
 
-    def result_for(self, job: Job, look: bool = True) -> responders.Result:
+    def result_for(self, job: Job, look: bool = True) -> replies.Result:
         """The cached answer, or a fresh one made once for concurrent identical requests.
 
         ``look=False`` skips the first lookup (the caller found the file

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from django_oximg.core import errors
-from django_oximg.core.stores import SourceStore
+from django_oximg.core.stores.protocols import SourceStore
 
 #: The source alias under which the thumbnailer keeps the HTTP store. Not a
 #: valid ``SOURCES`` alias (those are ``[A-Za-z0-9_.-]+``), so it cannot clash.
@@ -37,7 +37,7 @@ ALIAS_PREFIX = re.compile(r"[A-Za-z0-9_.-]*:")
 def is_url(source: str) -> bool:
     """Whether ``source`` (from a request path) names a URL rather than a storage name.
 
-    Here rather than with the HTTP store (core/http_source.py), so that
+    Here rather than with the HTTP store (core/stores/http.py), so that
     resolving a storage name never imports urllib3.
     """
     return URL_SOURCE.match(source) is not None

@@ -25,9 +25,9 @@ from urllib3 import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
 
-from django_oximg.core.deadlines import Deadline
 from django_oximg.core.errors import SourceTimeout
-from django_oximg.core.http_guard import Address, HttpUrl
+from django_oximg.core.limits.deadlines import Deadline
+from django_oximg.core.stores.http_guard import Address, HttpUrl
 
 # -- the time limit ------------------------------------------------------------
 
@@ -37,7 +37,7 @@ class TimeLimit:
 
     Per-operation socket timeouts cannot bound a source that sends one byte
     a second (every ``recv`` succeeds). So when the time is up the
-    process's watchdog (:mod:`django_oximg.core.deadlines`) shuts down every
+    process's watchdog (:mod:`django_oximg.core.limits.deadlines`) shuts down every
     socket this download opened: whatever read is blocked returns at once,
     and :attr:`expired` tells the caller why. Each socket is watched through
     a duplicate descriptor, which reaches the connection even after TLS has

@@ -3,7 +3,7 @@
 The executor bounds memory by each job's cost, and the cost of a render is
 known only once its source is read, its header probed and the render
 planned. So a miss is made in two stages
-(:meth:`~django_oximg.core.executor.Executor.run_staged`): here, a job's
+(:meth:`~django_oximg.core.limits.executor.Executor.run_staged`): here, a job's
 work (:class:`RenderWork`, :class:`InfoWork`) is *staged* from the source's
 bytes and header, refused when the source breaks a limit (a URL may lower
 every limit, never raise one), and its cost estimated from the very plan the
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
 from django_oximg.core import errors, pipeline
-from django_oximg.core import info as info_endpoint
-from django_oximg.core.budget import estimate_peak_bytes
 from django_oximg.core.options import Options, lowered_limit
+from django_oximg.core.pipeline.budget import estimate_peak_bytes
+from django_oximg.core.serving import info as info_endpoint
 
 #: Formats that can carry animation.
 ANIMATED_FORMATS = frozenset({"webp", "gif"})
@@ -159,7 +159,7 @@ class StagedBytes(NamedTuple):
         return self.data
 
 
-#: What staging a job's work gives (an :class:`~django_oximg.core.executor.Staged`).
+#: What staging a job's work gives (an :class:`~django_oximg.core.limits.executor.Staged`).
 Staged = StagedRender | StagedSummary | StagedBytes
 
 

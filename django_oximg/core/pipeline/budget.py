@@ -37,8 +37,7 @@ import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from django_oximg.core import encoder, jpeg
-from django_oximg.core.pipeline import Plan, SourceInfo
+from django_oximg.core.pipeline import Plan, SourceInfo, encoder, jpeg
 
 MIB = 1024 * 1024
 
@@ -102,7 +101,7 @@ PROGRESSIVE_COEFFICIENT_FACTOR = 1.15
 #: with two libvips threads).
 STREAMED_BYTES_PER_PIXEL = 1.4
 
-#: libjpeg-turbo (core/jpeg.py) decodes a JPEG whole at its DCT scale: Pillow's
+#: libjpeg-turbo (core/pipeline/jpeg.py) decodes a JPEG whole at its DCT scale: Pillow's
 #: image and the packed copy handed to libvips, ``jpeg.PEAK_BYTES_PER_SAMPLE``
 #: (at most 7/3 bytes per band per decoded pixel), plus this share for the
 #: resize's buffers.
@@ -304,7 +303,7 @@ def sizes_of(plan: Plan) -> Sizes:
 
 def jpeg_decode_bytes(sizes: Sizes, source: bytes) -> float:
     """Progressive: the coefficient buffer; then strips at the DCT-scaled size, or
-    the whole image at that size when libjpeg-turbo decodes it (core/jpeg.py)."""
+    the whole image at that size when libjpeg-turbo decodes it (core/pipeline/jpeg.py)."""
     frame = jpeg_frame(source)
     sampling = frame.sampling if frame else WORST_SAMPLING
     progressive = frame.progressive if frame else True

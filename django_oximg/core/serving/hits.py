@@ -1,7 +1,7 @@
 """Cache hits answered from memory: a raw request path to its prebuilt answer.
 
 Through the full path (:meth:`Thumbnailer.answer
-<django_oximg.core.thumbnailer.Thumbnailer.answer>`) a hit costs the
+<django_oximg.core.serving.handler.Thumbnailer.answer>`) a hit costs the
 signature check, option parsing, the key's two hashes, a ``stat`` in the
 result cache and whitenoise's :class:`~whitenoise.responders.StaticFile`
 built afresh (another ``stat``, its headers), then an ``open`` and a
@@ -47,8 +47,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from django_oximg.core import responders
-from django_oximg.core.responders import Reply
+from django_oximg.core.serving import replies
+from django_oximg.core.serving.replies import Reply
 
 if TYPE_CHECKING:
     from whitenoise.responders import StaticFile
@@ -106,7 +106,7 @@ class CachedFile:
         from whitenoise.responders import StaticFile  # the first hit's, not the first miss's
 
         static_file = StaticFile(path, headers, stat_cache={path: stat})
-        ok = responders.file_reply(static_file, "HEAD", {})
+        ok = replies.file_reply(static_file, "HEAD", {})
         return cls(
             key=key,
             path=path,
@@ -134,7 +134,7 @@ class CachedFile:
         if self.body is not None and method == "GET" and is_plain(request_headers):
             return Reply(200, list(self.ok_headers), self.body)
         try:
-            return responders.file_reply(self.static_file, method, request_headers)
+            return replies.file_reply(self.static_file, method, request_headers)
         except FileNotFoundError:
             return None
 

@@ -4,7 +4,7 @@ The format is part of the cache key, so it must be chosen before the source
 is read: from the URL (an extension or ``f:``), else from the client's
 ``Accept`` header (AVIF, then WebP) and the source's name, which is all
 there is then. :func:`accept_class` is what the negotiation reads of a
-header, and what lets :mod:`~django_oximg.core.hits` remember a hit per
+header, and what lets :mod:`~django_oximg.core.serving.hits` remember a hit per
 class rather than per header.
 """
 

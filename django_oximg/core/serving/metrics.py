@@ -1,7 +1,7 @@
 """Operational endpoints: Prometheus metrics and a health check, one set per thumbnailer.
 
 ``/health`` and ``/metrics`` (exactly those paths after the mount prefix) are
-answered by :meth:`Thumbnailer.reply <django_oximg.core.thumbnailer.Thumbnailer.reply>`,
+answered by :meth:`Thumbnailer.reply <django_oximg.core.serving.handler.Thumbnailer.reply>`,
 so the Django view and the WSGI middleware both serve them. Neither path can be
 a thumbnail request: those need at least a signature, options and a source.
 
@@ -42,9 +42,9 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from django_oximg.core import pipeline
-from django_oximg.core.executor import Executor
-from django_oximg.core.responders import METHODS, NO_STORE, Reply, method_not_allowed
-from django_oximg.core.stores import CacheStore
+from django_oximg.core.limits.executor import Executor
+from django_oximg.core.serving.replies import METHODS, NO_STORE, Reply, method_not_allowed
+from django_oximg.core.stores.protocols import CacheStore
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -89,7 +89,7 @@ class Counts(NamedTuple):
     coalesced: int
     #: Requests answered by another process's render (through the shared cache).
     peer_results: int
-    #: Failed calls by dependency (:mod:`~django_oximg.core.faults`), and the
+    #: Failed calls by dependency (:mod:`~django_oximg.core.serving.faults`), and the
     #: dependencies failing now.
     dependency_failures: Mapping[str, int] = MappingProxyType({})
     failing: frozenset[str] = frozenset()

@@ -5,7 +5,7 @@ whose decoder is slower than libjpeg-turbo 3 on the same bytes (a 2000x1333
 photo decoded at 1/4: 9.8 against 8.8 ms of CPU; a 7360x4912 one at 1/8:
 108 against 102 ms; docs/BENCHMARKS.md), and decoding
 is most of a JPEG thumbnail's cost. Pillow's wheels carry libjpeg-turbo, the
-encoder (:mod:`django_oximg.core.encoder`) needs Pillow anyway, and it
+encoder (:mod:`django_oximg.core.pipeline.encoder`) needs Pillow anyway, and it
 releases the GIL while it decodes, so the executor's render threads still
 use every core. (simplejpeg, used before, decoded 3 % faster on the medium
 photo but brought numpy, about 100 ms of every new process's start.)
@@ -27,7 +27,7 @@ from PIL import ImageFile, JpegImagePlugin
 #: one whole image (4 bytes per pixel for RGB, 1 for grey) and hands over a
 #: packed copy (3 or 1), where libvips streams strips (about 1.4 bytes per
 #: pixel); thumbnails are far below this, and a render that keeps most of a
-#: large photo's pixels is left to libvips' lower peak. core/budget.py
+#: large photo's pixels is left to libvips' lower peak. core/pipeline/budget.py
 #: estimates with it.
 MAX_DECODED_PIXELS = 16_000_000
 

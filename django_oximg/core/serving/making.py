@@ -1,6 +1,6 @@
 """A miss made: its source read once, its work staged and run on the executor, the result stored.
 
-Called once per key in flight (:mod:`~django_oximg.core.lookup` sees to
+Called once per key in flight (:mod:`~django_oximg.core.serving.lookup` sees to
 that), with the request's place in the executor. The source is read where
 it costs least: a store that reads on the worker (local disk) is read there,
 once the job's turn has come, so requests waiting in the queue hold no
@@ -8,7 +8,7 @@ source bytes; any other (S3, HTTP) on the request thread, in a bounded
 number of read slots, so a network wait never holds a render slot. Either
 way the read and the header are shared by every job on that source made at
 the same time, then the job's work is staged
-(:mod:`~django_oximg.core.staging`) and run within the memory budget, and
+(:mod:`~django_oximg.core.serving.staging`) and run within the memory budget, and
 the result is written to the cache; a failed write is logged and the result
 still served.
 """
@@ -19,16 +19,17 @@ import functools
 import logging
 import threading
 
-from django_oximg.core import metrics, pipeline
+from django_oximg.core import pipeline
 from django_oximg.core.errors import SourceTimeout, SourceUnavailable
-from django_oximg.core.executor import Admission, Executor
-from django_oximg.core.faults import RESULT_CACHE_WRITE, Faults, source_dependency
-from django_oximg.core.jobs import Job
-from django_oximg.core.reads import SourceReads
-from django_oximg.core.singleflight import SingleFlight
-from django_oximg.core.sources import URL_ALIAS
-from django_oximg.core.staging import Limits, SourceRead, Staged
-from django_oximg.core.stores import CachedResult, CacheStore
+from django_oximg.core.limits.executor import Admission, Executor
+from django_oximg.core.serving import metrics
+from django_oximg.core.serving.faults import RESULT_CACHE_WRITE, Faults, source_dependency
+from django_oximg.core.serving.jobs import Job
+from django_oximg.core.serving.singleflight import SingleFlight
+from django_oximg.core.serving.staging import Limits, SourceRead, Staged
+from django_oximg.core.stores.protocols import CachedResult, CacheStore
+from django_oximg.core.stores.reads import SourceReads
+from django_oximg.core.stores.resolver import URL_ALIAS
 
 
 class Maker:
@@ -58,7 +59,7 @@ class Maker:
         self.renders = 0
         self.source_loads = 0
         #: Answers made; a miss seen before a change of it may have been
-        #: filled by one of them since (see :class:`~django_oximg.core.lookup.Lookup`).
+        #: filled by one of them since (see :class:`~django_oximg.core.serving.lookup.Lookup`).
         self.made = 0
         self.lock = threading.Lock()
 
@@ -97,7 +98,7 @@ class Maker:
 
         Local disk is read as it is; any other store in a read slot, within
         the source timeout, its bytes reserved on ``admission``
-        (:class:`~django_oximg.core.reads.SourceReads`). Jobs that share the
+        (:class:`~django_oximg.core.stores.reads.SourceReads`). Jobs that share the
         read share its bytes; the reading request's reservation counts them
         once.
         """

@@ -17,9 +17,9 @@ from typing import TypeAlias
 from urllib3.response import BaseHTTPResponse
 
 from django_oximg.core.errors import InvalidImage, SourceTimeout, SourceTooLarge, SourceUnavailable
-from django_oximg.core.http_connections import TimeLimit
-from django_oximg.core.http_guard import HttpUrl
-from django_oximg.core.stores import Reserve
+from django_oximg.core.stores.http_connections import TimeLimit
+from django_oximg.core.stores.http_guard import HttpUrl
+from django_oximg.core.stores.protocols import Reserve
 
 Response: TypeAlias = BaseHTTPResponse
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from itsdangerous import Signer
 from itsdangerous.encoding import base64_decode, base64_encode
 
-from .errors import InvalidSignature
+from django_oximg.core.errors import InvalidSignature
 
 #: Bytes of an HMAC-SHA256 digest; imgproxy's ``SIGNATURE_SIZE`` may keep fewer.
 DIGEST_SIZE = 32

@@ -5,17 +5,17 @@ Both ways in (the Django view and the WSGI middleware) call
 whether a path is theirs. A request walks, top to bottom:
 
 1. here, :meth:`Thumbnailer.reply`: ``/health`` and ``/metrics``, then a
-   hit remembered from before (:mod:`~django_oximg.core.hits`), else
+   hit remembered from before (:mod:`~django_oximg.core.serving.hits`), else
    :meth:`Thumbnailer.answer`;
-2. :mod:`~django_oximg.core.jobs`: the path verified and parsed into a job
+2. :mod:`~django_oximg.core.serving.jobs`: the path verified and parsed into a job
    with its cache key (no storage touched);
-3. :mod:`~django_oximg.core.lookup`: the cache, else one flight per key, a
+3. :mod:`~django_oximg.core.serving.lookup`: the cache, else one flight per key, a
    place in the executor and a lease;
-4. on a miss, :mod:`~django_oximg.core.making`: the source read, the work
-   staged (:mod:`~django_oximg.core.staging`: checked, planned, estimated)
+4. on a miss, :mod:`~django_oximg.core.serving.making`: the source read, the work
+   staged (:mod:`~django_oximg.core.serving.staging`: checked, planned, estimated)
    and run on the executor, the result stored;
 5. back here: the answer from the cached file or from memory, or the
-   project error that stopped it (:mod:`~django_oximg.core.responders`).
+   project error that stopped it (:mod:`~django_oximg.core.serving.replies`).
 
 This module builds those parts from a :class:`ThumbnailerConfig` and keeps
 what the health check and the metrics read of them.
@@ -28,25 +28,26 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from django_oximg.core import defaults, errors, keys, metrics, pipeline, responders
-from django_oximg.core.client_hints import NO_HINTS, ClientHints, read_hints
-from django_oximg.core.coordination import Coordinator, LocalCoordinator
-from django_oximg.core.executor import Executor
-from django_oximg.core.faults import Faults
-from django_oximg.core.hits import CachedFile, HitCache
-from django_oximg.core.jobs import Job, JobReader
+from django_oximg.core import defaults, errors, keys, pipeline
+from django_oximg.core.limits.executor import Executor
+from django_oximg.core.limits.timeouts import RENDER_OVERRUN, RequestTimeouts
 from django_oximg.core.logs import printable
-from django_oximg.core.lookup import Lookup
-from django_oximg.core.making import Maker
-from django_oximg.core.negotiation import VARY_ACCEPT, accept_class
 from django_oximg.core.options import ANY_URL, URLRules
-from django_oximg.core.reads import SourceReads
-from django_oximg.core.signing import URLSigner
-from django_oximg.core.singleflight import SingleFlight
-from django_oximg.core.sources import SourceResolver
-from django_oximg.core.staging import Limits
-from django_oximg.core.stores import CacheStore, SourceStore
-from django_oximg.core.timeouts import RENDER_OVERRUN, RequestTimeouts
+from django_oximg.core.options.signing import URLSigner
+from django_oximg.core.serving import metrics, replies
+from django_oximg.core.serving.client_hints import NO_HINTS, ClientHints, read_hints
+from django_oximg.core.serving.coordination import Coordinator, LocalCoordinator
+from django_oximg.core.serving.faults import Faults
+from django_oximg.core.serving.hits import CachedFile, HitCache
+from django_oximg.core.serving.jobs import Job, JobReader
+from django_oximg.core.serving.lookup import Lookup
+from django_oximg.core.serving.making import Maker
+from django_oximg.core.serving.negotiation import VARY_ACCEPT, accept_class
+from django_oximg.core.serving.singleflight import SingleFlight
+from django_oximg.core.serving.staging import Limits
+from django_oximg.core.stores.protocols import CacheStore, SourceStore
+from django_oximg.core.stores.reads import SourceReads
+from django_oximg.core.stores.resolver import SourceResolver
 
 logger = logging.getLogger("django_oximg")
 
@@ -70,11 +71,11 @@ class ThumbnailerConfig:
     max_src_file_size: int = defaults.MAX_SRC_FILE_SIZE
     render_timeout: float = defaults.RENDER_TIMEOUT
     #: Remote source reads (HTTP, S3, other storages) at once, and the
-    #: longest one may take (:class:`~django_oximg.core.reads.SourceReads`).
+    #: longest one may take (:class:`~django_oximg.core.stores.reads.SourceReads`).
     source_reads: int = 4
     source_timeout: float = defaults.SOURCE_TIMEOUT
     #: How long a request waits for a peer process's render of the same key
-    #: (:meth:`~django_oximg.core.timeouts.RequestTimeouts.peer_wait`).
+    #: (:meth:`~django_oximg.core.limits.timeouts.RequestTimeouts.peer_wait`).
     peer_wait: float = RequestTimeouts(
         defaults.QUEUE_TIMEOUT, defaults.SOURCE_TIMEOUT, defaults.RENDER_TIMEOUT, 0.0, 0.0
     ).peer_wait()
@@ -91,7 +92,7 @@ class ThumbnailerConfig:
     #: Whether ``DPR``/``Width`` client hints fill in ``dpr``/``width``.
     client_hints: bool = False
     #: Bytes of memory for answering repeated hits (``HIT_CACHE_BYTES``;
-    #: :mod:`django_oximg.core.hits`). 0 turns that off.
+    #: :mod:`django_oximg.core.serving.hits`). 0 turns that off.
     hit_cache_bytes: int = defaults.HIT_CACHE_BYTES
 
 
@@ -169,7 +170,7 @@ class Thumbnailer:
 
     # -- the public entry point --------------------------------------------------
 
-    def reply(self, path: str, method: str, request_headers: Mapping[str, str]) -> responders.Reply:
+    def reply(self, path: str, method: str, request_headers: Mapping[str, str]) -> replies.Reply:
         """Answer one request for ``path`` (raw, still percent-encoded, after the mount prefix).
 
         ``/health`` and ``/metrics`` exactly are the operational endpoints; a
@@ -196,7 +197,7 @@ class Thumbnailer:
         """What keeps this process from serving thumbnails (``/health``); empty when healthy.
 
         Besides libvips, the executor and the cache directory: every
-        dependency whose latest call failed (:mod:`~django_oximg.core.faults`:
+        dependency whose latest call failed (:mod:`~django_oximg.core.serving.faults`:
         result cache writes and lookups, source storages, the coordination
         cache, which is asked once here so that its recovery shows); every
         render worker on a job longer than any job may take (the queue
@@ -254,14 +255,14 @@ class Thumbnailer:
 
     def remembered(
         self, path: str, method: str, request_headers: Mapping[str, str]
-    ) -> responders.Reply | None:
+    ) -> replies.Reply | None:
         """The answer from :attr:`hits`, or None when ``path`` must take the full path.
 
         The map holds only paths the full path answered from a local file,
-        so what it checked then still holds (:mod:`django_oximg.core.hits`);
+        so what it checked then still holds (:mod:`django_oximg.core.serving.hits`);
         the file itself is checked here, on every use.
         """
-        if method not in responders.METHODS or has_query(request_headers):
+        if method not in replies.METHODS or has_query(request_headers):
             return None
         found = self.hits.lookup(path, request_headers.get("HTTP_ACCEPT", ""))
         if found is None:
@@ -273,24 +274,22 @@ class Thumbnailer:
         self.metrics.count_cache_lookup(hit=True)
         return reply
 
-    def answer(
-        self, path: str, method: str, request_headers: Mapping[str, str]
-    ) -> responders.Reply:
+    def answer(self, path: str, method: str, request_headers: Mapping[str, str]) -> replies.Reply:
         """The reply for a thumbnail or info path, or for the project error that stopped it."""
-        if method not in responders.METHODS:
-            return responders.method_not_allowed()
+        if method not in replies.METHODS:
+            return replies.method_not_allowed()
         if has_query(request_headers):
-            return responders.not_found()
+            return replies.not_found()
         try:
             accept = request_headers.get("HTTP_ACCEPT", "")
             hints = read_hints(request_headers) if self.config.client_hints else NO_HINTS
             job = self.job_for(path, accept, hints)
-            cache_control = responders.cache_control(
+            cache_control = replies.cache_control(
                 self.config.cache_control, job.expires, self.clock()
             )
             result = self.lookup.result_for(job)
             if result.path is not None:
-                headers = responders.result_headers(result, cache_control)
+                headers = replies.result_headers(result, cache_control)
                 reply = self.file_answer(
                     path, accept, job, result.path, headers, method, request_headers
                 )
@@ -298,9 +297,9 @@ class Thumbnailer:
                     return reply
                 # The file went away since the lookup (a purge or a clean).
                 result = self.lookup.result_for(job, look=False)
-            return responders.result_reply(result, method, request_headers, cache_control)
+            return replies.result_reply(result, method, request_headers, cache_control)
         except errors.OximgError as error:
-            level = logging.WARNING if responders.status_for(error) >= 500 else logging.INFO
+            level = logging.WARNING if replies.status_for(error) >= 500 else logging.INFO
             # Both come from the request: escaped, so that no URL can write
             # a line break (a forged log line) or a terminal escape.
             logger.log(
@@ -310,10 +309,10 @@ class Thumbnailer:
                 printable(path, 200),
                 printable(error.detail, 500),
             )
-            return responders.error_reply(error, method)
+            return replies.error_reply(error, method)
 
     def job_for(self, path: str, accept: str, hints: ClientHints = NO_HINTS) -> Job:
-        """Verify and parse ``path`` into a :class:`~django_oximg.core.jobs.Job` (no storage)."""
+        """Verify and parse ``path`` into a :class:`.Job`, with no storage touched."""
         return self.jobs.job_for(path, accept, hints)
 
     def file_answer(
@@ -325,7 +324,7 @@ class Thumbnailer:
         headers: list[tuple[str, str]],
         method: str,
         request_headers: Mapping[str, str],
-    ) -> responders.Reply | None:
+    ) -> replies.Reply | None:
         """Answer from the cached file at ``file_path`` and remember it for ``path``.
 
         None when the file is gone by now. URLs that expire are not
@@ -345,7 +344,7 @@ def has_query(request_headers: Mapping[str, str]) -> bool:
     """Whether the request URL has a query string (even an empty one).
 
     Thumbnail URLs have none: a query string would make another URL for the
-    same image (:func:`~django_oximg.core.responders.not_found`).
+    same image (:func:`~django_oximg.core.serving.replies.not_found`).
     """
     if request_headers.get("QUERY_STRING"):
         return True

@@ -23,7 +23,7 @@ from typing import NamedTuple
 RENDER_OVERRUN = 1.0
 
 #: Seconds a process's first calls to the coordination cache may take beyond
-#: its timeout (importing the client and connecting; core/coordination.py).
+#: its timeout (importing the client and connecting; core/serving/coordination.py).
 FIRST_CALL_ALLOWANCE = 2.0
 
 #: Watching a peer's lease: the first pause, and the longest.

@@ -8,7 +8,7 @@ those reads per process:
 * **Slots.** At most ``slots`` reads run at once; a request that finds none
   free waits for one until its admission's deadline (the queue timeout:
   503), holding nothing. The requests themselves are admitted first
-  (:meth:`~django_oximg.core.executor.Executor.admit`), so at most
+  (:meth:`~django_oximg.core.limits.executor.Executor.admit`), so at most
   ``workers + queue_size`` wait here.
 * **Memory.** The store reserves the bytes it is about to hold from the
   memory budget as it reads (the ``reserve`` argument of
@@ -17,7 +17,7 @@ those reads per process:
 * **Time.** Each read runs on a thread of its own, and the request waits
   for it at most ``timeout`` seconds (504 after). The read's time does not
   count against the request's queue timeout (:meth:`Admission.extend
-  <django_oximg.core.executor.Admission.extend>`). Python cannot stop a
+  <django_oximg.core.limits.executor.Admission.extend>`). Python cannot stop a
   thread, so a read that hangs (a storage that never answers, a DNS lookup
   that never returns) keeps its thread *and its slot* until it returns:
   hung reads cannot pile up threads beyond ``slots``, and the health check
@@ -35,8 +35,8 @@ import time
 from collections.abc import Callable
 
 from django_oximg.core.errors import ProcessingTimeout, SourceTimeout
-from django_oximg.core.executor import Admission
-from django_oximg.core.stores import SourceStore
+from django_oximg.core.limits.executor import Admission
+from django_oximg.core.stores.protocols import SourceStore
 
 #: Told how a read ended that its request stopped waiting for: None when it
 #: returned the bytes (too late), else its error.

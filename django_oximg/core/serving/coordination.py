@@ -1,6 +1,6 @@
 """Render a hot key once across processes, not just once per process.
 
-In-process, :class:`~django_oximg.core.singleflight.SingleFlight` makes
+In-process, :class:`~django_oximg.core.serving.singleflight.SingleFlight` makes
 identical concurrent misses share one render. Behind a load balancer the same
 URL reaches several processes at once; a :class:`Coordinator` gives one of
 them a lease on the key, and the others wait for the result to appear in the
@@ -23,11 +23,11 @@ A lease lives in a shared cache (Redis, through a Django cache:
 
 A coordination cache that fails or does not answer within ``timeout``
 seconds never fails a request: the call is given up on
-(:mod:`~django_oximg.core.bounded`), the request renders uncoordinated, as
+(:mod:`~django_oximg.core.limits.bounded`), the request renders uncoordinated, as
 it would with no coordination at all, and for :data:`BREAKER_PAUSE` seconds
 no request asks again, so a frozen Redis costs one request a short wait, not
 every request in turn. The failure is reported as a fault
-(:mod:`~django_oximg.core.faults`): ``/health`` names it until a call
+(:mod:`~django_oximg.core.serving.faults`): ``/health`` names it until a call
 answers again (each health check tries one).
 
 Pure Python: no Django, no pyvips. The cache is anything with Django's cache
@@ -41,9 +41,9 @@ import threading
 import time
 from typing import Any, Protocol
 
-from django_oximg.core.bounded import BoundedCalls, Breaker
-from django_oximg.core.faults import COORDINATION_CACHE, Faults
-from django_oximg.core.timeouts import FIRST_CALL_ALLOWANCE
+from django_oximg.core.limits.bounded import BoundedCalls, Breaker
+from django_oximg.core.limits.timeouts import FIRST_CALL_ALLOWANCE
+from django_oximg.core.serving.faults import COORDINATION_CACHE, Faults
 
 #: Prefix of lease keys in the shared cache.
 LEASE_PREFIX = "oximg:lease:"

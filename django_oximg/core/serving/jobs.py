@@ -3,12 +3,12 @@
 Nothing here touches a storage: the signature is checked (403), the options
 parsed (400), ``expires`` checked (404), the source resolved to its store,
 which checks the name without I/O (404), the output format chosen
-(:mod:`~django_oximg.core.negotiation`) and the cache key computed from the
+(:mod:`~django_oximg.core.serving.negotiation`) and the cache key computed from the
 *canonical* request (:mod:`~django_oximg.core.keys`), so that every URL
 meaning the same answer names one cache object. Thumbnails and ``/info``
 documents differ only in how their path is parsed and in what the job
-makes (:class:`~django_oximg.core.staging.RenderWork`,
-:class:`~django_oximg.core.staging.InfoWork`).
+makes (:class:`~django_oximg.core.serving.staging.RenderWork`,
+:class:`~django_oximg.core.serving.staging.InfoWork`).
 """
 
 from __future__ import annotations
@@ -16,15 +16,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
-from django_oximg.core import errors, keys, responders
-from django_oximg.core import info as info_endpoint
-from django_oximg.core.client_hints import NO_HINTS, ClientHints, with_hints
-from django_oximg.core.negotiation import VARY_ACCEPT, output_format
+from django_oximg.core import errors, keys
 from django_oximg.core.options import Extension, URLRules, build_path, parse_path
-from django_oximg.core.signing import URLSigner, verified_rest
-from django_oximg.core.sources import Resolved, SourceResolver
-from django_oximg.core.staging import InfoWork, RenderWork
-from django_oximg.core.stores import CachedResult
+from django_oximg.core.options.signing import URLSigner, verified_rest
+from django_oximg.core.serving import info as info_endpoint
+from django_oximg.core.serving import replies
+from django_oximg.core.serving.client_hints import NO_HINTS, ClientHints, with_hints
+from django_oximg.core.serving.negotiation import VARY_ACCEPT, output_format
+from django_oximg.core.serving.staging import InfoWork, RenderWork
+from django_oximg.core.stores.protocols import CachedResult
+from django_oximg.core.stores.resolver import Resolved, SourceResolver
 
 
 class Job(NamedTuple):
@@ -53,13 +54,13 @@ class Job(NamedTuple):
     def content_type(self) -> str:
         return keys.content_type(self.key)
 
-    def result(self, found: CachedResult) -> responders.Result:
+    def result(self, found: CachedResult) -> replies.Result:
         """This request's answer with ``found``'s content.
 
         Built per request, never shared: requests that share one cache
         object or one render may still differ in their ``Vary``.
         """
-        return responders.Result(
+        return replies.Result(
             self.content_type,
             self.etag,
             self.vary,
@@ -125,7 +126,7 @@ class JobReader(NamedTuple):
         vary = (VARY_ACCEPT if negotiated else ()) + hinted
         disposition = ""
         if options.filename or options.return_attachment:
-            disposition = responders.content_disposition(
+            disposition = replies.content_disposition(
                 parsed.source, options.filename, fmt, attachment=options.return_attachment
             )
         return Job(source, RenderWork(options, fmt), key, vary, options.expires, disposition)

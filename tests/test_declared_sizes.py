@@ -1,4 +1,4 @@
-"""Sizes declared for a model's file field (render_ahead/declared.py): parsed as the tag takes them.
+"""Sizes declared for a model's file field (declared_sizes.py): parsed as the tag takes them.
 
 What the tag, the checks and the render ahead make of the declarations is in
 tests/test_render_ahead.py and tests/test_checks.py.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from django_oximg.render_ahead import declared
+from django_oximg import declared_sizes as declared
 from tests.testapp.models import Document
 
 

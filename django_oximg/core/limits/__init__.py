@@ -1,0 +1,1 @@
+"""What keeps a process within its means: the executor, deadlines, bounded calls."""

@@ -1,0 +1,1 @@
+"""One request, start to finish: the handler, the miss's steps, the answer."""

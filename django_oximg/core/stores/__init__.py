@@ -1,0 +1,1 @@
+"""Where sources come from and results go: protocols, local disk, HTTP, remote reads."""
