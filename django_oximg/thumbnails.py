@@ -59,9 +59,9 @@ from django_oximg.core.options import (
 from django_oximg.core.options.geometry import plan_geometry
 from django_oximg.core.options.signing import split_signed_path
 from django_oximg.core.serving.info import DEFAULT_BLURHASH, INFO_PREFIX
+from django_oximg.declared_sizes import size_named
 from django_oximg.focal import stored_focal_point
 from django_oximg.memo import SettingsMemo
-from django_oximg.declared_sizes import size_named
 from django_oximg.sizing import exact_size_options
 from django_oximg.source_metadata import SourceMetadata, source_metadata, source_name
 

@@ -31,6 +31,7 @@ from django.db import transaction
 from django.db.models import Model
 from django.db.models.signals import post_delete, post_save, pre_save
 
+from django_oximg import declared_sizes as declared
 from django_oximg.core.logs import printable
 from django_oximg.purge import (
     file_is_replaced,
@@ -41,7 +42,6 @@ from django_oximg.purge import (
     source_of,
     stored_files,
 )
-from django_oximg import declared_sizes as declared
 
 logger = logging.getLogger("django_oximg")
 

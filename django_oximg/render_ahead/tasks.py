@@ -19,9 +19,9 @@ from django.db.models import Model
 from django.utils import timezone
 
 from django_oximg import conf, runtime
+from django_oximg import declared_sizes as declared
 from django_oximg.core.errors import OximgError
 from django_oximg.core.logs import printable
-from django_oximg import declared_sizes as declared
 from django_oximg.source_metadata import source_name
 from django_oximg.thumbnails import resolve_arguments, thumbnail_for, thumbnail_path
 
