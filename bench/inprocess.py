@@ -141,16 +141,18 @@ def thumbnailer_reply(
     from django_oximg.core.limits.executor import Executor
     from django_oximg.core.options.signing import URLSigner, pairs_from_hex
     from django_oximg.core.serving.handler import Thumbnailer, ThumbnailerConfig
+    from django_oximg.core.serving.staging import Limits
     from django_oximg.core.stores.disk import FileSystemCacheStore, FileSystemSourceStore
 
     signer = URLSigner(pairs_from_hex((KEY,), (SALT,)))
     cache = Path(tempfile.mkdtemp(prefix="oximg-inprocess-"))
     thumbnailer = Thumbnailer(
-        ThumbnailerConfig(render=settings, render_timeout=RENDER_TIMEOUT),
+        ThumbnailerConfig(),
         signer,
         {"": FileSystemSourceStore(images)},
         FileSystemCacheStore(cache, fsync=fsync),
         Executor(workers=2, queue_size=64, queue_timeout=30.0, memory_budget=512 * 1024**2),
+        limits=Limits(render=settings, render_timeout=RENDER_TIMEOUT),
     )
     counter = iter(range(10**9))
     lock = threading.Lock()

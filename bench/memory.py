@@ -473,6 +473,7 @@ def run_served(args: argparse.Namespace) -> None:
     from django_oximg.core.options import parse_path
     from django_oximg.core.options.signing import URLSigner, pairs_from_hex
     from django_oximg.core.serving.handler import Thumbnailer, ThumbnailerConfig
+    from django_oximg.core.serving.staging import Limits
     from django_oximg.core.stores.disk import FileSystemCacheStore, FileSystemSourceStore
 
     work = Path(tempfile.mkdtemp(prefix="oximg-served-"))
@@ -490,11 +491,12 @@ def run_served(args: argparse.Namespace) -> None:
     signer = URLSigner(pairs_from_hex(["aa" * 32], ["bb" * 32]))
     executor = Executor(2, 32, 120.0, args.budget_mib * MIB)
     thumbnailer = Thumbnailer(
-        ThumbnailerConfig(render_timeout=120.0),
+        ThumbnailerConfig(),
         signer,
         {"": FileSystemSourceStore(work / "src")},
         FileSystemCacheStore(work / "cache"),
         executor,
+        limits=Limits(render_timeout=120.0),
     )
     warm_up = parse_path(f"/{FIT}/plain/x").options
     pipeline.render(tiny_source("jpeg"), warm_up, "jpeg", pipeline.RenderSettings())

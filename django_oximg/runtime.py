@@ -33,11 +33,13 @@ from django_oximg.core.serving.coordination import CacheCoordinator, Coordinator
 from django_oximg.core.serving.faults import Faults
 from django_oximg.core.stores.disk import FileSystemSourceStore
 from django_oximg.core.stores.protocols import CacheStore, SourceStore
+from django_oximg.core.stores.reads import SourceReads
 from django_oximg.core.stores.resolver import URL_ALIAS, SourceResolver
 
 if TYPE_CHECKING:
     from django_oximg.core.pipeline import WatermarkImage
     from django_oximg.core.serving.handler import Thumbnailer, ThumbnailerConfig
+    from django_oximg.core.serving.staging import Limits
     from django_oximg.core.stores.http import HttpSourceConfig
 
 _lock = threading.Lock()
@@ -177,13 +179,41 @@ def get_output_fingerprint() -> str:
 def thumbnailer_config(
     settings: conf.OximgSettings, watermark: WatermarkImage | None = None
 ) -> ThumbnailerConfig:
-    """The thumbnailer's configuration; ``watermark`` is read from ``settings`` when not given."""
-    from django_oximg.core import pipeline
+    """What the thumbnailer itself reads of ``settings`` (its steps get theirs directly).
+
+    ``watermark`` is read from ``settings`` when not given: its digest is
+    part of the output fingerprint.
+    """
     from django_oximg.core.serving.handler import ThumbnailerConfig
 
     if watermark is None:
         watermark = read_watermark(settings)
     return ThumbnailerConfig(
+        presets=dict(settings.PRESETS),
+        allow_unsigned=settings.ALLOW_UNSIGNED,
+        auto_format=settings.AUTO_FORMAT,
+        peer_wait=request_timeouts(settings).peer_wait(),
+        cache_control=settings.CACHE_CONTROL,
+        metrics=settings.METRICS,
+        metrics_token=settings.METRICS_TOKEN,
+        fingerprint=conf.output_fingerprint(settings, watermark_version(watermark)),
+        rules=url_rules(settings),
+        client_hints=settings.CLIENT_HINTS,
+        hit_cache_bytes=settings.HIT_CACHE_BYTES,
+    )
+
+
+def limits(settings: conf.OximgSettings, watermark: WatermarkImage | None = None) -> Limits:
+    """What sources are checked against and renders run with, from ``settings``.
+
+    ``watermark`` is read from ``settings`` when not given.
+    """
+    from django_oximg.core import pipeline
+    from django_oximg.core.serving.staging import Limits
+
+    if watermark is None:
+        watermark = read_watermark(settings)
+    return Limits(
         render=pipeline.RenderSettings(
             quality=dict(settings.QUALITY),
             max_result_dimension=settings.MAX_RESULT_DIMENSION,
@@ -196,23 +226,15 @@ def thumbnailer_config(
             quality_mode=settings.QUALITY_MODE,
             extensions=settings.EXTENSIONS,
         ),
-        presets=dict(settings.PRESETS),
-        allow_unsigned=settings.ALLOW_UNSIGNED,
-        auto_format=settings.AUTO_FORMAT,
         max_src_resolution=settings.MAX_SRC_RESOLUTION,
         max_src_file_size=settings.MAX_SRC_FILE_SIZE,
         render_timeout=settings.RENDER_TIMEOUT,
-        source_reads=settings.SOURCE_READS or workers(settings) * 2,
-        source_timeout=settings.SOURCE_TIMEOUT,
-        peer_wait=request_timeouts(settings).peer_wait(),
-        cache_control=settings.CACHE_CONTROL,
-        metrics=settings.METRICS,
-        metrics_token=settings.METRICS_TOKEN,
-        fingerprint=conf.output_fingerprint(settings, watermark_version(watermark)),
-        rules=url_rules(settings),
-        client_hints=settings.CLIENT_HINTS,
-        hit_cache_bytes=settings.HIT_CACHE_BYTES,
     )
+
+
+def source_reads(settings: conf.OximgSettings) -> SourceReads:
+    """The bound on remote source reads at once (``SOURCE_READS``, else two per worker)."""
+    return SourceReads(settings.SOURCE_READS or workers(settings) * 2, settings.SOURCE_TIMEOUT)
 
 
 def request_timeouts(settings: conf.OximgSettings) -> RequestTimeouts:
@@ -284,6 +306,8 @@ def build_thumbnailer() -> Thumbnailer:
         executor(settings),
         coordinator=coordinator(settings, faults),
         faults=faults,
+        limits=limits(settings, get_watermark()),
+        reads=source_reads(settings),
     )
 
 

@@ -19,12 +19,19 @@ import pytest
 import pytest_django.fixtures as pytest_django_fixtures
 from hypothesis import settings as hypothesis_settings
 
+from django_oximg.core import defaults
 from django_oximg.core.limits.executor import Executor
 from django_oximg.core.options.signing import URLSigner
 from django_oximg.core.serving.coordination import Coordinator
-from django_oximg.core.serving.handler import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.serving.handler import (
+    DEFAULT_SOURCE_READS,
+    Thumbnailer,
+    ThumbnailerConfig,
+)
+from django_oximg.core.serving.staging import Limits
 from django_oximg.core.stores.disk import FileSystemCacheStore, FileSystemSourceStore
 from django_oximg.core.stores.protocols import CacheStore, SourceStore
+from django_oximg.core.stores.reads import SourceReads
 from tests import images
 from tests.constants import MIB, SIGNER
 
@@ -101,8 +108,10 @@ def make(
 
     ``workers``, ``queue_size``, ``queue_timeout`` and ``budget`` make its
     executor, unless ``executor`` is given; ``source`` replaces the "" store,
-    ``stores`` all of them, ``cache`` the result cache; the other keywords go
-    to :class:`ThumbnailerConfig`.
+    ``stores`` all of them, ``cache`` the result cache; ``render``,
+    ``max_src_resolution``, ``max_src_file_size`` and ``render_timeout`` make
+    its :class:`Limits`, ``source_reads`` and ``source_timeout`` its
+    :class:`SourceReads`; the other keywords go to :class:`ThumbnailerConfig`.
     """
 
     def build(
@@ -124,6 +133,11 @@ def make(
             executor = Executor(workers, queue_size, queue_timeout, budget)
         executors.append(executor)
         extra: dict[str, Any] = {"clock": clock} if clock is not None else {}
+        limits = {name: config.pop(name) for name in Limits._fields if name in config}
+        reads = SourceReads(
+            config.pop("source_reads", DEFAULT_SOURCE_READS),
+            config.pop("source_timeout", defaults.SOURCE_TIMEOUT),
+        )
         return Thumbnailer(
             ThumbnailerConfig(**config),
             signer,
@@ -133,6 +147,8 @@ def make(
             cache if cache is not None else default_cache,
             executor,
             coordinator=coordinator,
+            limits=Limits(**limits),
+            reads=reads,
             **extra,
         )
 

@@ -282,12 +282,14 @@ def test_the_core_defaults_are_the_settings_defaults() -> None:
     """One set of defaults: a core built by hand behaves as a site that sets nothing."""
     from django_oximg.core.pipeline import RenderSettings
     from django_oximg.core.serving.handler import ThumbnailerConfig
+    from django_oximg.core.serving.staging import Limits
     from django_oximg.core.stores.http import HttpSourceConfig
 
     built = build_settings(with_key())
     configured = runtime.thumbnailer_config(built)
     by_hand = ThumbnailerConfig(fingerprint=configured.fingerprint)
-    assert configured.render == RenderSettings() == by_hand.render
+    assert runtime.limits(built).render == RenderSettings() == Limits().render
+    assert runtime.limits(built) == Limits()
     assert configured == by_hand
     assert runtime.http_source_config(
         build_settings(with_key(HTTP_SOURCES=["https://a.example/"]))
@@ -433,6 +435,7 @@ def key_under(raw: dict[str, Any], path: str, accept: str) -> str:
             {"": FileSystemSourceStore("/nonexistent")},
             FileSystemCacheStore("/nonexistent"),
             executor,
+            limits=runtime.limits(built),
         )
         signed = runtime.signer(built).signed_path(path)
         return thumbnailer.job_for(signed, accept, ClientHints(dpr=2, width=50)).key
@@ -631,7 +634,7 @@ def test_encoder_setting_is_validated(value: object) -> None:
 @pytest.mark.parametrize("value", ["pillow", "libvips"])
 def test_encoder_setting_reaches_the_pipeline(value: str) -> None:
     settings = build_settings({"KEY": "aa" * 32, "SALT": "bb" * 32, "ENCODER": value})
-    assert runtime.thumbnailer_config(settings).render.encoder == value
+    assert runtime.limits(settings).render.encoder == value
 
 
 @pytest.mark.parametrize("value", ["turbo", "", 1])
@@ -645,4 +648,4 @@ def test_jpeg_decoder_is_validated(value: object) -> None:
 @pytest.mark.parametrize("value", ["libjpeg-turbo", "libvips"])
 def test_jpeg_decoder_reaches_the_pipeline(value: str) -> None:
     settings = build_settings({"KEY": "aa" * 32, "SALT": "bb" * 32, "JPEG_DECODER": value})
-    assert runtime.thumbnailer_config(settings).render.jpeg_decoder == value
+    assert runtime.limits(settings).render.jpeg_decoder == value

@@ -46,6 +46,7 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import Storage
 
 from django_oximg import conf
+from django_oximg.core import defaults
 from django_oximg.core.keys import source_directory
 from django_oximg.core.limits.executor import Executor
 from django_oximg.core.serving.faults import (
@@ -57,10 +58,15 @@ from django_oximg.core.serving.faults import (
     Faults,
     source_dependency,
 )
-from django_oximg.core.serving.handler import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.serving.handler import (
+    DEFAULT_SOURCE_READS,
+    Thumbnailer,
+    ThumbnailerConfig,
+)
 from django_oximg.core.stores import disk as stores
 from django_oximg.core.stores.disk import FileSystemSourceStore
 from django_oximg.core.stores.protocols import TEMP_PREFIX
+from django_oximg.core.stores.reads import SourceReads
 from django_oximg.storage import StorageSourceStore
 from tests import images
 from tests.constants import JOIN_TIMEOUT, MIB, SIGNER
@@ -305,12 +311,14 @@ def thumbnailer_over(
     cache: CountingCacheStore,
     executors: list[Executor],
     workers: int = 1,
-    **config: Any,
+    source_reads: int = DEFAULT_SOURCE_READS,
+    source_timeout: float = defaults.SOURCE_TIMEOUT,
 ) -> Thumbnailer:
     executor = Executor(workers, 1, 5.0, 256 * MIB)
     executors.append(executor)
     sources = {"": StorageSourceStore(storage)}
-    return Thumbnailer(ThumbnailerConfig(**config), SIGNER, sources, cache, executor)
+    reads = SourceReads(source_reads, source_timeout)
+    return Thumbnailer(ThumbnailerConfig(), SIGNER, sources, cache, executor, reads=reads)
 
 
 def test_a_source_storage_that_raises_oserror_is_502_and_nothing_is_cached(

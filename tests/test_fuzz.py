@@ -33,6 +33,7 @@ from django_oximg.core.options.signing import restored_path
 from django_oximg.core.pipeline import RenderSettings
 from django_oximg.core.serving.handler import Thumbnailer, ThumbnailerConfig
 from django_oximg.core.serving.replies import Reply
+from django_oximg.core.serving.staging import Limits
 from django_oximg.core.stores.disk import FileSystemCacheStore
 from django_oximg.core.stores.protocols import CachedResult, CacheEntry
 from tests import images
@@ -112,9 +113,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     sources = CountingSourceStore(root / "sources")
     cache = CountingCache(root / "cache")
     executor = Executor(2, 8, 10.0, 256 * MIB)
-    config = ThumbnailerConfig(render=RenderSettings(max_result_dimension=64))
+    limits = Limits(render=RenderSettings(max_result_dimension=64))
+    thumbnailer = Thumbnailer(
+        ThumbnailerConfig(), SIGNER, {"": sources}, cache, executor, limits=limits
+    )
     try:
-        yield World(Thumbnailer(config, SIGNER, {"": sources}, cache, executor), sources, cache)
+        yield World(thumbnailer, sources, cache)
     finally:
         executor.shutdown(wait=True)
 

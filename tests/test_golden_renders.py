@@ -59,6 +59,7 @@ from django.test import Client
 from django_oximg.core import pipeline
 from django_oximg.core.limits.executor import Executor
 from django_oximg.core.serving.handler import Thumbnailer, ThumbnailerConfig
+from django_oximg.core.serving.staging import Limits
 from django_oximg.core.stores.disk import FileSystemCacheStore, FileSystemSourceStore
 from django_oximg.drf import ThumbnailField
 from django_oximg.render_ahead.rendering import AheadRequest, render_ahead
@@ -425,13 +426,13 @@ def build_thumbnailer(root: Path, cache: str) -> tuple[Thumbnailer, Executor]:
     """A core thumbnailer over ``root/sources`` with the watermark set, caching in
     ``root/<cache>``; the caller shuts its executor down."""
     executor = Executor(2, 64, 30.0, 512 * MIB)
-    config = ThumbnailerConfig(render=pipeline.RenderSettings(watermark=watermark_image()))
     thumbnailer = Thumbnailer(
-        config,
+        ThumbnailerConfig(),
         SIGNER,
         {"": FileSystemSourceStore(root / "sources")},
         FileSystemCacheStore(root / cache),
         executor,
+        limits=Limits(render=pipeline.RenderSettings(watermark=watermark_image())),
     )
     return thumbnailer, executor
 

@@ -295,6 +295,7 @@ class World:
                 {"": FileSystemSourceStore(self.sources)},
                 FileSystemCacheStore(self.root / ("cache-" + "".join(map(str, index)))),
                 self.executor,
+                limits=runtime.limits(settings_),
             )
         return self.thumbnailers[index]
 

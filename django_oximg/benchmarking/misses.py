@@ -65,7 +65,7 @@ def contenders(
     """The miss contenders for ``source``, by name."""
     thumbnailer = runtime.get_thumbnailer()
     signer = runtime.get_signer()
-    render_settings = thumbnailer.config.render
+    render_settings = thumbnailer.limits.render
     quality = render_settings.quality.get(fmt) or pipeline.FALLBACK_QUALITY
     width, height = box
     run_id = secrets.token_hex(3)

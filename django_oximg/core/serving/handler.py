@@ -51,6 +51,14 @@ from django_oximg.core.stores.resolver import SourceResolver
 
 logger = logging.getLogger("django_oximg")
 
+#: Remote source reads at once in a core built by hand (the runtime sizes
+#: them from ``SOURCE_READS`` or the workers).
+DEFAULT_SOURCE_READS = 4
+
+#: What sources are checked against and renders run with in a core built
+#: by hand: the settings' defaults.
+DEFAULT_LIMITS = Limits()
+
 #: Request variables that carry the query string (WSGI, and the raw URI).
 RAW_URI_VARIABLES = ("RAW_URI", "REQUEST_URI")
 
@@ -63,17 +71,9 @@ class ThumbnailerConfig:
     (:mod:`django_oximg.core.defaults`) serve a core built by hand.
     """
 
-    render: pipeline.RenderSettings = field(default_factory=pipeline.RenderSettings)
     presets: Mapping[str, str] = field(default_factory=dict)
     allow_unsigned: bool = defaults.ALLOW_UNSIGNED
     auto_format: bool = defaults.AUTO_FORMAT
-    max_src_resolution: int = defaults.MAX_SRC_RESOLUTION
-    max_src_file_size: int = defaults.MAX_SRC_FILE_SIZE
-    render_timeout: float = defaults.RENDER_TIMEOUT
-    #: Remote source reads (HTTP, S3, other storages) at once, and the
-    #: longest one may take (:class:`~django_oximg.core.stores.reads.SourceReads`).
-    source_reads: int = 4
-    source_timeout: float = defaults.SOURCE_TIMEOUT
     #: How long a request waits for a peer process's render of the same key
     #: (:meth:`~django_oximg.core.limits.timeouts.RequestTimeouts.peer_wait`).
     peer_wait: float = RequestTimeouts(
@@ -109,13 +109,20 @@ class Thumbnailer:
         clock: Callable[[], float] = time.time,
         coordinator: Coordinator | None = None,
         faults: Faults | None = None,
+        *,
+        limits: Limits = DEFAULT_LIMITS,
+        reads: SourceReads | None = None,
     ) -> None:
         """``sources``: the process's resolver, or the stores by alias to resolve with.
 
         ``faults``: where the calls to the caches and the source storages
         report how they went (the coordinator's own, when it has one).
+        ``limits`` (what sources are checked against and renders run with)
+        and ``reads`` (the bound on remote reads at once) go to the steps of
+        a miss as they are: the runtime builds both from the settings.
         """
         self.config = config
+        self.limits = limits
         self.faults = faults or Faults()
         self.signer = signer
         self.sources = sources if isinstance(sources, SourceResolver) else SourceResolver(sources)
@@ -127,7 +134,7 @@ class Thumbnailer:
         #: read and probe (remote sources: every request in flight; local ones:
         #: the jobs running together, as they are read on the workers).
         self.source_reads = SingleFlight()
-        self.reads = SourceReads(config.source_reads, config.source_timeout)
+        self.reads = reads or SourceReads(DEFAULT_SOURCE_READS, defaults.SOURCE_TIMEOUT)
         self.coordinator: Coordinator = coordinator or LocalCoordinator()
         self.metrics = metrics.recorder_for(
             config.metrics, self.counts, executor, config.metrics_token
@@ -141,18 +148,12 @@ class Thumbnailer:
             clock=clock,
             presets=config.presets,
             rules=config.rules,
-            extensions=config.render.extensions,
+            extensions=limits.render.extensions,
             allow_unsigned=config.allow_unsigned,
             auto_format=config.auto_format,
             client_hints=config.client_hints,
-            watermark=config.render.watermark is not None,
-            max_result_dimension=config.render.max_result_dimension,
-        )
-        limits = Limits(
-            config.render,
-            config.max_src_resolution,
-            config.max_src_file_size,
-            config.render_timeout,
+            watermark=limits.render.watermark is not None,
+            max_result_dimension=limits.render.max_result_dimension,
         )
         self.maker = Maker(
             cache, executor, limits, self.reads, self.source_reads, self.metrics, self.faults
@@ -210,7 +211,7 @@ class Thumbnailer:
         self.coordinator.check()
         problems = metrics.health_problems(self.executor, self.cache)
         problems.extend(self.faults.problems())
-        longest_job = self.executor.queue_timeout + self.config.render_timeout + RENDER_OVERRUN
+        longest_job = self.executor.queue_timeout + self.limits.render_timeout + RENDER_OVERRUN
         if self.executor.stuck_workers(longest_job) == self.executor.workers:
             problems.append(
                 f"all {self.executor.workers} render workers busy for more than {longest_job:g} s"

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
-from django_oximg.core import errors, pipeline
+from django_oximg.core import defaults, errors, pipeline
 from django_oximg.core.options import Options, lowered_limit
 from django_oximg.core.pipeline.budget import estimate_peak_bytes
 from django_oximg.core.serving import info as info_endpoint
@@ -39,13 +39,18 @@ class SourceRead(NamedTuple):
 
 
 class Limits(NamedTuple):
-    """What a source is checked against, and what its work runs with (from the settings)."""
+    """What a source is checked against, and what its work runs with (from the settings).
 
-    render: pipeline.RenderSettings
-    max_src_resolution: int
-    max_src_file_size: int
+    ``runtime.limits`` builds it from ``OXIMG`` and hands it to the
+    thumbnailer, which passes it on to the maker unchanged; the defaults
+    (:mod:`django_oximg.core.defaults`) serve a core built by hand.
+    """
+
+    render: pipeline.RenderSettings = pipeline.RenderSettings()
+    max_src_resolution: int = defaults.MAX_SRC_RESOLUTION
+    max_src_file_size: int = defaults.MAX_SRC_FILE_SIZE
     #: Seconds a render (or an ``/info`` summary) may take once it has started.
-    render_timeout: float
+    render_timeout: float = defaults.RENDER_TIMEOUT
 
     def max_frames(self, options: Options) -> int:
         """The most frames an animation is served with (the URL may lower the setting)."""
