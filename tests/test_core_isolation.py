@@ -12,6 +12,7 @@ import functools
 import json
 import os
 import pkgutil
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -297,3 +298,29 @@ def test_the_scanners_see_what_a_module_reaches(tmp_path: Path) -> None:
     assert "tests.servers" in reachable_modules(["tests.test_e2e_gunicorn"])
     assert "gunicorn" in code_words(TESTS_DIR / "servers.py")
     assert "gunicorn" not in code_words(TESTS_DIR / "test_isolated.py")  # only in its docstring
+
+
+def test_the_request_map_names_modules_that_exist_and_each_links_back() -> None:
+    """core/serving's docstring maps a request's steps; the map and its modules agree.
+
+    Every module the map names exists, and every module of the core that
+    says it is a step of a request is named in the map: a module renamed or
+    added to the walk without the map fails here.
+    """
+    import importlib
+
+    import django_oximg.core.serving as serving
+
+    doc = serving.__doc__ or ""
+    named = set(re.findall(r":mod:`~?(django_oximg\.core\.[\w.]+)`", doc))
+    assert len(named) >= 20
+    for name in named:
+        importlib.import_module(name)
+    claiming = {
+        name
+        for name in core_module_names()
+        if "of a request (the map: :mod:`django_oximg.core.serving`)"
+        in (importlib.import_module(name).__doc__ or "")
+    }
+    assert len(claiming) >= 20
+    assert claiming <= named, sorted(claiming - named)

@@ -1,5 +1,7 @@
 """Deadlines, and the one watchdog thread that stops work when they pass.
 
+Part of step 7 of a request (the map: :mod:`django_oximg.core.serving`).
+
 Two kinds of work must stop at a moment in time rather than after an
 operation times out: a render (libvips is told to stop through an image's
 kill flag) and a download (a source that sends one byte a second never

@@ -1,5 +1,7 @@
 """The bounded processing layer: a thread pool with a bounded queue and a memory budget.
 
+Steps 4 and 7 of a request (the map: :mod:`django_oximg.core.serving`).
+
 Request threads (gunicorn gthread workers, Django view threads) call
 :meth:`Executor.run` and block until their job is done. The executor protects the
 process in three ways:

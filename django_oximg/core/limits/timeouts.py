@@ -1,5 +1,7 @@
 """The longest a request may take, whatever its dependencies do, from the bounds of its parts.
 
+The bounds of every step of a request (the map: :mod:`django_oximg.core.serving`).
+
 Every wait on the way to an answer has a bound of its own: the result cache
 lookup and write (``CACHE_STORAGE_TIMEOUT`` on S3), each call to the
 coordination cache (``COORDINATION_TIMEOUT``), the waits for a read slot,

@@ -1,5 +1,7 @@
 """Estimate a job's peak memory from its source header, before any pixel is decoded.
 
+Part of step 6 of a request (the map: :mod:`django_oximg.core.serving`).
+
 The executor reserves this estimate against the per-process memory budget, so
 the figure must be cheap (header only) and on the safe side. Decoders differ a
 lot: a baseline JPEG streams through shrink-on-load, a progressive JPEG holds

@@ -1,4 +1,7 @@
-"""One render, top to bottom: plan, load, the steps per frame, encode."""
+"""One render, top to bottom: plan, load, the steps per frame, encode.
+
+Step 7 of a request (the map: :mod:`django_oximg.core.serving`).
+"""
 
 from __future__ import annotations
 

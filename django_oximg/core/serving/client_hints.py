@@ -1,5 +1,7 @@
 """Client hints: the browser's ``DPR`` and ``Width`` as a URL's defaults.
 
+Part of step 3 of a request (the map: :mod:`django_oximg.core.serving`).
+
 With ``CLIENT_HINTS`` on (off by default, as imgproxy's
 ``IMGPROXY_ENABLE_CLIENT_HINTS``), a request's ``Sec-CH-DPR`` (or the older
 ``DPR``) sets ``dpr`` and its ``Sec-CH-Width`` (or ``Width``) sets ``width``,

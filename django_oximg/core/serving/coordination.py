@@ -1,5 +1,7 @@
 """Render a hot key once across processes, not just once per process.
 
+Part of step 4 of a request (the map: :mod:`django_oximg.core.serving`).
+
 In-process, :class:`~django_oximg.core.serving.singleflight.SingleFlight` makes
 identical concurrent misses share one render. Behind a load balancer the same
 URL reaches several processes at once; a :class:`Coordinator` gives one of

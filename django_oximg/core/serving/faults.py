@@ -1,5 +1,7 @@
 """How the things a process serves through have fared lately, for ``/health`` and ``/metrics``.
 
+Part of step 8 of a request (the map: :mod:`django_oximg.core.serving`).
+
 A thumbnail server depends on things it does not own: the result cache
 (a disk that fills up, an S3 bucket that refuses writes), the coordination
 cache (a Redis that stops answering) and the source storages. Each call to

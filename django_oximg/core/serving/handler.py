@@ -1,23 +1,14 @@
 """One request, start to finish: the entry point both ways in call, and its reply.
 
+Steps 1 and 9 of a request (the map: :mod:`django_oximg.core.serving`).
+
 Both ways in (the Django view and the WSGI middleware) call
 :meth:`Thumbnailer.reply`; neither holds any logic of its own beyond deciding
-whether a path is theirs. A request walks, top to bottom:
+whether a path is theirs. The steps a request walks from here are mapped in
+:mod:`django_oximg.core.serving`.
 
-1. here, :meth:`Thumbnailer.reply`: ``/health`` and ``/metrics``, then a
-   hit remembered from before (:mod:`~django_oximg.core.serving.hits`), else
-   :meth:`Thumbnailer.answer`;
-2. :mod:`~django_oximg.core.serving.jobs`: the path verified and parsed into a job
-   with its cache key (no storage touched);
-3. :mod:`~django_oximg.core.serving.lookup`: the cache, else one flight per key, a
-   place in the executor and a lease;
-4. on a miss, :mod:`~django_oximg.core.serving.making`: the source read, the work
-   staged (:mod:`~django_oximg.core.serving.staging`: checked, planned, estimated)
-   and run on the executor, the result stored;
-5. back here: the answer from the cached file or from memory, or the
-   project error that stopped it (:mod:`~django_oximg.core.serving.replies`).
-
-This module builds those parts from a :class:`ThumbnailerConfig` and keeps
+This module builds those steps' parts from a :class:`ThumbnailerConfig`, the
+:class:`~django_oximg.core.serving.staging.Limits` and the source reads, and keeps
 what the health check and the metrics read of them.
 """
 

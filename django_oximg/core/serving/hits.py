@@ -1,5 +1,7 @@
 """Cache hits answered from memory: a raw request path to its prebuilt answer.
 
+Step 2 of a request (the map: :mod:`django_oximg.core.serving`).
+
 Through the full path (:meth:`Thumbnailer.answer
 <django_oximg.core.serving.handler.Thumbnailer.answer>`) a hit costs the
 signature check, option parsing, the key's two hashes, a ``stat`` in the

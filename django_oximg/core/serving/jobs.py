@@ -1,5 +1,7 @@
 """A request's path into a :class:`Job`: verified, parsed, resolved, and named by its cache key.
 
+Step 3 of a request (the map: :mod:`django_oximg.core.serving`).
+
 Nothing here touches a storage: the signature is checked (403), the options
 parsed (400), ``expires`` checked (404), the source resolved to its store,
 which checks the name without I/O (404), the output format chosen

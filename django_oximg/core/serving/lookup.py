@@ -1,5 +1,7 @@
 """A job's content: from the cache, from an identical request in flight, from a peer, or made once.
 
+Step 4 of a request (the map: :mod:`django_oximg.core.serving`).
+
 The cache is looked up first; a lookup that fails (a remote cache that does
 not answer) is a miss, and reported as a fault (:mod:`~django_oximg.core.serving.faults`).
 On a miss, identical concurrent requests in this process share one flight

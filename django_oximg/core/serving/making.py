@@ -1,5 +1,7 @@
 """A miss made: its source read once, its work staged and run on the executor, the result stored.
 
+Steps 5 and 8 of a request, the miss (the map: :mod:`django_oximg.core.serving`).
+
 Called once per key in flight (:mod:`~django_oximg.core.serving.lookup` sees to
 that), with the request's place in the executor. The source is read where
 it costs least: a store that reads on the worker (local disk) is read there,

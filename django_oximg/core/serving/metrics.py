@@ -1,5 +1,7 @@
 """Operational endpoints: Prometheus metrics and a health check, one set per thumbnailer.
 
+Part of step 9 of a request (the map: :mod:`django_oximg.core.serving`).
+
 ``/health`` and ``/metrics`` (exactly those paths after the mount prefix) are
 answered by :meth:`Thumbnailer.reply <django_oximg.core.serving.handler.Thumbnailer.reply>`,
 so the Django view and the WSGI middleware both serve them. Neither path can be

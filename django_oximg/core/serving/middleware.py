@@ -1,5 +1,7 @@
 """The WSGI middleware: answer thumbnail paths under a prefix, pass the rest on.
 
+Step 1 of a request (the map: :mod:`django_oximg.core.serving`).
+
 It sits in front of any WSGI application (Django's included) and answers
 before that application builds a request object; a cache hit on local disk
 goes out from memory (a repeated one, :mod:`django_oximg.core.serving.hits`) or

@@ -1,5 +1,7 @@
 """A request's output format: the URL's, or negotiated from ``Accept`` before any I/O.
 
+Part of step 3 of a request (the map: :mod:`django_oximg.core.serving`).
+
 The format is part of the cache key, so it must be chosen before the source
 is read: from the URL (an extension or ``f:``), else from the client's
 ``Accept`` header (AVIF, then WebP) and the source's name, which is all

@@ -1,5 +1,7 @@
 """Turn a result or an error into status, headers and body.
 
+Step 9 of a request (the map: :mod:`django_oximg.core.serving`).
+
 The one place that knows HTTP semantics: the error-to-status table, ETag and
 304 handling, Cache-Control and Vary. Results on local disk are answered by
 whitenoise's :class:`~whitenoise.responders.StaticFile`, which already handles

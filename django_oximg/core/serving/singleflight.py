@@ -1,5 +1,7 @@
 """Single-flight: identical concurrent requests share one job.
 
+Part of step 4 of a request (the map: :mod:`django_oximg.core.serving`).
+
 When fifty clients ask for the same uncached thumbnail at once, the first caller
 (the leader) renders it and the other forty-nine wait for and share its result,
 so the source is read once and the image encoded once. Nothing is cached here:

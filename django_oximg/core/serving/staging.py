@@ -1,5 +1,7 @@
 """A miss's work, staged: its source checked, its render planned, its peak memory estimated.
 
+Step 6 of a request (the map: :mod:`django_oximg.core.serving`).
+
 The executor bounds memory by each job's cost, and the cost of a render is
 known only once its source is read, its header probed and the render
 planned. So a miss is made in two stages

@@ -1,4 +1,6 @@
 """Sources and results on local disk: reads through the descriptor, atomic writes,
+
+Part of step 8 of a request, for local disk (the map: :mod:`django_oximg.core.serving`).
 a jail that follows symlinks."""
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 """Source images fetched over HTTP(S), behind an allowlist and an address guard.
 
+Part of step 5 of a request, for URL sources (the map: :mod:`django_oximg.core.serving`).
+
 A URL source is fetched only when all of these hold, for the first request
 and again for every redirect (:mod:`.http_guard`):
 

@@ -1,5 +1,7 @@
 """Reads of remote sources: how many at once, and how long each may take.
 
+Part of step 5 of a request (the map: :mod:`django_oximg.core.serving`).
+
 Sources on local disk are read on the render workers. Every other store (an
 HTTP source, S3, any other Django storage) is read on the request thread,
 so a network wait never holds a render slot; :class:`SourceReads` bounds

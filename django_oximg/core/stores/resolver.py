@@ -1,5 +1,7 @@
 """Which store holds a source, as written in a URL: one resolver for the server and the tags.
 
+Part of step 3 of a request (the map: :mod:`django_oximg.core.serving`).
+
 A source is written ``name`` (the default store), ``alias:name`` (a store
 named in ``OXIMG["SOURCES"]``), ``:name`` (the default store, whatever the
 name looks like) or ``http(s)://...`` (the HTTP store, when ``HTTP_SOURCES``
