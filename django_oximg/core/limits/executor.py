@@ -22,7 +22,8 @@ process in three ways:
   all of a request's waits (a read slot, budget, a worker); time spent reading its
   source pushes it back (:meth:`Admission.extend`), so the whole request waits at
   most ``queue_timeout`` in all, besides the read itself.
-* **Memory budget.** Each job declares its estimated peak memory as ``cost``; it
+* **Memory budget** (counted in :mod:`~django_oximg.core.limits.memory`, decided
+  here). Each job declares its estimated peak memory as ``cost``; it
   starts only once that many bytes can be reserved from ``memory_budget``, so many
   large images arriving together wait rather than exhaust the process. An
   admitted request reserves the bytes of a source as it downloads them
@@ -60,14 +61,11 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
-from django_oximg.core.errors import Overloaded, ProcessingTimeout, SourceTooLarge
+from django_oximg.core.errors import Overloaded, ProcessingTimeout
+from django_oximg.core.limits.memory import MemoryBudget
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
-
-#: The share of the memory budget downloads may hold at once (see
-#: ``Executor._download_can_reserve``): the rest is always there for jobs.
-DOWNLOAD_SHARE = 0.5
 
 
 class ExecutorStats(NamedTuple):
@@ -147,8 +145,9 @@ class Admission:
     def reserve(self, nbytes: int) -> None:
         """Reserve ``nbytes`` more of the budget, waiting in arrival order behind jobs.
 
-        Raises :class:`SourceTooLarge` when the bytes held would exceed the
-        share of the budget downloads may hold (:data:`DOWNLOAD_SHARE`),
+        Raises :class:`~django_oximg.core.errors.SourceTooLarge` when the
+        bytes held would exceed the share of the budget downloads may hold
+        (:data:`~django_oximg.core.limits.memory.DOWNLOAD_SHARE`),
         :class:`ProcessingTimeout` when no room appears by :attr:`deadline`
         or the admission was closed already (a read that went on after its
         request gave up).
@@ -240,12 +239,11 @@ class Executor:
             raise ValueError("queue_size must not be negative")
         if queue_timeout <= 0:
             raise ValueError("queue_timeout must be positive")
-        if memory_budget < 1:
-            raise ValueError("memory_budget must be positive")
         self.workers = workers
         self.queue_size = queue_size
         self.queue_timeout = queue_timeout
-        self.memory_budget = memory_budget
+        #: What is reserved of the memory budget, and what fits.
+        self.budget = MemoryBudget(memory_budget)
         self._clock = clock
         self._lock = threading.Lock()
         self._work_ready = threading.Condition(self._lock)
@@ -255,17 +253,18 @@ class Executor:
         #: Downloads (admitted requests reserving their source's bytes), waiting
         #: in order for theirs, after every job.
         self._download_waiters: deque[Admission] = deque()
-        #: Bytes downloads hold (:attr:`Admission.held`, summed).
-        self._held = 0
         self._threads: list[threading.Thread] = []
         self._shutting_down = False
         self._running_jobs: set[_Job[Any]] = set()
         self._admitted = 0
-        self._reserved = 0
-        self._peak_reserved = 0
         self._rejected_full = 0
         self._rejected_timeout = 0
         self._completed = 0
+
+    @property
+    def memory_budget(self) -> int:
+        """Bytes of estimated peak memory the jobs and downloads may reserve at once."""
+        return self.budget.total
 
     def admit(self) -> Admission:
         """A place for one request, or :class:`Overloaded` at once when none is free."""
@@ -286,7 +285,7 @@ class Executor:
         """
         if cost < 0:
             raise ValueError("cost must not be negative")
-        self._check_fits(cost)
+        self.budget.check_fits(cost)
         if admission is None:
             with self.admit() as own:
                 return self.run(fn, cost=cost, admission=own)
@@ -315,13 +314,6 @@ class Executor:
                 return self.run_staged(prepare, admission=own)
         return self._submit(_Job(self._lock, 0, prepare, True, admission))
 
-    def _check_fits(self, cost: int) -> None:
-        if cost > self.memory_budget:
-            raise SourceTooLarge(
-                f"job needs {cost} bytes, which exceeds the memory budget "
-                f"of {self.memory_budget} bytes"
-            )
-
     def _submit(self, job: _Job[T]) -> T:
         """Admit ``job``, wait until it is done and hand back its result or error."""
         with self._lock:
@@ -349,8 +341,8 @@ class Executor:
                 admitted=self._admitted,
                 queued=len(self._waiting),
                 running=len(self._running_jobs),
-                reserved_bytes=self._reserved,
-                peak_reserved_bytes=self._peak_reserved,
+                reserved_bytes=self.budget.reserved,
+                peak_reserved_bytes=self.budget.peak,
                 rejected_full=self._rejected_full,
                 rejected_timeout=self._rejected_timeout,
                 completed=self._completed,
@@ -420,7 +412,7 @@ class Executor:
                 self._rejected_timeout += 1
                 raise ProcessingTimeout(
                     f"job did not start within {self.queue_timeout:g} s "
-                    f"({len(self._waiting)} waiting, {self._reserved} bytes reserved)"
+                    f"({len(self._waiting)} waiting, {self.budget.reserved} bytes reserved)"
                 )
             job.changed.wait(remaining)
 
@@ -449,8 +441,7 @@ class Executor:
         return (
             bool(self._waiting)
             and not self._budget_waiters
-            and self._extra_for(self._waiting[0], self._waiting[0].cost)
-            <= self.memory_budget - self._reserved
+            and self.budget.fits(self._extra_for(self._waiting[0], self._waiting[0].cost))
         )
 
     def _download_can_reserve(self, admission: Admission, nbytes: int) -> bool:
@@ -459,19 +450,14 @@ class Executor:
         Jobs go first: none may be waiting for budget, at the head of the
         queue or on a worker, because a job gives bytes back when it ends
         and a download only takes more. And downloads together hold at most
-        :data:`DOWNLOAD_SHARE` of the budget: requests that have downloaded
-        their source wait for a worker holding it, and were they allowed to
-        fill the budget, the job at the head of the queue would find no room
-        while no job runs to make any, a deadlock the queue timeout would
-        break with 503s.
+        their share of the budget (:meth:`MemoryBudget.download_fits`).
         """
         head_blocked = bool(self._waiting) and not self._head_can_start()
         return (
             self._download_waiters[0] is admission
             and not self._budget_waiters
             and not head_blocked
-            and self._held + nbytes <= self.memory_budget * DOWNLOAD_SHARE
-            and nbytes <= self.memory_budget - self._reserved
+            and self.budget.download_fits(nbytes)
         )
 
     @staticmethod
@@ -503,10 +489,7 @@ class Executor:
             self._budget_waiters.append(job)
             try:
                 self._wait(
-                    lambda: (
-                        self._budget_waiters[0] is job
-                        and extra <= self.memory_budget - self._reserved
-                    ),
+                    lambda: self._budget_waiters[0] is job and self.budget.fits(extra),
                     job.deadline,
                     f"no memory budget for {extra} bytes",
                 )
@@ -514,7 +497,7 @@ class Executor:
                 self._budget_waiters.remove(job)
                 self._work_ready.notify_all()  # the next waiter, or the queue's head
             job.cost, job.extra = cost, extra
-            self._take_budget(extra)
+            self.budget.take(extra)
 
     def _reserve_held(self, admission: Admission, nbytes: int) -> None:
         """:meth:`Admission.reserve`: ``nbytes`` more for an admitted request."""
@@ -523,11 +506,7 @@ class Executor:
         with self._lock:
             if admission.closed:
                 raise ProcessingTimeout("the request gave up its place")
-            if admission.held + nbytes > self.memory_budget * DOWNLOAD_SHARE:
-                raise SourceTooLarge(
-                    f"{admission.held + nbytes} bytes of source would exceed the share of "
-                    f"the memory budget ({self.memory_budget} bytes) downloads may hold"
-                )
+            self.budget.check_download_share(admission.held + nbytes)
             self._download_waiters.append(admission)
             try:
                 self._wait(
@@ -541,8 +520,7 @@ class Executor:
             if admission.closed:  # closed while it waited
                 raise ProcessingTimeout("the request gave up its place")
             admission.held += nbytes
-            self._held += nbytes
-            self._take_budget(nbytes)
+            self.budget.take(nbytes, download=True)
 
     def _wait(self, ready: Callable[[], bool], deadline: float, refusal: str) -> None:
         """Wait until ``ready()``; the caller holds the lock.
@@ -554,13 +532,10 @@ class Executor:
             if remaining <= 0:
                 self._rejected_timeout += 1
                 raise ProcessingTimeout(
-                    f"{refusal} within {self.queue_timeout:g} s ({self._reserved} bytes reserved)"
+                    f"{refusal} within {self.queue_timeout:g} s "
+                    f"({self.budget.reserved} bytes reserved)"
                 )
             self._work_ready.wait(remaining)
-
-    def _take_budget(self, nbytes: int) -> None:
-        self._reserved += nbytes
-        self._peak_reserved = max(self._peak_reserved, self._reserved)
 
     def _move_deadline(self, admission: Admission, seconds: float | None) -> None:
         """:meth:`Admission.restart` (``seconds`` None) and :meth:`Admission.extend`."""
@@ -577,8 +552,7 @@ class Executor:
                 return
             admission.closed = True
             self._admitted -= 1
-            self._reserved -= admission.held
-            self._held -= admission.held
+            self.budget.give(admission.held, download=True)
             admission.held = 0
             self._work_ready.notify_all()  # freed budget may let someone start
 
@@ -589,7 +563,7 @@ class Executor:
         job.started = self._clock()
         self._running_jobs.add(job)
         job.extra = self._extra_for(job, job.cost)
-        self._take_budget(job.extra)
+        self.budget.take(job.extra)
         job.changed.notify()
         if self._download_waiters:
             self._work_ready.notify_all()  # the head moved on: a download may go now
@@ -602,7 +576,7 @@ class Executor:
         try:
             work = job.prepare()
             if job.staged:
-                self._check_fits(work.cost)
+                self.budget.check_fits(work.cost)
                 self._reserve(job, work.cost)
             job.result = work.run()
         except BaseException as error:  # not swallowed: run() re-raises it in the caller
@@ -611,7 +585,7 @@ class Executor:
             with self._lock:
                 job.state = _State.DONE
                 self._running_jobs.discard(job)
-                self._reserved -= job.extra
+                self.budget.give(job.extra)
                 self._completed += 1
                 job.changed.notify()
                 # Released budget may let the head start, possibly on another worker.

@@ -37,7 +37,9 @@ A **miss** goes on:
    planned and its peak memory estimated from that plan
    (:mod:`~django_oximg.core.serving.staging`,
    :mod:`django_oximg.core.pipeline.budget`).
-7. **The render.** A worker reserves that memory from the budget and runs
+7. **The render.** A worker reserves that memory from the budget
+   (:mod:`django_oximg.core.limits.memory`, which downloads in step 5
+   reserve from too) and runs
    the plan: load, the steps, encode (:mod:`django_oximg.core.pipeline.render`),
    within the render deadline (:mod:`django_oximg.core.limits.deadlines`).
 8. **The store.** The result is written to the cache whole or not at all
