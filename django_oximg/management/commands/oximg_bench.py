@@ -21,7 +21,7 @@ With ``--hits``, it measures cache hits instead: one cached thumbnail asked
 for again and again through ``OximgMiddleware`` and through the view (when
 the URLconf mounts it), against whitenoise serving the same bytes from a
 file, all as in-process WSGI calls on this site's settings (see
-:mod:`django_oximg.benchmarking.hits`).
+:mod:`django_oximg.benchmarking.cache_hits`).
 
 Without ``--source``, a photo-like JPEG is drawn and saved in the source
 storage under ``oximg-bench/`` for the run; it, and every result the run
@@ -41,7 +41,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from django_oximg import runtime
-from django_oximg.benchmarking import hits, misses, page_runs, report, served
+from django_oximg.benchmarking import cache_hits, misses, page_runs, report, served
 from django_oximg.benchmarking.sources import clean_up, run_sources
 from django_oximg.progress import Progress
 
@@ -128,7 +128,7 @@ class Command(BaseCommand):
 
     def handle_hits(self, options: dict[str, Any]) -> None:
         box = misses.parse_box(options["size"])
-        rows, notes = hits.run(
+        rows, notes = cache_hits.run(
             options["source"], box, options["format"], options["rounds"], options["seconds"]
         )
         report.print_hits(rows, notes, options, self.stdout.write)
