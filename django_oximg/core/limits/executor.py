@@ -59,6 +59,7 @@ from collections.abc import Callable
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
 from django_oximg.core.errors import Overloaded, ProcessingTimeout, SourceTooLarge
+from django_oximg.core.limits.sources import check_memory
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -314,11 +315,7 @@ class Executor:
         return self._submit(_Job(self._lock, 0, prepare, True, admission))
 
     def _check_fits(self, cost: int) -> None:
-        if cost > self.memory_budget:
-            raise SourceTooLarge(
-                f"job needs {cost} bytes, which exceeds the memory budget "
-                f"of {self.memory_budget} bytes"
-            )
+        check_memory(cost, self.memory_budget)
 
     def _submit(self, job: _Job[T]) -> T:
         """Admit ``job``, wait until it is done and hand back its result or error."""

@@ -44,7 +44,7 @@ from django_oximg.core.serving.lookup import Lookup
 from django_oximg.core.serving.making import Maker
 from django_oximg.core.serving.negotiation import VARY_ACCEPT, accept_class
 from django_oximg.core.serving.singleflight import SingleFlight
-from django_oximg.core.serving.staging import Limits
+from django_oximg.core.serving.staging import Limits, check_servable
 from django_oximg.core.stores.protocols import CacheStore, SourceStore
 from django_oximg.core.stores.reads import SourceReads
 from django_oximg.core.stores.resolver import SourceResolver
@@ -192,6 +192,15 @@ class Thumbnailer:
             raise
         self.metrics.count_request(answer.status)
         return answer
+
+    def check_servable(self, data: bytes) -> pipeline.SourceInfo:
+        """Refuse a source this thumbnailer would refuse every thumbnail of; its header.
+
+        For uploads (``django_oximg.validators``): the limits are this
+        thumbnailer's own and the memory budget its executor's, so a form
+        accepts exactly what the server renders.
+        """
+        return check_servable(data, self.maker.limits, self.executor.memory_budget)
 
     def health_problems(self) -> list[str]:
         """What keeps this process from serving thumbnails (``/health``); empty when healthy.
