@@ -94,6 +94,9 @@ class ThumbnailerConfig:
     #: Bytes of memory for answering repeated hits (``HIT_CACHE_BYTES``;
     #: :mod:`django_oximg.core.serving.hits`). 0 turns that off.
     hit_cache_bytes: int = defaults.HIT_CACHE_BYTES
+    #: What a thumbnail whose source fails is answered with (``FALLBACK_IMAGE_*``);
+    #: None: the error itself.
+    fallback: replies.FallbackImage | None = None
 
 
 class Thumbnailer:
@@ -289,6 +292,7 @@ class Thumbnailer:
             return replies.method_not_allowed()
         if has_query(request_headers):
             return replies.not_found()
+        job: Job | None = None
         try:
             accept = request_headers.get("HTTP_ACCEPT", "")
             hints = read_hints(request_headers) if self.config.client_hints else NO_HINTS
@@ -318,6 +322,10 @@ class Thumbnailer:
                 printable(path, 200),
                 printable(error.detail, 500),
             )
+            fallback = self.config.fallback
+            if fallback and job and job.work.is_render and replies.is_source_failure(error):
+                # A signed thumbnail URL whose source fails: never cached, as any error.
+                return replies.fallback_reply(fallback, method)
             return replies.error_reply(error, method)
 
     def job_for(self, path: str, accept: str, hints: ClientHints = NO_HINTS) -> Job:
