@@ -72,7 +72,10 @@ class ServableImageValidator:
     """
 
     def __call__(self, value: Any) -> None:
-        if not value:
+        if not value or getattr(value, "_committed", False) is True:
+            # A model's file already stored (an unchanged field on every save
+            # of its form) is not read again from its storage; the tags take
+            # their empty path for one over the limits.
             return
         limit = conf.get_settings().MAX_SRC_FILE_SIZE
         size = getattr(value, "size", None)
@@ -100,17 +103,20 @@ validate_servable_image = ServableImageValidator()
 
 
 def read_start(value: Any, count: int) -> bytes:
-    """Up to ``count`` bytes of the file ``value`` from its start, its position put back."""
-    file: IO[bytes] = getattr(value, "file", None) or value
-    if getattr(file, "closed", False):
+    """Up to ``count`` bytes of the file ``value`` from its start, its position put
+    back; a closed file is opened for it, and closed again."""
+    opened = bool(getattr(value, "closed", False))
+    if opened:
         value.open("rb")
-        file = getattr(value, "file", None) or value
-    position = file.tell() if hasattr(file, "tell") else 0
+    file: IO[bytes] = getattr(value, "file", None) or value
+    position = file.tell()
     file.seek(0)
     try:
         return file.read(count)
     finally:
         file.seek(position)
+        if opened:
+            value.close()
 
 
 def validation_error(error: OximgError) -> ValidationError:

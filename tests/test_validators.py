@@ -8,6 +8,7 @@ disagree.
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -108,6 +109,32 @@ def test_a_file_without_a_known_size_is_read_and_measured(settings: Any) -> None
         validate_servable_image(file)
     assert refused.value.code == "oximg_file_size"
     assert stream.tell() == 7  # the position is put back for the next reader
+
+
+def test_a_new_file_of_a_model_is_checked_and_a_stored_one_is_not_read_again(
+    settings: Any, media: Path
+) -> None:
+    from tests.photosapp.models import Photo
+
+    with_oximg(settings, MAX_SRC_RESOLUTION=640 * 480 - 1)
+    stored = Photo(image="photos/landscape.jpg").image
+    stored.open = None  # type: ignore[method-assign]  # would fail if it were read
+    validate_servable_image(stored)
+    photo = Photo()
+    photo.image = SimpleUploadedFile("photo.jpg", images.jpeg(640, 480))  # type: ignore[assignment]
+    with pytest.raises(forms.ValidationError) as refused:
+        validate_servable_image(photo.image)
+    assert refused.value.code == "oximg_resolution"
+
+
+def test_a_closed_file_is_opened_to_be_checked_and_closed_again(settings: Any, media: Path) -> None:
+    with_oximg(settings, MAX_SRC_RESOLUTION=640 * 480 - 1)
+    path = media / "photos" / "landscape.jpg"
+    file = File(path.open("rb"), name=str(path))
+    file.close()
+    with pytest.raises(forms.ValidationError):
+        validate_servable_image(file)
+    assert file.closed
 
 
 def test_an_image_over_the_memory_budget_is_refused(settings: Any) -> None:
