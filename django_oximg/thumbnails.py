@@ -500,9 +500,15 @@ def get_info_url(source: Any) -> str:
     The BlurHash components are spelled out although they are the default:
     ``/info`` is outside the signed part (as in imgproxy), and ``bh`` is no
     thumbnail option, so the signature cannot also fetch the full-size image.
+    A source over ``MAX_SRC_RESOLUTION`` raises ``SourceTooLarge``, as the
+    server would refuse the BlurHash of it.
     """
     name = source_name(source)
-    version = source_metadata(name).version
+    meta = source_metadata(name)
+    # The BlurHash decodes pixels: the server refuses it over the resolution limit.
+    limit = conf.get_settings().MAX_SRC_RESOLUTION
+    check_resolution(meta.width, meta.height, 1, limit, 0)
+    version = meta.version
     x, y = DEFAULT_BLURHASH
     versioned = build_path(Options(cachebuster=version), name, encode=encoding_for(name))
     path = f"/bh:{x}:{y}{versioned}"
