@@ -219,7 +219,8 @@ class OximgSettings:
     """A file on this machine (a path, ``str`` or ``Path``) answered, as it
     is, for a thumbnail whose source fails when it is read: not found, not
     an image, a format not read, over a limit. Like imgproxy's
-    ``IMGPROXY_FALLBACK_IMAGE_PATH``; read once when the server starts. Not
+    ``IMGPROXY_FALLBACK_IMAGE_PATH``; read once when the server starts (and
+    by the system check ``oximg.E040``, which names a file it cannot read). Not
     resized: it costs no worker and cannot fail, and the tags' ``width`` and
     ``height`` scale it in the page. A URL refused before its source is read
     (signature, options, an expired URL, a source not allowed) keeps its
