@@ -61,6 +61,7 @@ def register() -> None:
     checks.register(check_serving, "django_oximg", checks.Tags.urls)
     checks.register(check_caches, "django_oximg")
     checks.register(check_render_ahead, "django_oximg")
+    checks.register(check_fallback_image, "django_oximg")
     checks.register(check_cache_timeouts, "django_oximg", deploy=True)
 
 
@@ -292,6 +293,25 @@ def check_libvips(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMe
         pipeline.check_libvips_version()
     except RuntimeError as exc:
         return [checks.Error(str(exc), id="oximg.E004")]
+    return []
+
+
+def check_fallback_image(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """``oximg.E040``: a ``FALLBACK_IMAGE_*`` image the server could not send.
+
+    It is read when the thumbnailer is built, at the first thumbnail
+    request; this reads it as that does, so ``manage.py check`` says so first.
+    """
+    from django_oximg import runtime
+
+    try:
+        settings = conf.get_settings()
+    except ImproperlyConfigured:
+        return []  # oximg.E001 reports it
+    try:
+        runtime.read_fallback(settings)
+    except ImproperlyConfigured as exc:
+        return [checks.Error(str(exc), id="oximg.E040")]
     return []
 
 

@@ -215,6 +215,30 @@ class OximgSettings:
     """Cache-Control of successful responses. A signed URL's bytes never
     change (a changed source gets a new URL), so forever is safe."""
 
+    FALLBACK_IMAGE_PATH: str = ""
+    """A file on this machine (a path, ``str`` or ``Path``) answered, as it
+    is, for a thumbnail whose source fails when it is read: not found, not
+    an image, a format not read, over a limit. Like imgproxy's
+    ``IMGPROXY_FALLBACK_IMAGE_PATH``; read once when the server starts (and
+    by the system check ``oximg.E040``, which names a file it cannot read). Not
+    resized: it costs no worker and cannot fail, and the tags' ``width`` and
+    ``height`` scale it in the page. A URL refused before its source is read
+    (signature, options, an expired URL, a source not allowed) keeps its
+    error. Empty (the default): the error itself. See docs/security.md."""
+
+    FALLBACK_IMAGE_DATA: str = ""
+    """The fallback image as base64 text, in place of ``FALLBACK_IMAGE_PATH``
+    (set one of them, not both)."""
+
+    FALLBACK_IMAGE_HTTP_CODE: int = 200
+    """The status of a fallback answer (200..599). With an error status it
+    is sent with ``no-store``, as every error is."""
+
+    FALLBACK_IMAGE_TTL: int = 60
+    """Seconds a fallback answered with a success status may be kept
+    (``max-age``), so a source put right is soon seen; 0: ``no-store``. It
+    is never written to the result cache."""
+
     LIBVIPS_CONCURRENCY: int = 1
     """libvips threads per render. 1 with ``WORKERS`` = CPUs keeps every core
     busy on separate requests without oversubscription; see docs/operations.md."""
@@ -473,6 +497,7 @@ COUNTS = (
     "SOURCE_READS",
     "HIT_CACHE_BYTES",
     "RENDER_AHEAD_RETRIES",
+    "FALLBACK_IMAGE_TTL",
 )
 
 #: A URL path of RFC 3986 segment characters, starting and ending with "/":
@@ -532,6 +557,8 @@ def build_settings(raw: Mapping[str, Any]) -> OximgSettings:
         if name == "RENDER_AHEAD":
             values[name] = setting_values.render_ahead(value)
             continue
+        if name == "FALLBACK_IMAGE_PATH":
+            value = setting_values.file_path(name, value)
         if name in LIST_KEYS and isinstance(value, str):
             value = (value,)
         elif name in LIST_KEYS and isinstance(value, list | tuple):
@@ -591,6 +618,9 @@ def _validate(conf: OximgSettings) -> None:
         )
     if not conf.METADATA_CACHE:
         raise ImproperlyConfigured("OXIMG: METADATA_CACHE must name a cache in CACHES.")
+    setting_values.check_fallback(
+        conf.FALLBACK_IMAGE_PATH, conf.FALLBACK_IMAGE_DATA, conf.FALLBACK_IMAGE_HTTP_CODE
+    )
     _validate_quality(conf.QUALITY)
     _validate_sources(conf.SOURCES)
     _validate_presets(conf.PRESETS, conf.EXTENSIONS)

@@ -11,10 +11,13 @@ Pillow) are imported when the thumbnailer is first built, not here.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import hashlib
 import os
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from django.conf import settings as django_settings
@@ -24,6 +27,7 @@ from django.core.files.storage import FileSystemStorage, InvalidStorageError, St
 
 from django_oximg import conf, storage
 from django_oximg.core.errors import OximgError
+from django_oximg.core.keys import CONTENT_TYPES
 from django_oximg.core.limits.cgroups import default_memory_budget, usable_cpus
 from django_oximg.core.limits.executor import Executor
 from django_oximg.core.limits.timeouts import RequestTimeouts
@@ -39,6 +43,7 @@ from django_oximg.core.stores.resolver import URL_ALIAS, SourceResolver
 if TYPE_CHECKING:
     from django_oximg.core.pipeline import WatermarkImage
     from django_oximg.core.serving.handler import Thumbnailer, ThumbnailerConfig
+    from django_oximg.core.serving.replies import FallbackImage
     from django_oximg.core.serving.staging import Limits
     from django_oximg.core.stores.http import HttpSourceConfig
 
@@ -159,6 +164,29 @@ def read_watermark(settings: conf.OximgSettings) -> WatermarkImage | None:
     return pipeline.WatermarkImage(data, info.width, info.height)
 
 
+def read_fallback(settings: conf.OximgSettings) -> FallbackImage | None:
+    """The ``FALLBACK_IMAGE_*`` image, or None: read once, and refused at start-up
+    (ImproperlyConfigured) unless libvips reads it and browsers show it as it is."""
+    path, text = settings.FALLBACK_IMAGE_PATH, settings.FALLBACK_IMAGE_DATA
+    if not path and not text:
+        return None
+    from django_oximg.core import pipeline
+    from django_oximg.core.serving.replies import FallbackImage
+
+    name = "FALLBACK_IMAGE_PATH" if path else "FALLBACK_IMAGE_DATA"
+    try:
+        data = Path(path).read_bytes() if path else base64.b64decode(text, validate=True)
+        fmt = pipeline.web_format(pipeline.probe(data))
+    except (OSError, binascii.Error, OximgError) as error:
+        detail = getattr(error, "detail", "") or error
+        raise ImproperlyConfigured(f"OXIMG: {name} cannot be read: {detail}.") from error
+    if not fmt:
+        raise ImproperlyConfigured(f"OXIMG: {name} must be a JPEG, PNG, WebP, GIF or AVIF image.")
+    return FallbackImage(
+        data, CONTENT_TYPES[fmt], settings.FALLBACK_IMAGE_HTTP_CODE, settings.FALLBACK_IMAGE_TTL
+    )
+
+
 def watermark_version(watermark: WatermarkImage | None) -> str:
     """A short digest of the watermark's content, for the output fingerprint."""
     return hashlib.sha256(watermark.data).hexdigest()[:16] if watermark else ""
@@ -200,6 +228,7 @@ def thumbnailer_config(
         rules=url_rules(settings),
         client_hints=settings.CLIENT_HINTS,
         hit_cache_bytes=settings.HIT_CACHE_BYTES,
+        fallback=read_fallback(settings),
     )
 
 

@@ -8,6 +8,7 @@ Nothing here touches ``django.conf.settings``: ``conf`` hands each value in.
 
 from __future__ import annotations
 
+import os
 import re
 import types
 import typing
@@ -191,3 +192,25 @@ def _type_name(hint: Any) -> str:
     if typing.get_origin(hint) is Mapping:
         return f"a dict with {TYPE_NAMES[typing.get_args(hint)[1]].split()[-1]} values"
     return TYPE_NAMES[hint]
+
+
+def file_path(name: str, value: Any) -> str:
+    """A path given as ``str`` or ``Path`` (``BASE_DIR / "x.png"``), as text."""
+    if isinstance(value, os.PathLike):
+        return str(os.fspath(value))
+    check_type(name, value, str)
+    return str(value)
+
+
+def check_fallback(path: str, data: str, status: int) -> None:
+    """``FALLBACK_IMAGE_*``: one image at most, and a status an answer can have.
+
+    Whether the image is one the server reads is checked when it is read
+    (``runtime.read_fallback``), with the server's own probe.
+    """
+    if path and data:
+        raise ImproperlyConfigured(
+            "OXIMG: set FALLBACK_IMAGE_PATH or FALLBACK_IMAGE_DATA, not both."
+        )
+    if not 200 <= status <= 599:
+        raise ImproperlyConfigured("OXIMG: FALLBACK_IMAGE_HTTP_CODE must be between 200 and 599.")

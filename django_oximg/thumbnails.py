@@ -47,6 +47,7 @@ from django_oximg.arguments import (
     tag_options,
 )
 from django_oximg.core.errors import InvalidOptions
+from django_oximg.core.limits.source_limits import check_resolution
 from django_oximg.core.options import (
     ANY_URL,
     FORMAT_NAMES,
@@ -54,6 +55,7 @@ from django_oximg.core.options import (
     ParsedPath,
     URLRules,
     build_path,
+    lowered_limit,
     parse_path,
 )
 from django_oximg.core.options.geometry import plan_geometry
@@ -244,6 +246,7 @@ def make_thumbnail(
     if settings.ONLY_PRESETS:
         path = presets_only_path(kwargs, effective.format, source_string)
     check_servable(path, effective, settings)
+    check_source_limits(meta, effective, settings)
     plan = plan_geometry(
         meta.width,
         meta.height,
@@ -286,6 +289,23 @@ def check_servable(path: str, effective: Options, settings: conf.OximgSettings) 
         site_parse(path, settings, rules)
     except InvalidOptions as exc:
         raise ThumbnailError(f"the server would refuse this URL: {exc.public}") from exc
+
+
+def check_source_limits(
+    meta: SourceMetadata, effective: Options, settings: conf.OximgSettings
+) -> None:
+    """Refuse a source the server would refuse for its resolution, from its header.
+
+    The server's own check (:func:`~django_oximg.core.limits.source_limits.check_resolution`,
+    with the URL's ``max_src_resolution`` lowering the limit as it does
+    there), so the tags take their empty or fallback path instead of
+    printing a URL that would answer 422: a broken image. The header gives
+    one frame's size, which every render counts at least once; what only
+    the whole file tells (frames, bytes, the memory estimate) is left to
+    the upload validator (:mod:`django_oximg.validators`) and the server.
+    """
+    limit = lowered_limit(settings.MAX_SRC_RESOLUTION, effective.max_src_resolution)
+    check_resolution(meta.width, meta.height, 1, limit, 0)
 
 
 def hint_pins(settings: conf.OximgSettings) -> str:
@@ -480,9 +500,15 @@ def get_info_url(source: Any) -> str:
     The BlurHash components are spelled out although they are the default:
     ``/info`` is outside the signed part (as in imgproxy), and ``bh`` is no
     thumbnail option, so the signature cannot also fetch the full-size image.
+    A source over ``MAX_SRC_RESOLUTION`` raises ``SourceTooLarge``, as the
+    server would refuse the BlurHash of it.
     """
     name = source_name(source)
-    version = source_metadata(name).version
+    meta = source_metadata(name)
+    # The BlurHash decodes pixels: the server refuses it over the resolution limit.
+    limit = conf.get_settings().MAX_SRC_RESOLUTION
+    check_resolution(meta.width, meta.height, 1, limit, 0)
+    version = meta.version
     x, y = DEFAULT_BLURHASH
     versioned = build_path(Options(cachebuster=version), name, encode=encoding_for(name))
     path = f"/bh:{x}:{y}{versioned}"

@@ -197,6 +197,14 @@ def test_widget_in_a_plain_form(client: Client) -> None:
     assert "image-clear" in html
 
 
+def test_widget_over_the_resolution_limit_is_the_plain_input(settings: Any) -> None:
+    """No preview of a stored file the server would refuse (no broken image in the form)."""
+    settings.OXIMG = {**settings.OXIMG, "MAX_SRC_RESOLUTION": 640 * 480 - 1}
+    html = str(ArtworkForm(instance=Artwork(title="x", image=LANDSCAPE))["image"])
+    assert "/img/" not in html
+    assert 'type="file"' in html
+
+
 def test_widget_without_a_file_is_the_plain_input() -> None:
     html = str(ArtworkForm(instance=Artwork(title="x"))["image"])
     assert html == str(forms.ClearableFileInput().render("image", None, {"id": "id_image"}))

@@ -146,6 +146,15 @@ def test_e004_not_raised_for_the_installed_libvips() -> None:
     assert oximg_checks.check_libvips() == []
 
 
+def test_e040_a_fallback_image_that_cannot_be_read(settings: Any, tmp_path: Any) -> None:
+    settings.OXIMG = {**settings.OXIMG, "FALLBACK_IMAGE_PATH": str(tmp_path / "gone.png")}
+    messages = oximg_messages()
+    assert ids(messages) == ["oximg.E040"]
+    assert "FALLBACK_IMAGE_PATH cannot be read" in messages[0].msg
+    (tmp_path / "gone.png").write_bytes(pyvips.Image.black(4, 4).pngsave_buffer())
+    assert oximg_messages() == []
+
+
 def test_w001_allow_unsigned_with_debug(settings: Any) -> None:
     settings.DEBUG = True
     settings.OXIMG = {"KEY": KEY, "SALT": SALT, "ALLOW_UNSIGNED": True}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import subprocess
 import sys
@@ -416,6 +417,10 @@ SAME_BYTES = {
     "RENDER_AHEAD_QUEUE": "where the render-ahead tasks run",
     "RENDER_AHEAD_RETRIES": "how often a failed render-ahead task is tried",
     "RENDER_AHEAD_RETRY_DELAY": "when a failed render-ahead task is tried again",
+    "FALLBACK_IMAGE_PATH": "what a failing source is answered with; never cached",
+    "FALLBACK_IMAGE_DATA": "what a failing source is answered with; never cached",
+    "FALLBACK_IMAGE_HTTP_CODE": "what a failing source is answered with; never cached",
+    "FALLBACK_IMAGE_TTL": "what a failing source is answered with; never cached",
 }
 
 BASE = {"PRESETS": {"p": "w:50"}}
@@ -507,6 +512,11 @@ def test_without_a_watermark_the_fingerprint_is_what_it_was() -> None:
         ({"WATERMARK_OPACITY": 1.5}, "WATERMARK_OPACITY"),
         ({"ALLOWED_PROCESSING_OPTIONS": ["w", "blurr"]}, "blurr"),
         ({"CLIENT_HINTS": "yes"}, "CLIENT_HINTS"),
+        ({"FALLBACK_IMAGE_PATH": "a.png", "FALLBACK_IMAGE_DATA": "iVBO"}, "not both"),
+        ({"FALLBACK_IMAGE_HTTP_CODE": 700}, "FALLBACK_IMAGE_HTTP_CODE"),
+        ({"FALLBACK_IMAGE_HTTP_CODE": 199}, "FALLBACK_IMAGE_HTTP_CODE"),
+        ({"FALLBACK_IMAGE_TTL": -1}, "FALLBACK_IMAGE_TTL"),
+        ({"FALLBACK_IMAGE_PATH": 3}, "FALLBACK_IMAGE_PATH must be a string"),
     ],
 )
 def test_bad_new_settings_are_refused(raw: dict[str, Any], message: str) -> None:
@@ -649,3 +659,33 @@ def test_jpeg_decoder_is_validated(value: object) -> None:
 def test_jpeg_decoder_reaches_the_pipeline(value: str) -> None:
     settings = build_settings({"KEY": "aa" * 32, "SALT": "bb" * 32, "JPEG_DECODER": value})
     assert runtime.limits(settings).render.jpeg_decoder == value
+
+
+def test_the_fallback_image_path_may_be_a_path(tmp_path: Path) -> None:
+    path = tmp_path / "fallback.png"
+    given = build_settings(with_key(FALLBACK_IMAGE_PATH=path)).FALLBACK_IMAGE_PATH
+    assert given == str(path)
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"FALLBACK_IMAGE_PATH": "/nonexistent/fallback.png"}, "FALLBACK_IMAGE_PATH cannot be"),
+        ({"FALLBACK_IMAGE_DATA": "not base64!"}, "FALLBACK_IMAGE_DATA cannot be"),
+        ({"FALLBACK_IMAGE_DATA": "aGVsbG8gd29ybGQ="}, "FALLBACK_IMAGE_DATA cannot be"),
+    ],
+)
+def test_a_fallback_image_the_server_cannot_send_stops_it_starting(
+    raw: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ImproperlyConfigured, match=message):
+        runtime.read_fallback(build_settings(with_key(**raw)))
+
+
+def test_a_tiff_fallback_image_is_refused_as_no_browser_shows_it() -> None:
+    import pyvips
+
+    tiff = pyvips.Image.black(4, 4).write_to_buffer(".tif")
+    raw = with_key(FALLBACK_IMAGE_DATA=base64.b64encode(tiff).decode())
+    with pytest.raises(ImproperlyConfigured, match="must be a JPEG, PNG, WebP, GIF or AVIF"):
+        runtime.read_fallback(build_settings(raw))

@@ -118,6 +118,14 @@ def test_no_file_or_a_missing_file_is_null(
     assert len(messages) == 2 and all("photos/gone.jpg" in m for m in messages)
 
 
+def test_a_source_over_the_resolution_limit_is_null(client: Client, settings: Any) -> None:
+    """A stored photo the server would refuse: null, never a URL that answers 422."""
+    Photo.objects.create(title="big", image=LANDSCAPE)
+    settings.OXIMG = {**settings.OXIMG, "MAX_SRC_RESOLUTION": 640 * 480 - 1}
+    [item] = api(client, "/api/photos/")
+    assert (item["thumbnail"], item["hero"]) == (None, None)
+
+
 def test_without_a_request_in_the_context_the_urls_are_relative() -> None:
     photo = Photo.objects.create(title="x", image=LANDSCAPE)
     data = PhotoSerializer(photo).data

@@ -689,6 +689,22 @@ def test_an_uploaded_image_joins_the_gallery_as_a_thumbnail(server: str, page: G
 
 
 @demo_site
+def test_an_upload_the_server_would_refuse_gets_the_limit_named(
+    server: str, page: GalleryPage
+) -> None:
+    """A 50 MP phone photo: Pillow opens it, the image server would answer 422."""
+    from tests import bombs
+
+    before = set(photo_ids(gallery(server)))
+    answer = upload(server, "Too large", "phone.png", bombs.flat_grey_png(8160, 6144))
+    assert answer.status == 200, answer.body[:2000]
+    assert (
+        "This image is 8160\u00d76144 (50.1 megapixels); the largest accepted is 50 megapixels."
+    ) in answer.body
+    assert set(photo_ids(gallery(server))) == before
+
+
+@demo_site
 @pytest.mark.parametrize(
     ("filename", "data"),
     [

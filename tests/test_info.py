@@ -455,6 +455,15 @@ def test_get_info_url_is_signed_versioned_and_served(media: Path) -> None:
     assert (found["width"], found["height"], found["has_alpha"]) == (320, 240, True)
 
 
+def test_get_info_url_refuses_a_source_the_server_would_refuse(media: Path, settings: Any) -> None:
+    """Its BlurHash decodes pixels, which the server refuses over the resolution limit."""
+    url = get_info_url("photos/landscape.jpg")
+    settings.OXIMG = {**settings.OXIMG, "MAX_SRC_RESOLUTION": 640 * 480 - 1}
+    with pytest.raises(errors.SourceTooLarge, match="640x480x1 px exceeds 307199"):
+        get_info_url("photos/landscape.jpg")
+    assert fetch_json(Client(), url)[0] == 422
+
+
 def test_get_info_url_signature_does_not_fetch_the_image(media: Path) -> None:
     """``/info`` is outside the signed part: without ``bh`` the same path is a full-size render."""
     url = get_info_url("photos/landscape.jpg")

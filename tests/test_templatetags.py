@@ -27,7 +27,7 @@ from django_oximg import runtime, source_metadata, tag_functions
 from django_oximg.core import headers, pipeline
 from django_oximg.core.errors import SourceNotFound
 from django_oximg.thumbnails import ThumbnailError
-from tests import images
+from tests import bombs, images
 
 LANDSCAPE = "photos/landscape.jpg"  # 640x480
 ALPHA = "photos/alpha.png"  # 320x240 with a transparent surround
@@ -349,6 +349,53 @@ def test_errors_render_empty_and_log_one_line(
     lines = failure_lines(caplog)
     assert len(lines) == 3
     assert all(f"thumbnail of {source!r} failed: {logged}" in line for line in lines)
+
+
+#: Every tag over one source, each printing something only when it makes a URL.
+EVERY_TAG = (
+    "{% load oximg %}"
+    '{% thumbnail source "200x150" as t %}[{{ t.url }}]{% empty %}EMPTY{% endthumbnail %}'
+    '[{% thumbnail_url source "200" %}]'
+    '[{% thumbnail_srcset source "200" widths="100,200" %}]'
+    '[{% picture source "200" widths="100,200" placeholder=True %}]'
+)
+
+
+def test_a_stored_source_over_the_resolution_limit_renders_the_empty_branch(
+    sources: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 50 MP phone photo stored before the validator existed: no broken images."""
+    (sources / "photos" / "phone.png").write_bytes(bombs.flat_grey_png(8160, 6144))
+    with caplog.at_level(logging.WARNING, logger="django_oximg"):
+        out = render(EVERY_TAG, source="photos/phone.png")
+    assert out == "EMPTY[][][]"
+    lines = failure_lines(caplog)
+    assert lines
+    assert all("SourceTooLarge: 8160x6144x1 px exceeds 50000000" in line for line in lines)
+
+
+def test_the_tags_refuse_exactly_what_the_server_refuses(sources: Path, settings: Any) -> None:
+    """At the limit the tags print the URL, and the server renders it; one pixel
+    under, the tags take the empty branch and the server answers that URL with 422."""
+    block = '{% load oximg %}{% thumbnail source "100" as t %}{{ t.url }}{% endthumbnail %}'
+    at_limit = {**settings.OXIMG, "MAX_SRC_RESOLUTION": 640 * 480}
+    settings.OXIMG = at_limit
+    url = render(block, source=LANDSCAPE)
+    assert url
+    settings.OXIMG = {**at_limit, "MAX_SRC_RESOLUTION": 640 * 480 - 1}
+    assert render(block, source=LANDSCAPE) == ""
+    assert Client().get(url).status_code == 422
+    settings.OXIMG = at_limit
+    assert fetch(url)[0] == "image/jpeg"
+    # A URL's own, lower limit is the tags' limit too.
+    assert render(BLOCK_WITH_OPTIONS, source=LANDSCAPE, options="msr:0.3") == "EMPTY"
+    assert render(BLOCK_WITH_OPTIONS, source=LANDSCAPE, options="msr:0.31") != "EMPTY"
+
+
+BLOCK_WITH_OPTIONS = (
+    '{% load oximg %}{% thumbnail source "100" options=options as t %}{{ t.url }}'
+    "{% empty %}EMPTY{% endthumbnail %}"
+)
 
 
 def test_an_undefined_geometry_variable_is_named(sources: Path, raising: None) -> None:

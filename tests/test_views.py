@@ -7,6 +7,7 @@ production; the result cache is ``MEDIA_ROOT/oximg`` (the ``media`` fixture).
 
 from __future__ import annotations
 
+import base64
 import errno
 import tempfile
 from collections.abc import Callable
@@ -273,6 +274,118 @@ def test_errors_are_short_plain_text_never_stored_and_never_500(
     assert 0 < len(answer.body) < 100
     assert b"/" not in answer.body  # no path leaks
     assert cached_files(media) == []
+
+
+# -- the fallback image ------------------------------------------------------------------
+
+#: Errors of a source that fails once it is read: answered with the fallback
+#: image. The others are refused before the source is read, and keep their error.
+SOURCE_FAILURES = {
+    "missing source",
+    "double-encoded dot-dot",  # a file named "%2e%2e/...", inside the root and missing
+    "symlink out",
+    "svg named jpg",
+    "ppm named jpg",
+    "random bytes",
+    "empty file",
+    "truncated jpeg",
+}
+
+
+@pytest.fixture
+def fallback(media: Path, settings: Any) -> bytes:
+    """A fallback image outside the media root, set as ``FALLBACK_IMAGE_PATH``."""
+    data = images.png_with_alpha(32, 24)
+    path = media.parent / "fallback.png"
+    path.write_bytes(data)
+    settings.OXIMG = {**settings.OXIMG, "FALLBACK_IMAGE_PATH": path}
+    return data
+
+
+def answered_with_fallback(answer: Fetched, data: bytes, status: int = 200) -> bool:
+    return (
+        answer.status == status
+        and answer.headers["content-type"] == "image/png"
+        and answer.headers["fallback-image"] == "1"
+        and answer.body == data
+    )
+
+
+@pytest.mark.parametrize(
+    ("why", "make_url", "status"), ERROR_CASES, ids=[case[0] for case in ERROR_CASES]
+)
+def test_a_source_that_fails_is_answered_with_the_fallback_image_never_cached(
+    media: Path,
+    client: Client,
+    fallback: bytes,
+    why: str,
+    make_url: Callable[[], str],
+    status: int,
+) -> None:
+    bad_sources(media)
+    answer = fetch(client, make_url())
+    if why in SOURCE_FAILURES:
+        assert answered_with_fallback(answer, fallback), (why, answer.status, answer.body[:80])
+        assert answer.headers["cache-control"] == "max-age=60"
+    else:
+        assert answer.status == status, why
+        assert answer.headers["cache-control"] == "no-store"
+        assert "fallback-image" not in answer.headers
+    assert cached_files(media) == []
+
+
+def test_a_source_over_the_resolution_limit_gets_the_fallback_image(
+    media: Path, client: Client, fallback: bytes
+) -> None:
+    from tests import bombs
+
+    (media / "photos" / "phone.png").write_bytes(bombs.flat_grey_png(8160, 6144))
+    answer = fetch(client, signed(fit("photos/phone.png")))
+    assert answered_with_fallback(answer, fallback)
+    assert cached_files(media) == []
+
+
+def test_a_source_put_right_is_rendered_at_once(
+    media: Path, client: Client, fallback: bytes
+) -> None:
+    """The fallback is kept nowhere on the server: the next request reads the source again."""
+    url = signed(fit("photos/later.jpg"))
+    assert answered_with_fallback(fetch(client, url), fallback)
+    (media / "photos" / "later.jpg").write_bytes(images.jpeg(640, 480))
+    answer = fetch(client, url)
+    assert answer.status == 200
+    assert "fallback-image" not in answer.headers
+    assert decode(answer.body).width == 100
+
+
+@pytest.mark.parametrize(
+    ("code", "ttl", "cache_control"),
+    [(200, 5, "max-age=5"), (200, 0, "no-store"), (404, 60, "no-store"), (503, 5, "no-store")],
+)
+def test_the_fallback_has_the_configured_status_and_lifetime(
+    media: Path, client: Client, settings: Any, code: int, ttl: int, cache_control: str
+) -> None:
+    data = images.png_with_alpha(8, 8)
+    settings.OXIMG = {
+        **settings.OXIMG,
+        "FALLBACK_IMAGE_DATA": base64.b64encode(data).decode(),
+        "FALLBACK_IMAGE_HTTP_CODE": code,
+        "FALLBACK_IMAGE_TTL": ttl,
+    }
+    url = signed(fit("photos/nope.jpg"))
+    answer = fetch(client, url)
+    assert answered_with_fallback(answer, data, code)
+    assert answer.headers["cache-control"] == cache_control
+    head = fetch(client, url, method="head")
+    assert head.status == code
+    assert head.body == b""
+    assert head.headers["content-length"] == str(len(data))
+
+
+def test_an_info_url_keeps_its_error(media: Path, client: Client, fallback: bytes) -> None:
+    answer = fetch(client, "/img/info" + runtime.get_signer().signed_path("/plain/photos/no.jpg"))
+    assert answer.status == 404
+    assert "fallback-image" not in answer.headers
 
 
 def test_a_bad_option_is_named_in_the_body(media: Path, client: Client) -> None:

@@ -325,6 +325,20 @@ def test_a_missing_file_renders_as_in_wagtail(photo_image: Any) -> None:
 
 
 @site_only
+def test_a_source_over_the_resolution_limit_renders_the_not_found_rendition(
+    photo_image: Any, settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Stored before the limit was checked: Wagtail's fallback, never a URL answering 422."""
+    settings.OXIMG = {**settings.OXIMG, "MAX_SRC_RESOLUTION": 1200 * 900 - 1}
+    text = "{% image photo fill-200x200 %}{% srcset_image photo width-{100,200} %}"
+    with caplog.at_level("WARNING", logger="django_oximg"):
+        html = Template("{% load oximg_wagtail %}" + text).render(Context({"photo": photo_image}))
+    assert "/img/" not in html
+    assert html.count('src="/media/not-found"') == 2
+    assert "SourceTooLarge: 1200x900x1 px exceeds 1079999" in caplog.text
+
+
+@site_only
 def test_a_size_the_server_would_change_is_refused(
     photo_image: Any, settings: Any, caplog: pytest.LogCaptureFixture
 ) -> None:

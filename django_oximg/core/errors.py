@@ -58,9 +58,32 @@ class InvalidImage(OximgError):
 
 
 class SourceTooLarge(InvalidImage):
-    """The source exceeds a size limit: bytes, pixels or frames (422)."""
+    """The source exceeds a size limit: bytes, pixels or frames (422).
+
+    ``limit`` names the limit it exceeds (one of
+    :mod:`django_oximg.core.limits.source_limits`' names, "" when not said),
+    ``found`` what the source has of it and ``allowed`` the most accepted,
+    so that an upload form can say which limit, in its own words; for the
+    resolution limits, ``size`` is the source's width, height and frames.
+    """
 
     public = "Source image is too large"
+
+    def __init__(
+        self,
+        detail: str = "",
+        public: str | None = None,
+        *,
+        limit: str = "",
+        found: int = 0,
+        allowed: int = 0,
+        size: tuple[int, int, int] = (0, 0, 0),
+    ) -> None:
+        super().__init__(detail, public)
+        self.limit = limit
+        self.found = found
+        self.allowed = allowed
+        self.size = size
 
 
 class ResultTooLarge(InvalidImage):

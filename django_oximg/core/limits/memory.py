@@ -13,6 +13,7 @@ queues the accounting decides about.
 from __future__ import annotations
 
 from django_oximg.core.errors import SourceTooLarge
+from django_oximg.core.limits.source_limits import check_memory
 
 #: The share of the memory budget downloads may hold at once: the rest is
 #: always there for jobs. Requests that have downloaded their source wait
@@ -38,10 +39,7 @@ class MemoryBudget:
 
     def check_fits(self, cost: int) -> None:
         """Refuse a job whose ``cost`` the whole budget could never hold (a 422, not a wait)."""
-        if cost > self.total:
-            raise SourceTooLarge(
-                f"job needs {cost} bytes, which exceeds the memory budget of {self.total} bytes"
-            )
+        check_memory(cost, self.total)
 
     def check_download_share(self, held_after: int) -> None:
         """Refuse a download that would hold more than its share however long it waited."""

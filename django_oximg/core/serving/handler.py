@@ -35,7 +35,7 @@ from django_oximg.core.serving.lookup import Lookup
 from django_oximg.core.serving.making import Maker
 from django_oximg.core.serving.negotiation import VARY_ACCEPT, accept_class
 from django_oximg.core.serving.singleflight import SingleFlight
-from django_oximg.core.serving.staging import Limits
+from django_oximg.core.serving.staging import Limits, check_servable
 from django_oximg.core.stores.protocols import CacheStore, SourceStore
 from django_oximg.core.stores.reads import SourceReads
 from django_oximg.core.stores.resolver import SourceResolver
@@ -85,6 +85,9 @@ class ThumbnailerConfig:
     #: Bytes of memory for answering repeated hits (``HIT_CACHE_BYTES``;
     #: :mod:`django_oximg.core.serving.hits`). 0 turns that off.
     hit_cache_bytes: int = defaults.HIT_CACHE_BYTES
+    #: What a thumbnail whose source fails is answered with (``FALLBACK_IMAGE_*``);
+    #: None: the error itself.
+    fallback: replies.FallbackImage | None = None
 
 
 class Thumbnailer:
@@ -185,6 +188,15 @@ class Thumbnailer:
         self.metrics.count_request(answer.status)
         return answer
 
+    def check_servable(self, data: bytes) -> pipeline.SourceInfo:
+        """Refuse a source this thumbnailer would refuse every thumbnail of; its header.
+
+        For uploads (``django_oximg.validators``): the limits are this
+        thumbnailer's own and the memory budget its executor's, so a form
+        accepts exactly what the server renders.
+        """
+        return check_servable(data, self.maker.limits, self.executor.memory_budget)
+
     def health_problems(self) -> list[str]:
         """What keeps this process from serving thumbnails (``/health``); empty when healthy.
 
@@ -272,6 +284,7 @@ class Thumbnailer:
             return replies.method_not_allowed()
         if has_query(request_headers):
             return replies.not_found()
+        job: Job | None = None
         try:
             accept = request_headers.get("HTTP_ACCEPT", "")
             hints = read_hints(request_headers) if self.config.client_hints else NO_HINTS
@@ -301,6 +314,10 @@ class Thumbnailer:
                 printable(path, 200),
                 printable(error.detail, 500),
             )
+            fallback = self.config.fallback
+            if fallback and job and job.work.is_render and replies.is_source_failure(error):
+                # A signed thumbnail URL whose source fails: never cached, as any error.
+                return replies.fallback_reply(fallback, method)
             return replies.error_reply(error, method)
 
     def job_for(self, path: str, accept: str, hints: ClientHints = NO_HINTS) -> Job:

@@ -132,6 +132,46 @@ def error_reply(error: errors.OximgError, method: str = "GET") -> Reply:
     return Reply(status, headers, body if method != "HEAD" else b"")
 
 
+#: Errors that say the source itself cannot be served: missing, undecodable, in
+#: a format not read, over a limit. A site's fallback image answers these
+#: (:func:`fallback_reply`); a bad URL, a full queue or a deadline never.
+SOURCE_FAILURES = (errors.SourceNotFound, errors.InvalidImage, errors.UnsupportedFormat)
+
+#: Set on a fallback answer, as imgproxy does, so a log or a test can tell it.
+FALLBACK_HEADER = ("Fallback-Image", "1")
+
+
+class FallbackImage(NamedTuple):
+    """The image answered, as it is, for a source that fails (``FALLBACK_IMAGE_*``)."""
+
+    data: bytes
+    content_type: str
+    status: int = 200
+    #: ``max-age`` of a fallback answered with a success status; 0: ``no-store``.
+    ttl: int = 60
+
+
+def is_source_failure(error: errors.OximgError) -> bool:
+    """Whether ``error`` is the source's fault (:data:`SOURCE_FAILURES`), not the result's."""
+    return isinstance(error, SOURCE_FAILURES) and not isinstance(error, errors.ResultTooLarge)
+
+
+def fallback_reply(fallback: FallbackImage, method: str = "GET") -> Reply:
+    """The fallback image with its configured status, kept for ``ttl`` seconds at most.
+
+    An error status is never kept (``no-store``, as every error answer);
+    a success status is kept briefly, so a source put right is soon seen.
+    """
+    keep = fallback.status < 400 and fallback.ttl > 0
+    headers = [
+        ("Content-Type", fallback.content_type),
+        ("Content-Length", str(len(fallback.data))),
+        ("Cache-Control", f"max-age={fallback.ttl}") if keep else NO_STORE,
+        FALLBACK_HEADER,
+    ]
+    return Reply(fallback.status, headers, fallback.data if method != "HEAD" else b"")
+
+
 def method_not_allowed() -> Reply:
     return Reply(405, [("Allow", "GET, HEAD"), ("Content-Length", "0"), NO_STORE])
 

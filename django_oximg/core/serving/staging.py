@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
 from django_oximg.core import defaults, errors, pipeline
+from django_oximg.core.limits import source_limits
 from django_oximg.core.options import Options, lowered_limit
 from django_oximg.core.pipeline.budget import estimate_peak_bytes
 from django_oximg.core.serving import info as info_endpoint
@@ -67,8 +68,7 @@ class Limits(NamedTuple):
     def check_file_size(self, data: bytes, options: Options) -> None:
         """The URL's ``max_src_file_size`` (the configured one bounds the read itself)."""
         limit = lowered_limit(self.max_src_file_size, options.max_src_file_size)
-        if len(data) > limit:
-            raise errors.SourceTooLarge(f"{len(data)} bytes exceeds {limit}")
+        source_limits.check_file_size(len(data), limit)
 
     def check_resolution(self, info: pipeline.SourceInfo, frames: int, options: Options) -> None:
         """Refuse a source over the resolution limits (the URL may lower them).
@@ -78,14 +78,8 @@ class Limits(NamedTuple):
         one then, so a URL could raise the limit: here it only lowers it).
         """
         limit = lowered_limit(self.max_src_resolution, options.max_src_resolution)
-        pixels = info.width * info.height * frames
-        if pixels > limit:
-            raise errors.SourceTooLarge(f"{info.width}x{info.height}x{frames} px exceeds {limit}")
         frame_limit = options.max_animation_frame_resolution
-        if frames > 1 and frame_limit and info.width * info.height > frame_limit:
-            raise errors.SourceTooLarge(
-                f"{info.width}x{info.height} px frames exceed {frame_limit}"
-            )
+        source_limits.check_resolution(info.width, info.height, frames, limit, frame_limit)
 
     def check_encode_time(self, plan: pipeline.Plan) -> None:
         """Refuse a result whose encoder alone would outlast the render deadline.
@@ -233,8 +227,7 @@ class RenderWork:
             raise errors.UnsupportedFormat(
                 f"raw: the source is {found or info.format}, its name says {self.format}"
             )
-        if info.frames > limits.max_frames(self.options):
-            raise errors.SourceTooLarge(f"raw: {info.frames} frames")
+        source_limits.check_frames(info.frames, limits.max_frames(self.options), "raw: ")
         limits.check_resolution(info, info.frames, self.options)
         return StagedBytes(len(source.data), source.data)
 
@@ -262,3 +255,32 @@ class InfoWork:
         limits.check_resolution(info, 1, Options())
         cost = estimate_peak_bytes(pipeline.summary_plan(info, limits.render), 1, data)
         return StagedSummary(cost, source, self.request, limits.render_timeout)
+
+
+# -- before a source is stored ----------------------------------------------------------
+
+#: The cheapest thumbnail a page can ask of a source: one pixel wide, fitted.
+#: Whatever refuses it refuses every thumbnail of the source.
+CHEAPEST = Options(width=1)
+
+
+def check_servable(data: bytes, limits: Limits, memory_budget: int) -> pipeline.SourceInfo:
+    """Refuse ``data`` when the server would refuse every thumbnail of it; its header.
+
+    For an upload form: the checks a request makes, in its order, from the
+    same functions. Its bytes (``MAX_SRC_FILE_SIZE``); its header, which
+    libvips must read with the loaders the server allows (an unreadable file
+    is an :class:`~django_oximg.core.errors.InvalidImage`, a blocked or
+    unknown format an :class:`~django_oximg.core.errors.UnsupportedFormat`);
+    its resolution, counting every frame of an animation that stays one in
+    its own format (as the tags ask for it); and the memory estimate of its
+    cheapest thumbnail (:data:`CHEAPEST`) against the whole ``memory_budget``.
+    The cheapest, so that no source is refused that some thumbnail could
+    still be made of: one over the budget even then can never be rendered.
+    """
+    source_limits.check_file_size(len(data), limits.max_src_file_size)
+    info = pipeline.probe(data)
+    work = RenderWork(CHEAPEST, pipeline.web_format(info) or "jpeg")
+    staged = work.stage(SourceRead(data, info), limits, lambda _seconds: None)
+    source_limits.check_memory(staged.cost, memory_budget)
+    return info
