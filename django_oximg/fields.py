@@ -15,8 +15,9 @@ tag, filter, ``get_thumbnail`` and the DRF field that crops ``photo.image``
 without saying where (``crop``, ``crop=True``, or a preset that fills
 without a gravity) then centres the crop on it (``g:fp:x:y``).
 
-In forms the field is a text input (it works without JavaScript) beside a
-preview of the image; clicking the preview sets the point
+In forms the field is a labelled text input (it works without JavaScript)
+below a preview of the image; clicking the preview sets the point, which a
+marker shows, and previews of the crops that follow the point move with it
 (``django_oximg/focal_point.js``, plain JavaScript, no build step).
 """
 
