@@ -65,12 +65,15 @@ def crop_previews(image: Any, sizes: Iterable[DeclaredSize]) -> list[CropPreview
     """The ``sizes`` of ``image`` whose crop follows its focal point, in order.
 
     A size that fits rather than crops, names its own place (``crop="top"``,
-    a preset with ``g:sm``), or cannot be made of this image (logged) is
-    left out: no point changes it.
+    a preset with ``g:sm``), gives a point of its own (``focal_point=``),
+    or cannot be made of this image (logged) is left out: the stored point
+    does not change it.
     """
     previews, seen = [], set[str]()
     for size in sizes:
         kwargs = size.kwargs
+        if "focal_point" in kwargs:
+            continue
         pointed = thumbnail_or_log(image, size.geometry, {**kwargs, "focal_point": PROBE})
         plain = thumbnail_or_log(image, size.geometry, {**kwargs, "focal_point": None})
         if pointed is None or plain is None or pointed.url == plain.url:

@@ -380,7 +380,7 @@ def crop_previews_of(html: str) -> list[tuple[str, int, int]]:
 
 def test_the_widget_previews_the_declared_sizes_that_follow_the_point(settings: Any) -> None:
     """Declared sizes that crop without saying where, a preset that fills without a
-    gravity included; not those that fit or name a place of their own."""
+    gravity included; not those that fit, or name a place or a point of their own."""
     settings.OXIMG = {
         **settings.OXIMG,
         "PRESETS": {"banner": "rs:fill:300:100", "attention": "rs:fill:100:100/g:sm"},
@@ -391,6 +391,7 @@ def test_the_widget_previews_the_declared_sizes_that_follow_the_point(settings: 
                 "top": "200x300 crop=top",
                 "smart": "attention",
                 "fitted": "200x200",
+                "pinned": "200x300 crop focal_point=0.5,0.5",
             }
         },
     }
