@@ -15,14 +15,16 @@ tag, filter, ``get_thumbnail`` and the DRF field that crops ``photo.image``
 without saying where (``crop``, ``crop=True``, or a preset that fills
 without a gravity) then centres the crop on it (``g:fp:x:y``).
 
-In forms the field is a text input (it works without JavaScript) beside a
-preview of the image; clicking the preview sets the point
+In forms the field is a labelled text input (it works without JavaScript)
+below a preview of the image; clicking the preview sets the point, which a
+marker shows, and previews of the crops that follow the point move with it
 (``django_oximg/focal_point.js``, plain JavaScript, no build step).
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from django import forms
 from django.core import checks
@@ -31,10 +33,13 @@ from django.db import models
 from django.db.models.base import Model
 from django.forms.renderers import BaseRenderer
 from django.forms.utils import flatatt
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from django_oximg.focal import MODEL_ATTRIBUTE, FocalPoint, InvalidFocalPoint, parse_focal_point
+
+if TYPE_CHECKING:
+    from django_oximg.focal_previews import CropPreview
 
 #: Longest stored text: "0.1234,0.1234" is 13 characters; the rest is room.
 MAX_LENGTH = 32
@@ -143,21 +148,36 @@ class FocalPointField(models.CharField):  # type: ignore[type-arg]
 
 
 class FocalPointWidget(forms.TextInput):
-    """A text input for "x,y" beside a preview of the image: a click sets the point.
+    """A labelled text input for "x,y" beside a preview of the image: a click sets the point.
 
     ``image`` (the form's current ``FieldFile``) is set by
     :class:`FocalPointFormField` when it is bound to a model form; without an
-    image (a new object, a missing file) only the text input is shown.
-    ``geometry`` is the preview's size, fitted, as in ``{% thumbnail %}``.
+    image (a new object, a missing file) only the labelled text input is
+    shown. ``geometry`` is the preview's size, fitted, as in
+    ``{% thumbnail %}``. A marker shows the point on the preview, and below
+    it one small preview per size that follows the point (the sizes the
+    model declares for the image field, then ``sizes``: a list of sizes, or
+    a dict of names to sizes, written as declarations are, e.g.
+    ``{"card": "320x240 crop"}``), cut in the browser as the server will
+    cut it (:mod:`django_oximg.focal_previews`).
     """
 
     class Media:
         js: ClassVar = ("django_oximg/focal_point.js",)
         css: ClassVar = {"all": ("django_oximg/focal_point.css",)}
 
-    def __init__(self, attrs: dict[str, Any] | None = None, geometry: str = "400x400") -> None:
+    def __init__(
+        self,
+        attrs: dict[str, Any] | None = None,
+        geometry: str = "400x400",
+        sizes: Mapping[str, str] | Sequence[str] = (),
+    ) -> None:
+        from django_oximg.focal_previews import given_sizes
+
         super().__init__({"class": "oximg-focal-input", "size": 14, **(attrs or {})})
         self.geometry = geometry
+        # Parsed now, so a size that is not one fails where the widget is made.
+        self.sizes = given_sizes(sizes)
         self.image: Any = None
 
     def format_value(self, value: Any) -> str | None:
@@ -172,26 +192,79 @@ class FocalPointWidget(forms.TextInput):
         attrs: dict[str, Any] | None = None,
         renderer: BaseRenderer | None = None,
     ) -> SafeString:
+        from django_oximg.focal_previews import crop_previews, declared_sizes_of
         from django_oximg.widgets import thumbnail_or_log
 
-        field = super().render(name, value, attrs, renderer)
+        attrs = dict(attrs or {})
+        input_id = attrs.get("id") or self.attrs.get("id") or f"id_{name}"
+        help_id = f"{input_id}_helptext_focal"
+        described = " ".join(filter(None, (attrs.get("aria-describedby"), help_id)))
+        attrs.update({"id": input_id, "aria-describedby": described})
+        field = format_html(
+            '<div class="oximg-focal-controls">'
+            '<label class="oximg-focal-label" for="{}">{}</label> {}'
+            '<p class="oximg-focal-help" id="{}">{}</p></div>',
+            input_id,
+            LABEL,
+            super().render(name, value, attrs, renderer),
+            help_id,
+            HELP,
+        )
         # The whole image, fitted, whatever point is stored: the editor clicks on it.
         preview = thumbnail_or_log(self.image, self.geometry, {"focal_point": None})
         if preview is None:
             return format_html('<div class="oximg-focal">{}</div>', field)
         marker = {"class": "oximg-focal-marker", "hidden": True}
+        crops = crop_previews(self.image, (*declared_sizes_of(self.image), *self.sizes))
         return format_html(
             '<div class="oximg-focal" data-oximg-focal>'
             '<div class="oximg-focal-frame">'
             '<img class="oximg-focal-image" src="{}" width="{}" height="{}" alt="" '
             'title="Click the point that crops should keep">'
-            "<span{}></span></div>{}</div>",
+            "<span{}></span></div>{}{}</div>",
             preview.url,
             preview.width,
             preview.height,
             flatatt(marker),
             field,
+            crop_figures(preview.url, crops),
         )
+
+
+#: The visible label beside the text input.
+LABEL = "Focal point (x,y)"
+
+#: What the point is and how to set it, below the input.
+HELP = (
+    "Click the image where crops should centre, or type x,y: fractions from 0 to 1 of "
+    "its width and height, from the top left. Empty: crops keep their own default."
+)
+
+
+def crop_figures(url: str, crops: Sequence[CropPreview]) -> SafeString:
+    """The previews of the sizes that follow the point: ``url`` (the widget's fitted
+    image) in a box of each size's aspect ratio, which the script crops around the point.
+
+    Hidden until the script shows them: without it they would not be cut.
+    """
+    if not crops:
+        return SafeString("")
+    figures = format_html_join(
+        "",
+        '<figure class="oximg-focal-size" data-width="{}" data-height="{}">'
+        '<div class="oximg-focal-crop"><img src="{}" alt=""></div>'
+        "<figcaption>{} <span>{}\u00d7{}</span></figcaption></figure>",
+        ((crop.width, crop.height, url, crop.label, crop.width, crop.height) for crop in crops),
+    )
+    return format_html(
+        '<div class="oximg-focal-sizes" hidden><p class="oximg-focal-sizes-title">{}</p>{}</div>',
+        SIZES_TITLE,
+        figures,
+    )
+
+
+#: Above the previews of the sizes.
+SIZES_TITLE = "What each size keeps around the point"
 
 
 class FocalPointFormField(forms.CharField):

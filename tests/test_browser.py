@@ -29,9 +29,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import pyvips
 
+from django_oximg.core.options.geometry import place
+from django_oximg.core.options.model import Gravity
 from tests.services import require_program
 from tests.test_example_project import (  # noqa: F401 (fixtures)
     EMPTY_ID,
+    SAMPLE_SIZES,
     demo_var,
     run_manage,
     server,
@@ -46,7 +49,7 @@ pytestmark = pytest.mark.one_django(
 )
 
 if TYPE_CHECKING:
-    from playwright.sync_api import BrowserContext, Page, Request, Response, Route
+    from playwright.sync_api import BrowserContext, FloatRect, Page, Request, Response, Route
 
 #: Flags for a quiet, reproducible headless run as root in CI: no sandbox
 #: (root), no GPU, no background traffic to Google's services.
@@ -471,47 +474,164 @@ def test_admin_shows_previews_that_load(
 #: A second admin user, so this test does not depend on the one above having run.
 FOCAL_EDITOR = "focal-editor"
 
-#: Where the test clicks on the focal point widget's preview, as fractions of it.
-CLICK_AT = (0.25, 0.75)
+#: The photo whose focal point the test moves: its sample's point is on the
+#: heading, at the left (gallery/samples.py), so every crop keeps the left.
+FOCAL_PHOTO = "Opening hours"
+FOCAL_SOURCE_SIZE = SAMPLE_SIZES["samples/text.jpg"]
+
+#: Where the test clicks on the focal point widget's preview, as fractions of
+#: it: right of what a 4:3 or a square crop of the 3:2 image keeps around the
+#: stored point, so each crop moves to the right edge.
+CLICK_AT = (0.8, 0.7)
+
+#: The focal point widget's previews of the crops that follow the point:
+#: caption, box, and where the image sits in it (CSS object-position).
+READ_CROPS = """
+() => Array.from(document.querySelectorAll("[data-oximg-focal] .oximg-focal-size"), (size) => {
+    const img = size.querySelector("img");
+    const box = img.getBoundingClientRect();
+    return {
+        caption: size.querySelector("figcaption").textContent,
+        width: Number(size.dataset.width),
+        height: Number(size.dataset.height),
+        boxWidth: box.width,
+        boxHeight: box.height,
+        position: getComputedStyle(img).objectPosition,
+        loaded: img.complete && img.naturalWidth > 0,
+    };
+})
+"""
 
 
-def test_a_click_on_the_preview_sets_the_focal_point_that_crops_follow(
-    browser_context: BrowserContext, server: str, demo_var: Path
+def centre_of(box: FloatRect) -> tuple[float, float]:
+    return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+
+def at(box: FloatRect, point: tuple[float, float]) -> tuple[float, float]:
+    """``point`` (fractions of ``box``) in page coordinates."""
+    return box["x"] + box["width"] * point[0], box["y"] + box["height"] * point[1]
+
+
+def served_crop_position(
+    source: tuple[int, int], size: tuple[int, int], point: tuple[float, float]
+) -> list[tuple[float, int]]:
+    """Where the server's crop of ``size`` around ``point`` sits in the scaled ``source``,
+    per axis: as a CSS object-position fraction (0 at the left or top edge, 1 at the
+    right or bottom) and the pixels it can move along that axis (0: none).
+
+    The server's own placement (imgproxy's ``g:fp``), so the widget's previews
+    are checked against the crop that will be served, not against their own sums.
+    """
+    scale = max(size[0] / source[0], size[1] / source[1])
+    scaled = (round(source[0] * scale), round(source[1] * scale))
+    offsets = place(*scaled, *size, Gravity("fp", *point))
+    spares = (scaled[0] - size[0], scaled[1] - size[1])
+    return [
+        (offset / spare if spare else 0.5, spare)
+        for offset, spare in zip(offsets, spares, strict=True)
+    ]
+
+
+def object_position(text: str) -> tuple[float, float]:
+    """CSS ``object-position`` as computed ("100% 50%") as fractions."""
+    x, y = (float(part.removesuffix("%")) / 100 for part in text.split())
+    return x, y
+
+
+def log_in(page: Page, server: str, username: str) -> None:
+    page.goto(server + "/admin/gallery/photo/", timeout=LOAD_TIMEOUT_MS)
+    if page.locator("#id_username").count():  # not logged in by an earlier test
+        page.fill("#id_username", username)
+        page.fill("#id_password", ADMIN_PASSWORD)
+        page.click("input[type=submit]")
+        page.wait_for_url(re.compile(r"/admin/gallery/photo/$"), timeout=LOAD_TIMEOUT_MS)
+
+
+def gallery_tile(page: Page, server: str, title: str) -> dict[str, Any]:
+    """The gallery's thumbnail of the photo called ``title``, once it has loaded."""
+    page.goto(server + "/", timeout=LOAD_TIMEOUT_MS)
+    figure = page.locator("figure", has=page.locator(f'img[alt="{title}"]'))
+    (image,) = loaded_images(page, f"#{figure.get_attribute('id')} img")
+    return image
+
+
+def test_a_click_on_the_preview_moves_the_marker_and_the_crops_that_follow_the_point(
+    browser_context: BrowserContext, server: str, demo_var: Path, tmp_path: Path
 ) -> None:
+    """The widget is labelled; a click moves the marker to it, and each crop preview
+    to the crop the server will make; saved, the change list and the gallery follow."""
     make_superuser(demo_var, FOCAL_EDITOR, "focal@example.com")
     page: Page = browser_context.new_page()
     try:
-        page.goto(server + "/", timeout=LOAD_TIMEOUT_MS)  # the first visit adds the photos
-        page.goto(server + "/admin/gallery/photo/", timeout=LOAD_TIMEOUT_MS)
-        if page.locator("#id_username").count():  # not logged in by an earlier test
-            page.fill("#id_username", FOCAL_EDITOR)
-            page.fill("#id_password", ADMIN_PASSWORD)
-            page.click("input[type=submit]")
-            page.wait_for_url(re.compile(r"/admin/gallery/photo/$"), timeout=LOAD_TIMEOUT_MS)
-        page.locator("#result_list tbody tr a").first.click()
+        tile_before = gallery_tile(page, server, FOCAL_PHOTO)  # the first visit adds the photos
+        log_in(page, server, FOCAL_EDITOR)
+        page.get_by_role("link", name=FOCAL_PHOTO, exact=True).click()
         page.wait_for_url(re.compile(r"/admin/gallery/photo/\d+/change/$"))
         change_path = page.url.removeprefix(server)
-        loaded_images(page, ".oximg-focal-image")
-        preview = page.locator("[data-oximg-focal] .oximg-focal-image")
+        loaded_images(page, "[data-oximg-focal] img")
+        page.wait_for_selector("[data-oximg-focal-ready]", state="attached")  # the script ran
+        widget = page.locator("[data-oximg-focal]")
+        label = widget.locator(".oximg-focal-label")
+        label_shown = label.is_visible() and label.inner_text()
+        labelled = page.get_by_label("Focal point (x,y)", exact=True).get_attribute("name")
+        preview = widget.locator(".oximg-focal-image")
         box = preview.bounding_box()
+        marker = widget.locator(".oximg-focal-marker")
+        stored = widget.locator("input").input_value()
+        marker_before = marker.bounding_box() if marker.is_visible() else None
+        crops_before = page.evaluate(READ_CROPS)
+
         assert box is not None and box["width"] > 0
-        marker = page.locator("[data-oximg-focal] .oximg-focal-marker")
-        assert not marker.is_visible()
         preview.click(position={"x": box["width"] * CLICK_AT[0], "y": box["height"] * CLICK_AT[1]})
-        typed = page.locator("[data-oximg-focal] input").input_value()
-        assert marker.is_visible()
-        marker_box = marker.bounding_box()
+        typed = widget.locator("input").input_value()
+        marker_after = marker.bounding_box() if marker.is_visible() else None
+        crops_after = page.evaluate(READ_CROPS)
+        screenshot = artifacts_dir(tmp_path) / "focal-point-widget.png"
+        page.screenshot(path=str(screenshot), full_page=True)
+        print(f"focal point widget screenshot: {screenshot}")
+
         page.click("input[name=_save]")
         page.wait_for_url(re.compile(r"/admin/gallery/photo/$"), timeout=LOAD_TIMEOUT_MS)
         row = page.locator(f'#result_list tbody tr:has(a[href="{change_path}"])')
         listed = row.locator("img").get_attribute("src") or ""
+        tile_after = gallery_tile(page, server, FOCAL_PHOTO)
     finally:
         page.close()
+
+    assert label_shown == "Focal point (x,y)"
+    assert labelled == "focal_point"  # the label names the text input
+    # The marker shows the stored point, then the click.
+    assert marker_before is not None and marker_after is not None
+    stored_point = tuple(float(part) for part in stored.split(","))
     x, y = (float(part) for part in typed.split(","))
     pixel = 1 / min(box["width"], box["height"])
     assert abs(x - CLICK_AT[0]) <= pixel and abs(y - CLICK_AT[1]) <= pixel, typed
-    assert marker_box is not None  # centred on the click
-    centre = (marker_box["x"] + marker_box["width"] / 2, marker_box["y"] + marker_box["height"] / 2)
-    assert abs(centre[0] - (box["x"] + box["width"] * CLICK_AT[0])) <= 2
-    assert abs(centre[1] - (box["y"] + box["height"] * CLICK_AT[1])) <= 2
-    assert f"/g:fp:{x:g}:{y:g}/" in listed  # the change list's crop follows the point
+    for marker_box, point in ((marker_before, stored_point), (marker_after, CLICK_AT)):
+        centre, expected = centre_of(marker_box), at(box, point)
+        assert abs(centre[0] - expected[0]) <= 2 and abs(centre[1] - expected[1]) <= 2, point
+    # One preview per crop that follows the point, as the demo's admin gives them,
+    # each in its size's shape and cut where the server will cut it, before and after.
+    assert [crop["caption"] for crop in crops_after] == [
+        "gallery 320\u00d7240",
+        "change list 80\u00d780",
+    ]
+    for crops, point in ((crops_before, stored_point), (crops_after, (x, y))):
+        for crop in crops:
+            size = (crop["width"], crop["height"])
+            assert crop["loaded"], crop
+            shown = crop["boxWidth"] / crop["boxHeight"]
+            assert shown == pytest.approx(size[0] / size[1], rel=0.02), crop
+            served = served_crop_position(FOCAL_SOURCE_SIZE, size, point)
+            for got, (want, spare) in zip(object_position(crop["position"]), served, strict=True):
+                # A pixel of the served crop's room to move, and the preview's rounding.
+                assert abs(got - want) <= 1 / max(spare, 1) + 0.01, (crop, point, served)
+    moved = [
+        before["position"] != after["position"]
+        for before, after in zip(crops_before, crops_after, strict=True)
+    ]
+    assert moved == [True, True], (crops_before, crops_after)
+    # Saved: the change list's crop and the gallery's tile follow the new point.
+    assert f"/g:fp:{x:g}:{y:g}/" in listed
+    assert tile_after["src"] != tile_before["src"]
+    assert f"/g:fp:{x:g}:{y:g}/" in tile_after["src"]
+    assert tile_after["naturalWidth"] == int(tile_after["width"]) > 0

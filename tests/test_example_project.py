@@ -478,6 +478,49 @@ def test_smart_crop_keeps_the_face_whole(thumbnails: dict[str, Fetched]) -> None
     assert skin_at_edges("fill-smart") == (True, False, False)
 
 
+def photo_figure(page: GalleryPage, title: str) -> str:
+    (figure,) = (figure for figure in photo_ids(page) if page.images[figure]["alt"] == title)
+    return figure
+
+
+#: The samples' photos that have a focal point (gallery/samples.py), and those
+#: that have none, which the gallery smart-crops.
+PHOTOS_WITH_A_POINT = (
+    "Sunset over the hills",
+    "Portrait",
+    "Opening hours",
+    "A tree (stored sideways)",
+)
+PHOTOS_WITHOUT = ("Logo with a transparent ring", "Bouncing ball")
+
+
+@demo_site
+def test_the_gallery_crops_around_each_photos_focal_point_else_smartly(page: GalleryPage) -> None:
+    for title in PHOTOS_WITH_A_POINT:
+        src = page.images[photo_figure(page, title)]["src"]
+        assert "/g:fp:" in src and "/g:sm" not in src, (title, src)
+    for title in PHOTOS_WITHOUT:
+        src = page.images[photo_figure(page, title)]["src"]
+        assert "/g:sm" in src and "/g:fp:" not in src, (title, src)
+
+
+@demo_site
+def test_the_notice_keeps_its_heading_whole(
+    page: GalleryPage, thumbnails: dict[str, Fetched]
+) -> None:
+    """The heading's first letter starts 80 px from the sample's left edge: the tile
+    (a 4:3 cut of the 3:2 notice) keeps that margin, where the smart crop cut the
+    first letters."""
+    tile = decode(thumbnails[photo_figure(page, "Opening hours")].body)
+    scale = tile.height / SAMPLE_SIZES["samples/text.jpg"][1]
+    heading = tile.crop(0, round(80 * scale), tile.width, round(65 * scale))
+    ink = (heading.colourspace("b-w")[0] < 100).cast("uchar")
+    columns, _rows = ink.project()
+    inked = [x for x in range(columns.width) if columns(x, 0)[0] > 0]
+    assert inked, "no heading in the tile"
+    assert inked[0] == pytest.approx(80 * scale, abs=3)
+
+
 @demo_site
 def test_formats_follow_the_tag_arguments(thumbnails: dict[str, Fetched]) -> None:
     assert thumbnails["fit"].headers["content-type"] == "image/jpeg"

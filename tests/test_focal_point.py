@@ -340,11 +340,98 @@ def test_the_widget_shows_the_image_a_marker_and_the_text_input() -> None:
     assert "django_oximg/focal_point.js" in str(form.media)
 
 
-def test_without_an_image_the_widget_is_the_text_input_alone() -> None:
+def test_the_text_input_has_a_visible_label_and_a_description() -> None:
+    html = str(PhotoForm(instance=spot_photo())["focal_point"])
+    label = re.search(r'<label class="oximg-focal-label" for="([^"]+)">([^<]+)</label>', html)
+    assert label is not None and label[2] == "Focal point (x,y)"
+    (described,) = re.findall(r'<input [^>]*id="id_focal_point"[^>]*>', html)
+    assert label[1] == "id_focal_point"
+    (help_id,) = re.findall(r'aria-describedby="([^"]+)"', described)
+    assert re.search(rf'<p class="oximg-focal-help" id="{help_id}">Click the image', html)
+
+
+def test_without_an_image_the_widget_is_the_labelled_text_input_alone() -> None:
     html = str(PhotoForm(instance=Photo(title="new"))["focal_point"])
     assert "<img" not in html and 'name="focal_point"' in html
+    assert '<label class="oximg-focal-label" for="id_focal_point">' in html
     standalone = FocalPointWidget().render("point", SPOT_POINT)
     assert "<img" not in standalone and 'value="0.25,0.5"' in standalone
+    assert 'for="id_point"' in standalone and 'id="id_point"' in standalone
+
+
+#: A size's preview in the widget: its size, the image and its caption.
+CROP_PREVIEW = re.compile(
+    r'<figure class="oximg-focal-size" data-width="(\d+)" data-height="(\d+)">'
+    r'<div class="oximg-focal-crop"><img src="([^"]+)" alt=""></div>'
+    r"<figcaption>([^<]+) <span>"
+)
+
+
+def crop_previews_of(html: str) -> list[tuple[str, int, int]]:
+    """The widget's previews of the sizes that follow the point: caption, width, height.
+
+    Each shows the widget's own fitted image, which the script cuts.
+    """
+    (image,) = re.findall(r'<img class="oximg-focal-image" src="([^"]+)"', html)
+    found = CROP_PREVIEW.findall(html)
+    assert all(src == image for _w, _h, src, _caption in found)
+    return [(caption, int(width), int(height)) for width, height, _src, caption in found]
+
+
+def test_the_widget_previews_the_declared_sizes_that_follow_the_point(settings: Any) -> None:
+    """Declared sizes that crop without saying where, a preset that fills without a
+    gravity included; not those that fit, or name a place or a point of their own."""
+    settings.OXIMG = {
+        **settings.OXIMG,
+        "PRESETS": {"banner": "rs:fill:300:100", "attention": "rs:fill:100:100/g:sm"},
+        "RENDER_AHEAD": {
+            "photosapp.Photo.image": {
+                "card": "200x300 crop",
+                "banner": "banner",
+                "top": "200x300 crop=top",
+                "smart": "attention",
+                "fitted": "200x200",
+                "pinned": "200x300 crop focal_point=0.5,0.5",
+            }
+        },
+    }
+    html = str(PhotoForm(instance=spot_photo())["focal_point"])
+    assert crop_previews_of(html) == [("card", 200, 300), ("banner", 300, 100)]
+    assert '<div class="oximg-focal-sizes" hidden>' in html  # shown by the script, which cuts them
+
+
+def test_the_widget_previews_the_sizes_it_is_given_after_the_declared_ones(settings: Any) -> None:
+    settings.OXIMG = {
+        **settings.OXIMG,
+        "RENDER_AHEAD": {"photosapp.Photo.image": {"card": "200x300 crop"}},
+    }
+
+    class GivenForm(PhotoForm):
+        class Meta(PhotoForm.Meta):
+            widgets: ClassVar = {
+                "focal_point": FocalPointWidget(
+                    sizes={
+                        "card": "200x300 crop",
+                        "tile": "320x240 crop=yes",
+                        "left": "80 crop=left",
+                    }
+                )
+            }
+
+    html = str(GivenForm(instance=spot_photo())["focal_point"])
+    # "card" once; "left" names its place: no point moves it.
+    assert crop_previews_of(html) == [("card", 200, 300), ("tile", 320, 240)]
+    assert crop_previews_of(str(GivenForm(instance=spot_photo(None))["focal_point"])) == [
+        ("card", 200, 300),
+        ("tile", 320, 240),
+    ]  # the same without a stored point: the script centres them
+
+
+def test_no_size_follows_the_point_no_previews_and_a_bad_size_fails_when_given() -> None:
+    html = str(PhotoForm(instance=spot_photo())["focal_point"])
+    assert "oximg-focal-sizes" not in html
+    with pytest.raises(ValueError, match="No closing quotation"):
+        FocalPointWidget(sizes=["320x240 crop= '"])
 
 
 def test_the_static_files_ship_in_the_package() -> None:

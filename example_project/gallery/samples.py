@@ -7,7 +7,9 @@ text (sharpening, and the artefacts JPEG leaves around letters), a JPEG stored
 sideways with EXIF orientation 6 (auto-rotation), a logo PNG with transparent
 parts (alpha kept) and an animated GIF (animation kept when converting to
 WebP). Drawing is deterministic: the same libvips, with the same fonts, draws
-the same bytes on every run.
+the same bytes on every run. The photos made of them have focal points where
+their subjects are drawn (:data:`FOCAL_POINTS`), so the gallery's crops keep
+them from the first visit, as an editor would set them in the admin.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pyvips
 from django.core.files.base import ContentFile
 from django.core.files.storage import Storage
 
+from django_oximg.focal import FocalPoint
 from gallery.models import Photo
 
 LANDSCAPE = "samples/landscape.jpg"
@@ -34,10 +37,14 @@ FACE_SIZE = (1600, 1000)
 #: Centre of the face: right of the middle, so a centre crop cuts it.
 FACE_CENTRE = (1150, 450)
 TEXT_SIZE = (1200, 800)
+#: Middle of the heading, which is drawn from (80, 80) and about 545x65 px.
+TEXT_HEADING_POINT = (350, 112)
 #: The portrait as a viewer shows it; the file stores it rotated to lie sideways.
 PORTRAIT_UPRIGHT_SIZE = (900, 1200)
 #: EXIF orientation 6: "rotate 90 degrees clockwise to display".
 PORTRAIT_ORIENTATION = 6
+#: Centre of the tree's canopy in the upright portrait.
+PORTRAIT_CANOPY = (450, 420)
 LOGO_SIZE = (800, 800)
 BOUNCE_FRAME_SIZE = (320, 240)
 BOUNCE_FRAMES = 12
@@ -83,7 +90,7 @@ def add_photos() -> list[Photo]:
             return []
         # The page shows the newest first: add them last to first, to show them in order.
         return [
-            Photo.objects.create(title=title, image=name)
+            Photo.objects.create(title=title, image=name, focal_point=FOCAL_POINTS.get(name))
             for name, title in reversed(PHOTOS.items())
         ]
 
@@ -125,7 +132,8 @@ def draw_portrait() -> bytes:
 
     trunk = ((x - width / 2).abs() < 35) & (y > 520) & (y < 900)
     image = _over(image, (100, 65, 35), trunk.ifthenelse(1.0, 0.0))
-    canopy = 1 - ((_distance(x, y * 1.3, width / 2, 420 * 1.3) - 260) / 6).clamp(min=0, max=1)
+    cx, cy = PORTRAIT_CANOPY
+    canopy = 1 - ((_distance(x, y * 1.3, cx, cy * 1.3) - 260) / 6).clamp(min=0, max=1)
     image = _over(image, _blend((30, 110, 40), (60, 150, 50), y / height), canopy)
 
     grain = pyvips.Image.gaussnoise(width, height, sigma=5, mean=0, seed=NOISE_SEED + 1)
@@ -234,6 +242,24 @@ PHOTOS = {
     PORTRAIT: "A tree (stored sideways)",
     LOGO: "Logo with a transparent ring",
     BOUNCE: "Bouncing ball",
+}
+
+
+#: Where the samples' crops centre (docs/focal-point.md), as the admin sets
+#: it: on what each shows, worked out from where it is drawn. The logo and
+#: the ball are centred, and have none: the gallery smart-crops them.
+FOCAL_POINTS = {
+    # The sun's glow, near the right edge, above the far ridge.
+    LANDSCAPE: FocalPoint(1720 / LANDSCAPE_SIZE[0], 400 / LANDSCAPE_SIZE[1]),
+    # Between the eyes.
+    FACE: FocalPoint(FACE_CENTRE[0] / FACE_SIZE[0], FACE_CENTRE[1] / FACE_SIZE[1]),
+    # The heading's first words: a crop keeps the left edge, where lines start.
+    TEXT: FocalPoint(TEXT_HEADING_POINT[0] / TEXT_SIZE[0], TEXT_HEADING_POINT[1] / TEXT_SIZE[1]),
+    # The tree's canopy, upright as shown (the point is of the image as shown).
+    PORTRAIT: FocalPoint(
+        PORTRAIT_CANOPY[0] / PORTRAIT_UPRIGHT_SIZE[0],
+        PORTRAIT_CANOPY[1] / PORTRAIT_UPRIGHT_SIZE[1],
+    ),
 }
 
 
