@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 from django.core.cache import cache
 from django.core.files.storage import InMemoryStorage
-from django.core.management import call_command
+from django.core.management import call_command, find_commands, load_command_class
 from django.core.management.base import CommandError
 from django.test import Client
 
-from django_oximg import runtime
+from django_oximg import management, runtime
 from django_oximg.core.keys import source_directory
 from django_oximg.core.options import parse_path
 from django_oximg.core.options.signing import split_signed_path
@@ -740,3 +740,23 @@ def test_warm_through_a_non_local_cache_store(media: Path, settings: Any) -> Non
     assert "Rendered 3," in out
     out, _ = run("oximg_warm", "--source", "photos/*", "--geometry", "30")
     assert "Rendered 0, already cached 3," in out
+
+
+# -- every command's --help ----------------------------------------------------------
+
+
+def package_commands() -> list[str]:
+    """The package's management commands, as Django finds them (no list to keep up)."""
+    return sorted(find_commands(str(Path(management.__file__).parent)))
+
+
+def test_the_package_has_commands_to_test() -> None:
+    assert "oximg_bench" in package_commands() and len(package_commands()) >= 6
+
+
+@pytest.mark.parametrize("name", package_commands())
+def test_every_command_prints_its_help(name: str) -> None:
+    # argparse %-formats each option's help when printing it: a bare "%" raises here.
+    command = load_command_class("django_oximg", name)
+    text = command.create_parser("manage.py", name).format_help()
+    assert f"usage: manage.py {name}" in text

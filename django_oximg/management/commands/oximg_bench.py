@@ -78,7 +78,7 @@ class Command(BaseCommand):
         parser.add_argument("--plot", type=Path, help="write a PNG chart (needs matplotlib)")
         parser.add_argument("--no-progress", action="store_true")
         parser.add_argument(
-            "--pages", action="store_true", help="measure page renders of {% thumbnail %} tags"
+            "--pages", action="store_true", help="measure page renders of {%% thumbnail %%} tags"
         )
         parser.add_argument(
             "--template", help="--pages: a template of the site (gets 'sources' in its context)"
