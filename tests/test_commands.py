@@ -321,6 +321,26 @@ class Terminal(StringIO):
         return True
 
 
+def test_progress_off_a_terminal_writes_a_plain_line_per_tenth() -> None:
+    written: list[str] = []
+    with Progress("work", 200, written.append, terminal=False) as progress:
+        for _ in range(200):
+            progress.advance()
+    assert len(written) == 10
+    assert all(text.endswith("\n") and "\r" not in text for text in written)
+    assert written[0].startswith("work: 20/200 [")
+    assert written[-1].startswith("work: 200/200 [") and "100%" in written[-1]
+
+
+def test_progress_off_a_terminal_with_an_unknown_total_writes_its_count_once() -> None:
+    written: list[str] = []
+    with Progress("scanning", None, written.append, terminal=False) as progress:
+        progress.advance(3)
+        progress.advance(4)
+        progress.finish()
+    assert written == ["scanning: 7\n"]
+
+
 def test_commands_draw_progress_on_a_terminal_unless_told_not_to(media: Path) -> None:
     err = Terminal()
     call_command("oximg_purge", LANDSCAPE, stdout=StringIO(), stderr=err)
@@ -329,6 +349,13 @@ def test_commands_draw_progress_on_a_terminal_unless_told_not_to(media: Path) ->
     quiet = Terminal()
     call_command("oximg_purge", LANDSCAPE, "--no-progress", stdout=StringIO(), stderr=quiet)
     assert quiet.getvalue() == ""
+
+
+def test_commands_write_plain_progress_lines_off_a_terminal(media: Path) -> None:
+    err = StringIO()
+    call_command("oximg_purge", LANDSCAPE, stdout=StringIO(), stderr=err)
+    assert err.getvalue().startswith("purging: 1/1 [") and "\r" not in err.getvalue()
+    assert err.getvalue().count("\n") == 1
 
 
 # -- oximg_url ---------------------------------------------------------------------
