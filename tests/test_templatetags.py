@@ -719,7 +719,9 @@ def test_a_page_render_loads_no_image_library(
 
     def probed(store: Any, name: str) -> headers.Header:
         info = pipeline.probe(store.read(name, 10**8))
-        return headers.Header(info.format, info.width, info.height, info.orientation)
+        return headers.Header(
+            info.format, info.width, info.height, info.orientation, info.has_alpha
+        )
 
     monkeypatch.setattr(source_metadata, "source_header", probed)
     names = [LANDSCAPE, ALPHA, ANIMATION, TURNED, "photos/photo.webp", "photos/p.avif"]
