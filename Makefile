@@ -17,8 +17,10 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-# The demo's packages only; STAMP adds everything the tests and docs need.
+# The demo's packages only; DOCS_STAMP adds the docs' (MkDocs), STAMP
+# everything the tests need (the docs' included).
 DEMO_STAMP := $(VENV)/.installed-demo
+DOCS_STAMP := $(VENV)/.installed-docs
 STAMP := $(VENV)/.installed
 DJANGO_LTS := Django~=5.2.0
 
@@ -43,6 +45,12 @@ $(VENV)/bin/python:
 $(DEMO_STAMP): $(VENV)/bin/python $(INSTALL_INPUTS)
 	$(PY) -m pip install --quiet -e . "$(DJANGO_LTS)"
 	touch $(DEMO_STAMP)
+
+# The package and Django (docs/settings.md is generated from its settings
+# class), and the `docs` group: not the test group's servers and browsers.
+$(DOCS_STAMP): $(VENV)/bin/python $(INSTALL_INPUTS)
+	$(PY) -m pip install --quiet -e . "$(DJANGO_LTS)" --group docs
+	touch $(DOCS_STAMP)
 
 $(STAMP): $(VENV)/bin/python $(INSTALL_INPUTS)
 	$(PY) -m pip install --quiet -e ".[s3,redis,metrics]" --group test "$(DJANGO_LTS)"
@@ -103,11 +111,11 @@ stress: $(STAMP)
 
 # docs/settings.md is generated from django_oximg/conf.py; regenerate it
 # first (tests/test_conf.py fails when the committed copy is stale).
-docs: $(STAMP)
+docs: $(DOCS_STAMP)
 	$(PY) -m django_oximg.conf > docs/settings.md
 	$(VENV)/bin/mkdocs build --strict
 
-docs-serve: $(STAMP)
+docs-serve: $(DOCS_STAMP)
 	$(PY) -m django_oximg.conf > docs/settings.md
 	$(VENV)/bin/mkdocs serve --strict --dev-addr 127.0.0.1:8001
 

@@ -23,6 +23,7 @@ from django_oximg.core.options import (
     Gravity,
     Options,
     Watermark,
+    build_path,
     parse_path,
 )
 from django_oximg.core.options.extensions import entries_with
@@ -270,7 +271,7 @@ def flag(name: str, value: Any) -> bool:
 
 
 def number(name: str, value: Any, convert: type[int] | type[float]) -> int | float:
-    """A numeric keyword; its range is checked when the built path is parsed."""
+    """A numeric keyword; its range is the server's (:func:`values_in_range`)."""
     try:
         return convert(value)
     except (TypeError, ValueError) as exc:
@@ -372,6 +373,19 @@ def sizing(value: Any) -> str:
     return name
 
 
+def values_in_range(options: Options, extensions: Sequence[Extension] = ()) -> None:
+    """Refuse a value out of its option's range (``quality=150``, ``blur=-3``).
+
+    The options are written as a path and read back by the server's own
+    parser, so the ranges are the server's, with no copy of them to drift:
+    the error names the option, its range and the value.
+    """
+    try:
+        parse_path(build_path(options, "x"), extensions=extensions)
+    except InvalidOptions as exc:
+        raise ThumbnailError(f"bad {exc.detail}") from exc
+
+
 # -- presets ----------------------------------------------------------------------
 
 
@@ -432,7 +446,7 @@ def check_arguments(
             raise ThumbnailError(
                 f"bad geometry {geometry!r}: use 'WxH', 'W' or 'xH', or a preset name"
             )
-    tag_options("1", literals, extensions)
+    values_in_range(tag_options("1", literals, extensions), extensions)
     preset = literals.get("preset")
     if preset and not preset_is_known(str(preset), presets):
         raise ThumbnailError(f"unknown preset {preset!r}: add it to OXIMG['PRESETS']")

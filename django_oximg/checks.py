@@ -25,6 +25,10 @@
 * ``oximg.W010`` (``--deploy``) the coordination or metadata cache is Redis or
   Memcached without a socket timeout: a server that stops answering holds
   each call for as long as the operating system keeps the connection.
+* ``oximg.W011`` (``--deploy``) the result cache is on local disk and a write
+  there fails now (a read-only directory or mount, a full disk, a path
+  through a file). Remote storages are not probed: a write would be a paid
+  request, over the network; ``/health`` names their failing writes.
 * ``oximg.E020`` a declared size (``RENDER_AHEAD``, a model's
   ``oximg_render_ahead``) names no file field, or is not one the tag takes.
 * ``oximg.E021`` sizes are declared but no task backend can run them: Django's
@@ -42,6 +46,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -63,6 +68,7 @@ def register() -> None:
     checks.register(check_render_ahead, "django_oximg")
     checks.register(check_fallback_image, "django_oximg")
     checks.register(check_cache_timeouts, "django_oximg", deploy=True)
+    checks.register(check_result_cache_writes, "django_oximg", deploy=True)
 
 
 def check_settings(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
@@ -282,6 +288,39 @@ def result_cache_messages(settings: conf.OximgSettings) -> list[checks.CheckMess
             hint="Set MEDIA_ROOT to an absolute path, or OXIMG['CACHE_STORAGE'] to a "
             "storage with an absolute location.",
             id="oximg.W009",
+        )
+    ]
+
+
+def check_result_cache_writes(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    """W011: a result cache on local disk that cannot be written (tried, not guessed).
+
+    Every miss would then be rendered again, and the server says so only in
+    a log line and ``/health``. Run by the deploying user, which should be
+    the server's.
+    """
+    from django.core.files.storage import FileSystemStorage, InvalidStorageError
+
+    from django_oximg import runtime
+    from django_oximg.core.stores.disk import write_problem
+
+    try:
+        settings = conf.build_settings(conf.raw_settings())
+        storage = runtime.cache_storage(settings)
+    except (ImproperlyConfigured, InvalidStorageError):  # oximg.E001, oximg.E003
+        return []
+    if not isinstance(storage, FileSystemStorage):
+        return []
+    problem = write_problem(Path(storage.location))
+    if problem is None:
+        return []
+    return [
+        checks.Warning(
+            f"The result cache {storage.location} cannot be written: {problem}. Every "
+            "thumbnail would be rendered again on each request.",
+            hint="Make the directory (or MEDIA_ROOT) writable by the user the server runs "
+            "as, or point OXIMG['CACHE_STORAGE'] at a storage that is.",
+            id="oximg.W011",
         )
     ]
 

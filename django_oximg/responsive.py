@@ -166,7 +166,8 @@ def get_picture(
     those this libvips cannot encode, the fallback's own format, and AVIF
     for a GIF (AVIF output is never animated). ``format`` names the
     fallback's format ("auto" is refused: the ``<source>`` elements are the
-    negotiation). ``placeholder`` adds a tiny blurred thumbnail.
+    negotiation). ``placeholder`` adds a tiny blurred thumbnail, except behind
+    an image with alpha (:func:`covers_its_box`).
     """
     geometry, kwargs = resolve_arguments(source, geometry, kwargs)
     if str(kwargs.get("format", "")).lower() == "auto":
@@ -177,7 +178,8 @@ def get_picture(
         srcset_of(plan, {**kwargs, "format": fmt})
         for fmt in picture_formats(formats, fallback.format)
     )
-    tiny = placeholder_of(plan, kwargs) if flag("placeholder", placeholder) else None
+    wanted = flag("placeholder", placeholder)
+    tiny = placeholder_of(plan, kwargs) if wanted and covers_its_box(plan, kwargs) else None
     return Picture(sources=sources, fallback=fallback, placeholder=tiny)
 
 
@@ -281,6 +283,22 @@ def picture_formats(formats: Any, fallback_format: str) -> tuple[str, ...]:
         if pipeline.saver_available(fmt):
             chosen.append(fmt)
     return tuple(chosen)
+
+
+def covers_its_box(plan: Plan, kwargs: Mapping[str, Any]) -> bool:
+    """Whether the image hides whatever is behind it: no alpha, or alpha flattened.
+
+    The placeholder stays behind the ``<img>`` after it loads (no script
+    takes it away), so behind a source with alpha it would show through the
+    transparent pixels for good: its blurred, stretched edge a halo around
+    the subject. Such an image gets none, unless ``background`` (or
+    ``padding``, which sets one) flattens its alpha. The header says whether
+    the source has alpha (:class:`~django_oximg.source_metadata.SourceMetadata`).
+    """
+    if not plan.metadata.alpha:
+        return True
+    options = tag_options("1", dict(kwargs), conf.get_settings().EXTENSIONS)
+    return options.background is not None
 
 
 def placeholder_of(plan: Plan, kwargs: Mapping[str, Any]) -> Thumbnail:

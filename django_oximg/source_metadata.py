@@ -37,12 +37,15 @@ logger = logging.getLogger("django_oximg")
 
 @dataclass(frozen=True)
 class SourceMetadata:
-    """What the tag needs of a source: its header size and a content version."""
+    """What the tag needs of a source: its header size, whether it has alpha, a content version."""
 
     width: int
     height: int
     orientation: int
     version: str
+    #: Whether libvips gives it an alpha band (no placeholder is drawn behind it).
+    #: Last, with a default: entries cached before it existed read as opaque.
+    alpha: bool = False
 
     @property
     def upright_size(self) -> tuple[int, int]:
@@ -129,7 +132,9 @@ def source_metadata(source: str) -> SourceMetadata:
         if not local:
             version = store.version(name)
         header = source_header(store, name)
-        meta = SourceMetadata(header.width, header.height, header.orientation, version)
+        meta = SourceMetadata(
+            header.width, header.height, header.orientation, version, header.alpha
+        )
         timeout = conf.get_settings().METADATA_CACHE_TIMEOUT
         cache_call(lambda cache: cache.set(key, meta, timeout))
     if local:
@@ -156,7 +161,9 @@ def source_header(store: SourceStore, name: str) -> headers.Header:
         from django_oximg.core import pipeline
 
         info = pipeline.probe(store.read(name, conf.get_settings().MAX_SRC_FILE_SIZE))
-        return headers.Header(info.format, info.width, info.height, info.orientation)
+        return headers.Header(
+            info.format, info.width, info.height, info.orientation, info.has_alpha
+        )
 
 
 def metadata_cache() -> BaseCache:

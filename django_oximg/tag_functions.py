@@ -98,6 +98,26 @@ class EmptyGeometry(str):
         return value
 
 
+class UndefinedVariable(str):
+    """What an undefined template variable gave (``string_if_invalid``, mostly "").
+
+    It is that text everywhere, so the tag behaves as before, but its
+    ``repr()``, which every error about a bad keyword value shows, names the
+    variable: the log says ``bad upscale photo.upscale (undefined)``, not
+    ``bad upscale ''``.
+    """
+
+    token: str
+
+    def __new__(cls, token: str, text: str = "") -> UndefinedVariable:
+        value = super().__new__(cls, text)
+        value.token = token
+        return value
+
+    def __repr__(self) -> str:
+        return f"{self.token} (undefined)"
+
+
 def check_written(geometry: Any, keywords: Mapping[str, Any], extra: frozenset[str]) -> None:
     """:func:`~django_oximg.arguments.check_arguments` for a call as written.
 

@@ -10,6 +10,7 @@ import asyncio
 import json
 import math
 import os
+from io import StringIO
 from pathlib import Path
 from typing import Any
 
@@ -282,6 +283,32 @@ def test_oximg_bench_quick_writes_its_json_shape(media: Path, tmp_path: Path, ca
     assert not [p for p in (media / "oximg").rglob("*") if p.is_file()]
     printed = capsys.readouterr().out
     assert "bare libvips" in printed
+
+
+class Terminal(StringIO):
+    """A stderr that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("stderr", [Terminal, StringIO])
+def test_oximg_bench_progress_redraws_one_line_on_a_terminal_else_writes_few(
+    media: Path, stderr: type[StringIO]
+) -> None:
+    err = stderr()
+    args = ("--quick", "--rounds", "2", "--seconds", "0.05")
+    call_command("oximg_bench", *args, stdout=StringIO(), stderr=err)
+    written = err.getvalue()
+    if stderr is Terminal:
+        # Redrawn in place (3 contenders x 2 rounds), then cleared: never a new line.
+        assert "\roximg_bench: 6/6 [" in written and "\n" not in written
+        assert written.endswith("\r")
+    else:
+        lines = written.splitlines()
+        assert "\r" not in written and len(lines) == 6
+        assert lines[-1].startswith("oximg_bench: 6/6 [")
 
 
 @pytest.mark.django_db

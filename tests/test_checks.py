@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from django.core import checks
 
 from django_oximg import checks as oximg_checks
 from tests.constants import KEY, SALT
+from tests.services import small_disk
 
 #: Task backends of Django's Tasks framework (django.tasks on Django 6, the backport on 5.2).
 TASKS_MODULE = "django.tasks" if importlib.util.find_spec("django.tasks") else "django_tasks"
@@ -393,3 +395,35 @@ def test_w010_leaves_caches_without_a_server_alone(settings: Any) -> None:
     settings.CACHES = {"default": LOCMEM, "files": FILES}
     settings.OXIMG = {"KEY": KEY, "SALT": SALT, "COORDINATION_CACHE": "files"}
     assert [m for m in deploy_messages() if m.id == "oximg.W010"] == []
+
+
+def w011(messages: list[checks.CheckMessage]) -> list[checks.CheckMessage]:
+    return [m for m in messages if m.id == "oximg.W011"]
+
+
+def test_w011_a_result_cache_that_cannot_be_written(settings: Any, tmp_path: Path) -> None:
+    """Tried by a write, which fails for root too: the cache's path runs through a file."""
+    settings.OXIMG = {"KEY": KEY, "SALT": SALT}
+    settings.MEDIA_ROOT = str(tmp_path / "media")  # not made yet: its parent is tried
+    assert w011(deploy_messages()) == []
+    assert list(tmp_path.iterdir()) == []  # the probe leaves nothing behind
+
+    blocker = tmp_path / "a-file"
+    blocker.write_bytes(b"")
+    settings.MEDIA_ROOT = str(blocker / "media")
+    assert w011(oximg_messages()) == []  # a deployment check only
+    [message] = w011(deploy_messages())
+    assert f"{blocker / 'media' / 'oximg'} cannot be written: {blocker} is not a directory" in (
+        message.msg
+    )
+
+
+def test_w011_a_result_cache_on_a_full_disk(settings: Any) -> None:
+    settings.OXIMG = {"KEY": KEY, "SALT": SALT}
+    with small_disk() as disk:
+        (disk.path / "oximg").mkdir()
+        settings.MEDIA_ROOT = str(disk.path)
+        assert w011(deploy_messages()) == []
+        disk.fill()
+        [message] = w011(deploy_messages())
+        assert "No space left on device" in message.msg

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 from django.core.cache import cache
 from django.core.files.storage import InMemoryStorage
-from django.core.management import call_command
+from django.core.management import call_command, find_commands, load_command_class
 from django.core.management.base import CommandError
 from django.test import Client
 
-from django_oximg import runtime
+from django_oximg import management, runtime
 from django_oximg.core.keys import source_directory
 from django_oximg.core.options import parse_path
 from django_oximg.core.options.signing import split_signed_path
@@ -321,6 +321,26 @@ class Terminal(StringIO):
         return True
 
 
+def test_progress_off_a_terminal_writes_a_plain_line_per_tenth() -> None:
+    written: list[str] = []
+    with Progress("work", 200, written.append, terminal=False) as progress:
+        for _ in range(200):
+            progress.advance()
+    assert len(written) == 10
+    assert all(text.endswith("\n") and "\r" not in text for text in written)
+    assert written[0].startswith("work: 20/200 [")
+    assert written[-1].startswith("work: 200/200 [") and "100%" in written[-1]
+
+
+def test_progress_off_a_terminal_with_an_unknown_total_writes_its_count_once() -> None:
+    written: list[str] = []
+    with Progress("scanning", None, written.append, terminal=False) as progress:
+        progress.advance(3)
+        progress.advance(4)
+        progress.finish()
+    assert written == ["scanning: 7\n"]
+
+
 def test_commands_draw_progress_on_a_terminal_unless_told_not_to(media: Path) -> None:
     err = Terminal()
     call_command("oximg_purge", LANDSCAPE, stdout=StringIO(), stderr=err)
@@ -329,6 +349,13 @@ def test_commands_draw_progress_on_a_terminal_unless_told_not_to(media: Path) ->
     quiet = Terminal()
     call_command("oximg_purge", LANDSCAPE, "--no-progress", stdout=StringIO(), stderr=quiet)
     assert quiet.getvalue() == ""
+
+
+def test_commands_write_plain_progress_lines_off_a_terminal(media: Path) -> None:
+    err = StringIO()
+    call_command("oximg_purge", LANDSCAPE, stdout=StringIO(), stderr=err)
+    assert err.getvalue().startswith("purging: 1/1 [") and "\r" not in err.getvalue()
+    assert err.getvalue().count("\n") == 1
 
 
 # -- oximg_url ---------------------------------------------------------------------
@@ -740,3 +767,23 @@ def test_warm_through_a_non_local_cache_store(media: Path, settings: Any) -> Non
     assert "Rendered 3," in out
     out, _ = run("oximg_warm", "--source", "photos/*", "--geometry", "30")
     assert "Rendered 0, already cached 3," in out
+
+
+# -- every command's --help ----------------------------------------------------------
+
+
+def package_commands() -> list[str]:
+    """The package's management commands, as Django finds them (no list to keep up)."""
+    return sorted(find_commands(str(Path(management.__file__).parent)))
+
+
+def test_the_package_has_commands_to_test() -> None:
+    assert "oximg_bench" in package_commands() and len(package_commands()) >= 6
+
+
+@pytest.mark.parametrize("name", package_commands())
+def test_every_command_prints_its_help(name: str) -> None:
+    # argparse %-formats each option's help when printing it: a bare "%" raises here.
+    command = load_command_class("django_oximg", name)
+    text = command.create_parser("manage.py", name).format_help()
+    assert f"usage: manage.py {name}" in text

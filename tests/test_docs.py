@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -57,10 +58,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def built_page(site: Path, page: Path) -> Path:
-    """Where MkDocs writes ``page`` (directory URLs: ``x.md`` -> ``x/index.html``)."""
-    if page.name == "index.md":
-        return site / "index.html"
-    return site / page.stem / "index.html"
+    """Where MkDocs writes ``page``: ``x.md`` -> ``x.html`` (``use_directory_urls: false``)."""
+    return site / f"{page.stem}.html"
 
 
 @mkdocs_only
@@ -79,6 +78,60 @@ def test_pages_load_nothing_from_other_sites(site: Path) -> None:
         for path in site.rglob("*.html")
     }
     assert {name: tags for name, tags in offenders.items() if tags} == {}
+
+
+class Links(HTMLParser):
+    """The ``href`` and ``src`` of a built page's elements (not text in its code samples)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.targets: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.targets += [value for name, value in attrs if name in ("href", "src") and value]
+
+
+def links_of(page: Path) -> list[str]:
+    parser = Links()
+    parser.feed(page.read_text())
+    return parser.targets
+
+
+@mkdocs_only
+def test_every_link_between_built_pages_opens_a_file_from_disk(site: Path) -> None:
+    """Opened as file:// (no server), a link to a directory shows a folder listing.
+
+    404.html is left out: only a server shows it, for any path, so its links are absolute.
+    """
+    broken = {}
+    for page in site.rglob("*.html"):
+        if page.name == "404.html":
+            continue
+        for target in links_of(page):
+            path = target.split("#")[0].split("?")[0]
+            if not path or re.match(r"[a-z]+:|//", path):  # the same page, another site
+                continue
+            if not (page.parent / path).is_file():
+                broken.setdefault(str(page.relative_to(site)), []).append(target)
+    assert broken == {}
+    assert "django.html" in links_of(site / "index.html")
+
+
+@mkdocs_only
+def test_make_docs_installs_only_what_the_docs_build_needs() -> None:
+    """The docs' group (MkDocs) and the package with Django, which docs/settings.md needs."""
+    dry_run = subprocess.run(
+        ["make", "--dry-run", "--always-make", "docs"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT,
+        check=True,
+    ).stdout
+    installs = [line for line in dry_run.splitlines() if "pip install" in line]
+    assert any("--group docs" in line for line in installs), installs
+    assert not any("--group test" in line or "[" in line for line in installs), installs
+    assert "mkdocs build --strict" in dry_run
 
 
 def test_readme_links_to_existing_docs_pages() -> None:

@@ -1,4 +1,4 @@
-"""core/headers.py: width, height and orientation from a prefix, exactly as libvips says.
+"""core/headers.py: width, height, orientation and alpha from a prefix, exactly as libvips says.
 
 Every answer is compared with ``pipeline.probe`` on the same bytes: images
 pyvips writes in every format the server reads, at many sizes and in all
@@ -70,7 +70,7 @@ def drawn(width: int, height: int, orientation: int, alpha: bool = False) -> pyv
 def probed(data: bytes) -> Header:
     """libvips' answer for ``data``, as a Header."""
     info = pipeline.probe(data)
-    return Header(info.format, info.width, info.height, info.orientation)
+    return Header(info.format, info.width, info.height, info.orientation, info.has_alpha)
 
 
 def assert_agrees(data: bytes) -> Header:
@@ -97,6 +97,17 @@ def test_every_format_and_orientation_agrees_with_libvips(writer: str, orientati
 @pytest.mark.parametrize("orientation", [1, 5, 6])
 def test_images_with_alpha_agree(writer: str, orientation: int) -> None:
     assert_agrees(WRITERS[writer](drawn(41, 17, orientation, alpha=True)))
+
+
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+def test_alpha_is_read_from_the_header_as_libvips_reports_it(writer: str) -> None:
+    """With an alpha band and without (a PNG palette's tRNS chunk, a grey PNG's too)."""
+    with_alpha = assert_agrees(WRITERS[writer](drawn(41, 17, 0, alpha=True)))
+    opaque = assert_agrees(WRITERS[writer](drawn(41, 17, 0)))
+    if writer.startswith(("png", "webp", "avif")) or writer == "tiff":  # not JPEG-in-TIFF
+        assert with_alpha.alpha and not opaque.alpha
+    grey = drawn(41, 17, 0)[0].bandjoin(90).cast("uchar")
+    assert assert_agrees(grey.pngsave_buffer()).alpha
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

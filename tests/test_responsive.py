@@ -310,6 +310,21 @@ def test_placeholder_is_a_tiny_blurred_webp_behind_the_image(sources: Path) -> N
     assert (content_type, image.width, image.height) == ("image/webp", 16, 8)
 
 
+def test_no_placeholder_behind_an_image_with_alpha_unless_a_background_flattens_it(
+    sources: Path,
+) -> None:
+    """It would show through the transparent surround for good: a blurred halo."""
+    img = Markup(render('{% picture src "200" placeholder=True %}', src=ALPHA)).first("img")
+    assert "style" not in img
+    styled = render('{% picture src "200" placeholder=True style="color: red" %}', src=ALPHA)
+    assert Markup(styled).first("img")["style"] == "color: red"
+
+    out = render('{% picture src "200" placeholder=True background="336699" %}', src=ALPHA)
+    url = Markup(out).first("img")["style"].split('"')[1]
+    _, image = fetch(url)
+    assert not image.hasalpha()  # opaque, as the image in front of it is
+
+
 def test_everything_is_escaped(sources: Path) -> None:
     hostile = '"><script>alert(1)</script>'
     out = render(

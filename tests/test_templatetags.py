@@ -398,6 +398,21 @@ BLOCK_WITH_OPTIONS = (
 )
 
 
+def test_an_undefined_keyword_variable_is_named_in_the_log(
+    sources: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    block = (
+        "{% load oximg %}{% thumbnail source 100 upscale=photo.upscale as t %}"
+        "URL{% empty %}EMPTY{% endthumbnail %}"
+    )
+    with caplog.at_level(logging.WARNING, logger="django_oximg"):
+        out = render(block, source=LANDSCAPE)
+    assert out == "EMPTY"
+    assert [line.split(": ", 2)[-1] for line in failure_lines(caplog)] == [
+        "bad upscale photo.upscale (undefined): use True or False"
+    ]
+
+
 def test_an_undefined_geometry_variable_is_named(sources: Path, raising: None) -> None:
     with pytest.raises(ThumbnailError, match="the geometry sizee is empty or undefined"):
         render("{% load oximg %}{% thumbnail source sizee %}", source=LANDSCAPE)
@@ -471,6 +486,14 @@ LITERAL_MISTAKES = [
     ('{% thumbnail_srcset src "200" crop="sideways" %}', "bad crop 'sideways'"),
     ('{% thumbnail_srcset src "200" widths="nope" %}', "unknown widths 'nope'"),
     ('{% picture src "200" onload="x()" %}', "unknown thumbnail keyword(s): onload"),
+    # numbers out of their range, with the server's range named
+    ('{% thumbnail src "100" quality=150 %}', "bad quality: not in 0..100: '150'"),
+    ('{% thumbnail src "100" blur=-3 %}', "bad blur: not in 0.0..100.0: '-3'"),
+    ('{% thumbnail src "100" sharpen="101" %}', "bad sharpen: not in 0.0..100.0"),
+    ('{% thumbnail src "100" watermark=2 %}', "bad watermark: not in 0.0..1.0"),
+    ('{% thumbnail_url src "100" pixelate=-1 %}', "bad pixelate: not in 0..100000"),
+    ('{% thumbnail_srcset src "200" quality=101 %}', "bad quality: not in 0..100"),
+    ('{% picture src "200" blur=-3 %}', "bad blur: not in 0.0..100.0"),
 ]
 
 
@@ -743,7 +766,9 @@ def test_a_page_render_loads_no_image_library(
 
     def probed(store: Any, name: str) -> headers.Header:
         info = pipeline.probe(store.read(name, 10**8))
-        return headers.Header(info.format, info.width, info.height, info.orientation)
+        return headers.Header(
+            info.format, info.width, info.height, info.orientation, info.has_alpha
+        )
 
     monkeypatch.setattr(source_metadata, "source_header", probed)
     names = [LANDSCAPE, ALPHA, ANIMATION, TURNED, "photos/photo.webp", "photos/p.avif"]

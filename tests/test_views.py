@@ -474,6 +474,17 @@ def test_a_cache_directory_that_cannot_be_made_still_answers_200(
     assert (media / "oximg").read_bytes() == b""
 
 
+def test_health_names_a_result_cache_whose_writes_fail(media: Path, client: Client) -> None:
+    """Even for root, whom no permission bit stops: the cache's path runs through a file."""
+    (media / "oximg").write_bytes(b"")
+    assert fetch(client, signed(CONTROL)).status == 200  # rendered, not stored
+    health = fetch(client, "/img/health")
+    assert health.status == 503
+    assert b"result cache not writable" in health.body
+    assert b"result_cache_write failing for " in health.body
+    assert b"Not a directory" in health.body
+
+
 # -- one image, one URL -------------------------------------------------------------------
 
 

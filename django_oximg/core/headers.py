@@ -1,4 +1,4 @@
-"""Width, height and EXIF orientation from the first bytes of an image, in pure Python.
+"""Width, height, EXIF orientation and alpha from the first bytes of an image, in pure Python.
 
 The template tags need a source's size to write ``width`` and ``height``;
 asking libvips costs importing it (Pillow comes along with the pipeline)
@@ -9,18 +9,27 @@ every format the server reads, so :func:`parse_header` reads it there, and
 only when the format says the answer lies further in (a JPEG whose frame
 header follows a large EXIF or ICC block).
 
-The answer is libvips' answer (``pipeline.probe``), including its quirks:
+The answer is libvips' answer (``pipeline.probe``), including its quirks;
+``alpha`` is whether libvips gives the image an alpha band (the template
+tags leave the placeholder out behind an image with one):
 
 * JPEG: the first SOFn frame header; orientation from the first ``Exif``
   APP1 segment's IFD0, as libvips reads it (values outside 1..8 mean 1).
+  Never alpha.
 * PNG: IHDR; orientation from an ``eXIf`` chunk before the first IDAT.
+  Alpha for a colour type with alpha, or a ``tRNS`` chunk before IDAT.
 * GIF: the logical screen, replaced by 1x1 when it is one of the screen
   sizes libnsgif distrusts, then grown to hold the first frame (libnsgif).
+  Alpha when the first frame's graphic control names a transparent colour
+  (libvips also counts later frames' transparency, which a prefix does not
+  reach: a GIF whose first frame is opaque and a later one is not says no).
 * WebP: the VP8X canvas, or the VP8/VP8L bitstream's size; orientation
-  from the EXIF chunk.
+  from the EXIF chunk. Alpha from the VP8X flags or the VP8L header.
 * HEIF/AVIF: the primary item's ``ispe``, turned by its ``irot`` (libheif
   applies ``irot``/``imir`` itself, so libvips reports orientation 1).
-* TIFF: IFD0's width, length and orientation.
+  Alpha when an alpha auxiliary item (``auxC``) refers to it (``auxl``).
+* TIFF: IFD0's width, length and orientation; alpha from its samples per
+  pixel and photometric interpretation.
 
 Whatever this module cannot answer exactly (another format, an odd
 structure, a clean-aperture crop, an orientation entry of an unusual type)
@@ -52,6 +61,21 @@ READ_SLACK = 64 * 1024
 EXIF_ORIENTATION_TAG = 0x0112
 TIFF_WIDTH_TAG = 0x0100
 TIFF_HEIGHT_TAG = 0x0101
+TIFF_PHOTOMETRIC_TAG = 0x0106
+TIFF_SAMPLES_TAG = 0x0115
+
+#: TIFF photometric interpretations -> the samples per pixel from which libvips
+#: counts the last one as alpha (grey: 2, RGB and YCbCr: 4, CMYK: 5).
+TIFF_ALPHA_SAMPLES = {0: 2, 1: 2, 2: 4, 5: 5, 6: 4}
+
+#: PNG colour types with an alpha channel (grey + alpha, RGBA).
+PNG_ALPHA_TYPES = frozenset({4, 6})
+
+#: HEIF auxiliary types of an alpha plane (MPEG-B CICP, and HEVC's older one).
+HEIF_ALPHA_TYPES = (
+    b"urn:mpeg:mpegB:cicp:systems:auxiliary:alpha",
+    b"urn:mpeg:hevc:2015:auxid:1",
+)
 
 #: JPEG frame headers (SOF0-SOF15 without DHT, JPG and DAC).
 JPEG_SOF_MARKERS = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
@@ -86,7 +110,7 @@ HEIF_BRANDS = frozenset(
 )
 
 #: ISOBMFF boxes read inside ``meta`` (others are skipped).
-HEIF_META_BOXES = frozenset({b"pitm", b"iprp"})
+HEIF_META_BOXES = frozenset({b"pitm", b"iprp", b"iref"})
 
 #: HEIF item properties that change the displayed size in ways not handled
 #: here (clean aperture, scaling): libvips is asked instead.
@@ -123,6 +147,8 @@ class Header:
     height: int
     #: EXIF orientation 1..8 (1 when absent or out of range).
     orientation: int = 1
+    #: Whether libvips gives the image an alpha band (it may have transparent pixels).
+    alpha: bool = False
 
 
 def read_header(
@@ -174,10 +200,10 @@ def parse_header(data: bytes) -> Header:
     raise UnknownHeader("not a format read here")
 
 
-def _sized(fmt: str, width: int, height: int, orientation: int = 1) -> Header:
+def _sized(fmt: str, width: int, height: int, orientation: int = 1, alpha: bool = False) -> Header:
     if width <= 0 or height <= 0:
         raise UnknownHeader(f"{fmt} header gives a size of {width}x{height}")
-    return Header(fmt, width, height, orientation)
+    return Header(fmt, width, height, orientation, alpha)
 
 
 def _need(data: bytes, end: int) -> None:
@@ -261,7 +287,20 @@ def _tiff(data: bytes) -> Header:
         orientation = _ifd_integer(order, entries[EXIF_ORIENTATION_TAG])
         if not 1 <= orientation <= 8:
             raise UnknownHeader(f"TIFF orientation {orientation}")
-    return _sized("tiff", width, height, orientation)
+    return _sized("tiff", width, height, orientation, _tiff_alpha(order, entries))
+
+
+def _tiff_alpha(order: str, entries: dict[int, tuple[int, int, bytes]]) -> bool:
+    """Whether libvips counts a sample as alpha: more samples than the colours need."""
+    samples = 1
+    if TIFF_SAMPLES_TAG in entries:
+        samples = _ifd_integer(order, entries[TIFF_SAMPLES_TAG])
+    if TIFF_PHOTOMETRIC_TAG not in entries:
+        raise UnknownHeader("TIFF without a photometric interpretation")
+    photometric = _ifd_integer(order, entries[TIFF_PHOTOMETRIC_TAG])
+    if photometric not in TIFF_ALPHA_SAMPLES:
+        raise UnknownHeader(f"TIFF photometric interpretation {photometric}")
+    return samples >= TIFF_ALPHA_SAMPLES[photometric]
 
 
 # -- JPEG -----------------------------------------------------------------------
@@ -318,9 +357,10 @@ def _png(data: bytes) -> Header:
     """IHDR, then the chunks before the first IDAT for an ``eXIf`` (read before pixels)."""
     if data[12:16] != b"IHDR":
         raise UnknownHeader("PNG without IHDR first")
-    _need(data, 24)
+    _need(data, 26)
     width, height = struct.unpack(">II", data[16:24])
     _sized("png", width, height)  # a zero side needs no further reading
+    alpha = data[25] in PNG_ALPHA_TYPES
     position = 8
     exif: bytes | None = None
     for _ in range(MAX_STEPS):
@@ -334,13 +374,15 @@ def _png(data: bytes) -> Header:
             if exif is not None:
                 raise UnknownHeader("PNG with two eXIf chunks")
             exif = data[position + 8 : end - 4]
+        elif kind == b"tRNS":
+            alpha = True  # a transparent colour: libvips loads it as alpha
         elif kind == b"IEND":
             raise UnknownHeader("PNG without image data")
         position = end
     else:
         raise UnknownHeader("too many PNG chunks")
     orientation = _exif_orientation(exif) if exif is not None else 1
-    return _sized("png", width, height, orientation)
+    return _sized("png", width, height, orientation, alpha)
 
 
 # -- GIF ------------------------------------------------------------------------
@@ -355,6 +397,7 @@ def _gif(data: bytes) -> Header:
     position = 13
     if flags & 0x80:  # global colour table
         position += 3 * 2 ** ((flags & 0x07) + 1)
+    transparent = False
     for _ in range(MAX_STEPS):
         _need(data, position + 1)
         block = data[position]
@@ -363,9 +406,13 @@ def _gif(data: bytes) -> Header:
             left, top, frame_width, frame_height = struct.unpack(
                 "<HHHH", data[position + 1 : position + 9]
             )
-            return _sized("gif", max(width, left + frame_width), max(height, top + frame_height))
+            width, height = max(width, left + frame_width), max(height, top + frame_height)
+            return _sized("gif", width, height, alpha=transparent)
         if block != 0x21:  # only extensions may come before the first frame
             raise UnknownHeader(f"GIF block {block:#04x} before the first frame")
+        _need(data, position + 4)
+        if data[position + 1] == 0xF9 and data[position + 2] >= 1:  # graphic control
+            transparent = transparent or bool(data[position + 3] & 0x01)
         position += 2  # introducer and label
         while True:  # data sub-blocks, up to the empty one
             _need(data, position + 1)
@@ -391,13 +438,14 @@ def _webp(data: bytes) -> Header:
         if data[20] != 0x2F:
             raise UnknownHeader("VP8L without its signature")
         (bits,) = struct.unpack("<I", data[21:25])
-        return _sized("webp", (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1)
+        alpha = bool(bits >> 28 & 1)  # alpha_is_used
+        return _sized("webp", (bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1, alpha=alpha)
     if kind == b"VP8X":
         flags = data[20]
         width = int.from_bytes(data[24:27], "little") + 1
         height = int.from_bytes(data[27:30], "little") + 1
         orientation = _webp_orientation(data) if flags & 0x08 else 1
-        return _sized("webp", width, height, orientation)
+        return _sized("webp", width, height, orientation, bool(flags & 0x10))
     raise UnknownHeader(f"WebP chunk {kind!r} first")
 
 
@@ -450,8 +498,11 @@ def _heif(data: bytes) -> Header:
     primary: int | None = None
     properties: list[tuple[bytes, int, int]] = []
     associations: dict[int, list[int]] = {}
+    auxiliaries: list[tuple[int, list[int]]] = []  # (item, the items it is an auxiliary of)
     for kind, start, end in _boxes(data, *_heif_meta(data)):
-        if kind == b"pitm":
+        if kind == b"iref":
+            auxiliaries = _auxiliary_references(data, start, end)
+        elif kind == b"pitm":
             wide = data[start] != 0  # version 1: 32-bit item ids
             primary = int.from_bytes(data[start + 4 : start + (8 if wide else 6)], "big")
         elif kind == b"iprp":
@@ -479,7 +530,45 @@ def _heif(data: bytes) -> Header:
     width, height = extent
     if quarter_turns % 2:
         width, height = height, width
-    return _sized("heif", width, height)
+    alpha = any(
+        primary in targets and _is_alpha_item(data, associations.get(item, []), properties)
+        for item, targets in auxiliaries
+    )
+    return _sized("heif", width, height, alpha=alpha)
+
+
+def _auxiliary_references(data: bytes, start: int, end: int) -> list[tuple[int, list[int]]]:
+    """An ``iref`` box's ``auxl`` references: (auxiliary item, the items it serves)."""
+    wide = data[start] != 0  # version 1: 32-bit item ids
+    size = 4 if wide else 2
+    found = []
+    for kind, inner_start, inner_end in _boxes(data, start + 4, end):
+        if kind != b"auxl":
+            continue
+        _need(data, inner_end)
+        item = int.from_bytes(data[inner_start : inner_start + size], "big")
+        (count,) = struct.unpack(">H", data[inner_start + size : inner_start + size + 2])
+        first = inner_start + size + 2
+        if first + count * size > inner_end:
+            raise UnknownHeader("auxl reference runs past its box")
+        targets = [
+            int.from_bytes(data[first + n * size : first + (n + 1) * size], "big")
+            for n in range(count)
+        ]
+        found.append((item, targets))
+    return found
+
+
+def _is_alpha_item(
+    data: bytes, indexes: list[int], properties: list[tuple[bytes, int, int]]
+) -> bool:
+    """Whether an item's ``auxC`` property says it is an alpha plane."""
+    for index in indexes:
+        if 1 <= index <= len(properties):
+            kind, start, end = properties[index - 1]
+            if kind == b"auxC" and data[start + 4 : end].split(b"\0")[0] in HEIF_ALPHA_TYPES:
+                return True
+    return False
 
 
 def _heif_meta(data: bytes) -> tuple[int, int]:

@@ -24,10 +24,11 @@ sorl-thumbnail's filters work as there: ``is_portrait``, ``margin`` and
 This module parses and checks what a template writes; the URL, the size
 and the rest are computed by :mod:`django_oximg.tag_functions`, which the
 Jinja2 functions, the DRF field and the admin share. They never process an
-image (except ``data_uri``, which inlines the bytes). What is wrong in the arguments as
-written (an unknown keyword, a bad crop, geometry or preset) is a
-``TemplateSyntaxError`` when the template is compiled. What goes wrong at
-render time (a missing source, a bad value from a variable) renders the
+image (except ``data_uri``, which inlines the bytes). What is wrong in the
+arguments as written (an unknown keyword, a bad crop, geometry or preset, a
+number out of its range) is a ``TemplateSyntaxError`` when the template is
+compiled. What goes wrong at render time (a missing source, a bad value
+from a variable, which the line names when it is undefined) renders the
 ``{% empty %}`` branch, or nothing, and logs one WARNING line on the
 ``django_oximg`` logger, unless ``OXIMG["RAISE_TEMPLATE_ERRORS"]`` is on;
 then it raises. Any other exception is a bug and always propagates. Printed
@@ -42,7 +43,15 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from django import template
-from django.template.base import FilterExpression, NodeList, Parser, Token, TokenType, Variable
+from django.template.base import (
+    FilterExpression,
+    NodeList,
+    Parser,
+    Token,
+    TokenType,
+    Variable,
+    VariableDoesNotExist,
+)
 from django.utils.html import conditional_escape
 
 from django_oximg.arguments import FLAGS, KEYWORDS, UNSUPPORTED
@@ -52,6 +61,7 @@ from django_oximg.tag_functions import (
     SRCSET_KEYWORDS,
     VARIABLE,
     EmptyGeometry,
+    UndefinedVariable,
     check_written,
     data_uri,
     is_portrait,
@@ -94,10 +104,25 @@ class Arguments:
     def resolve(self, context: template.Context) -> tuple[Any, Any, dict[str, Any]]:
         source = self.source.resolve(context)
         geometry = self.geometry.resolve(context)
-        kwargs = {name: value.resolve(context) for name, value in self.kwargs.items()}
+        kwargs = {name: resolve_keyword(value, context) for name, value in self.kwargs.items()}
         if not geometry and not kwargs.get("preset") and not is_literal(self.geometry):
             geometry = EmptyGeometry(self.geometry.token)
         return source, geometry, kwargs
+
+
+def resolve_keyword(expression: FilterExpression, context: template.Context) -> Any:
+    """A keyword's value; an undefined variable gives an :class:`UndefinedVariable`.
+
+    Django gives ``string_if_invalid`` ("") for it, which an error would show
+    as ``''``; the marker is that same text, and names the variable in errors.
+    """
+    var = expression.var
+    if expression.filters or not isinstance(var, Variable):
+        return expression.resolve(context)
+    try:
+        return var.resolve(context)
+    except VariableDoesNotExist:
+        return UndefinedVariable(expression.token, expression.resolve(context))
 
 
 def parse_arguments(parser: Parser, token: Token, extra: Iterable[str] = ()) -> Arguments:

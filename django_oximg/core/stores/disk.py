@@ -275,6 +275,37 @@ def directory_is_writable(root: Path) -> bool:
     return path.is_dir() and os.access(path, os.W_OK | os.X_OK)
 
 
+#: Bytes the write probe writes: a page, so a full disk refuses it (an empty file
+#: needs only an inode).
+PROBE_BYTES = 4096
+
+
+def write_problem(root: Path) -> str | None:
+    """Why a result cannot be written under ``root`` now, or None when one can.
+
+    A real write, not a permission bit (which says nothing of a read-only
+    mount or a full disk): a temporary file of :data:`PROBE_BYTES` is made in
+    ``root``, or, while ``root`` does not exist yet (the first write creates
+    it), in its nearest existing ancestor, then removed. It is named as a
+    write in progress is, so an interrupted probe is an orphan the cache's
+    cleaning removes. Nothing else is created.
+    """
+    path = root
+    while not path.exists():
+        if path.parent == path:
+            return f"no part of {root} exists"
+        path = path.parent
+    if not path.is_dir():
+        return f"{path} is not a directory"
+    try:
+        with tempfile.NamedTemporaryFile(prefix=TEMP_PREFIX, dir=path) as probe:
+            probe.write(bytes(PROBE_BYTES))
+            probe.flush()
+    except OSError as exc:
+        return str(exc)
+    return None
+
+
 def write_atomically(path: Path, data: bytes, fsync: bool = True) -> None:
     """Write ``data`` to ``path`` so that readers see all of it or nothing.
 

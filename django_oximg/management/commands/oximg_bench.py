@@ -43,7 +43,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django_oximg import runtime
 from django_oximg.benchmarking import cache_hits, misses, page_runs, report, served
 from django_oximg.benchmarking.sources import clean_up, run_sources
-from django_oximg.progress import Progress
+from django_oximg.progress import Progress, add_progress_argument, progress_for
 
 
 class Command(BaseCommand):
@@ -76,9 +76,9 @@ class Command(BaseCommand):
         )
         parser.add_argument("--json", type=Path, help="write the results as JSON here")
         parser.add_argument("--plot", type=Path, help="write a PNG chart (needs matplotlib)")
-        parser.add_argument("--no-progress", action="store_true")
+        add_progress_argument(parser)
         parser.add_argument(
-            "--pages", action="store_true", help="measure page renders of {% thumbnail %} tags"
+            "--pages", action="store_true", help="measure page renders of {%% thumbnail %%} tags"
         )
         parser.add_argument(
             "--template", help="--pages: a template of the site (gets 'sources' in its context)"
@@ -100,10 +100,9 @@ class Command(BaseCommand):
         box = misses.parse_box(options["size"])
         threads = options["threads"] or runtime.get_thumbnailer().executor.workers
         notes: list[str] = []
-        enabled = not options["no_progress"] and self.stderr.isatty()
 
         def progress(total: int) -> Progress:
-            return Progress("oximg_bench", total, self.stderr.write, enabled)
+            return progress_for(self, "oximg_bench", total, options)
 
         sources = run_sources(options["source"], quick)
         try:
