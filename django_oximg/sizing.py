@@ -21,10 +21,11 @@ window at ``int(slack * percent / 100)`` of the scaled image, truncated, so
 a centred crop with an odd number of pixels to lose keeps the extra one on
 the right (or bottom). imgproxy's centre rounds ``(slack + 1) / 2`` instead,
 half to even, which puts the window one pixel further right or down for
-three slacks in four. With ``sizing="sorl"`` a crop by a compass word
-(``center``, ``top``, ``left``...) is asked for as a gravity anchored top
-left with sorl's offsets in pixels (``g:nowe:X:Y``), which is sorl's place
-exactly. Only what both
+three slacks in four. easy-thumbnails centres the window on its focal
+point as ``int(side * percent / 100) - int(window / 2)``. So a crop by a
+compass word (``center``, ``top``, ``left``...), and with easy-thumbnails a
+focus point, is asked for as a gravity anchored top left with the package's
+offsets in pixels (``g:nowe:X:Y``), which is its place exactly. Only what both
 packages can express is translated; a request with a ``dpr``, a crop
 region, a rotation, minimum sizes or padding of its own keeps imgproxy's
 arithmetic. Pure Python: no image is read.
@@ -76,6 +77,9 @@ def exact_size_options(
             gravity = sorl_crop_gravity(scaled, result, effective.gravity)
     else:
         result, canvas, offset = easy_size((width, height), box, crop, effective)
+        if crop and not smart:
+            scaled, target = easy_scaled((width, height), box, crop, effective.enlarge)
+            gravity = easy_crop_gravity(scaled, target, effective.gravity)
     left, top = offset
     padding = (top, canvas[0] - result[0] - left, canvas[1] - result[1] - top, left)
     exact: dict[str, Any] = {
@@ -174,8 +178,11 @@ def sorl_size(
     return result, (width, height), offset
 
 
-def easy_size(source: Size, box: Size, crop: bool, options: Options) -> tuple[Size, Size, Size]:
-    """Result, canvas and offset, as easy-thumbnails' ``scale_and_crop`` and ``background`` do."""
+def easy_scaled(source: Size, box: Size, crop: bool, enlarge: bool) -> tuple[Size, Size]:
+    """The size easy-thumbnails' ``scale_and_crop`` resizes ``source`` to, and its target.
+
+    The target is the box with a side left free derived from the scale.
+    """
     x, y = float(source[0]), float(source[1])
     target_x, target_y = box
     factors = (target_x / x, target_y / y)
@@ -184,9 +191,49 @@ def easy_size(source: Size, box: Size, crop: bool, options: Options) -> tuple[Si
         target_x = round(x * scale)
     elif not target_y:
         target_y = round(y * scale)
-    result = source
-    if scale < 1 or (scale > 1 and options.enlarge):
-        result = (max(1, round(x * scale)), max(1, round(y * scale)))
+    scaled = source
+    if scale < 1 or (scale > 1 and enlarge):
+        scaled = (max(1, round(x * scale)), max(1, round(y * scale)))
+    return scaled, (target_x, target_y)
+
+
+def easy_crop_offset(side: int, cut: int, percent: float) -> int:
+    """easy-thumbnails' crop around a focal point ``percent`` along a side, kept inside."""
+    return max(0, min(side - cut, int(side * percent / 100) - int(cut / 2)))
+
+
+def easy_crop_gravity(scaled: Size, target: Size, gravity: Gravity) -> Gravity | None:
+    """A gravity putting the window where easy-thumbnails crops it out of ``scaled``.
+
+    Its crop centres the target on a focal point (50 %, 50 % unless
+    ``target``), both halves truncated; an edge crop keeps that edge. For the
+    compass gravities (no offsets of their own) and a focus point; None for
+    the rest.
+    """
+    if gravity.type == "fp":
+        # Rounded to a billionth: 0.29 * 100 is 28.999999999999996.
+        across, down = round(gravity.x * 100, 9), round(gravity.y * 100, 9)
+    elif gravity.type in COMPASS_GRAVITIES and not (gravity.x or gravity.y):
+        across, down = 50.0, 50.0
+    else:
+        return None
+    window = (min(scaled[0], target[0]), min(scaled[1], target[1]))
+    left = easy_crop_offset(scaled[0], window[0], across)
+    top = easy_crop_offset(scaled[1], window[1], down)
+    if gravity.type in WEST_GRAVITIES:
+        left = 0
+    elif gravity.type in EAST_GRAVITIES:
+        left = scaled[0] - window[0]
+    if gravity.type in NORTH_GRAVITIES:
+        top = 0
+    elif gravity.type in SOUTH_GRAVITIES:
+        top = scaled[1] - window[1]
+    return Gravity("nowe", float(left), float(top))
+
+
+def easy_size(source: Size, box: Size, crop: bool, options: Options) -> tuple[Size, Size, Size]:
+    """Result, canvas and offset, as easy-thumbnails' ``scale_and_crop`` and ``background`` do."""
+    result, (target_x, target_y) = easy_scaled(source, box, crop, options.enlarge)
     if crop:
         result = (min(result[0], target_x), min(result[1], target_y))
     padded = options.extend and box[0] and box[1]
