@@ -1042,15 +1042,12 @@ def test_the_report_lists_every_place_that_breaks_without_sorl(
     field = advice[("project/classified/models.py", 2)]
     assert "previews go blank" in field
     assert field.endswith(
-        "replace together with the admin that previews it: "
-        "project/classified/admin.py:2, project/classified/admin.py:7"
+        "(the admin that previews it: project/classified/admin.py:2, project/classified/admin.py:7)"
     )
     for line in (2, 7):
         mixin = advice[("project/classified/admin.py", line)]
         assert mixin.startswith("django_oximg.admin.ThumbnailAdminMixin")
-        assert mixin.endswith(
-            "replace together with the field it previews: project/classified/models.py:2"
-        )
+        assert mixin.endswith("(the field it previews: project/classified/models.py:2)")
     assert (
         "django_oximg.contrib.oscar.Thumbnailer"
         in advice[("project/shop/templates/oscar/catalogue/product.html", 3)]
@@ -1124,13 +1121,15 @@ def test_a_field_and_its_admin_are_paired_app_by_app() -> None:
     easy_widget = finding(
         "shop/admin.py", 9, "easy_thumbnails.widgets.ImageClearableFileInput", EASY
     )
-    result = migration_scan.paired([field, mixin, elsewhere, easy_field, easy_widget])
-    assert [f.advice.rpartition("; ")[2] for f in result] == [
-        "replace together with the admin that previews it: shop/admin.py:2",
-        "replace together with the field it previews: shop/models/product.py:3",
-        elsewhere.advice.rpartition("; ")[2],  # another app: no pair
-        "replace together with the admin that previews it: shop/admin.py:9",
-        "replace together with the field it previews: shop/models.py:5",
+    findings = [field, mixin, elsewhere, easy_field, easy_widget]
+    result = migration_scan.paired(findings)
+    added = [f.advice.removeprefix(b.advice) for f, b in zip(result, findings, strict=True)]
+    assert added == [
+        " (the admin that previews it: shop/admin.py:2)",
+        " (the field it previews: shop/models/product.py:3)",
+        "",  # another app: no pair
+        " (the admin that previews it: shop/admin.py:9)",
+        " (the field it previews: shop/models.py:5)",
     ]
     assert result[2] == elsewhere
 

@@ -70,6 +70,6 @@ def paired(findings: list[Finding]) -> list[Finding]:
             ):
                 where = places(finding for _, finding in others)
                 for index, finding in group:
-                    advice = f"{finding.advice}; replace together with {what}: {where}"
+                    advice = f"{finding.advice} ({what}: {where})"
                     changed[index] = dataclasses.replace(finding, advice=advice)
     return [changed.get(index, finding) for index, finding in enumerate(findings)]

@@ -57,20 +57,20 @@ _SERVED_BY_THE_VIEW = _edit(
 )
 _DJANGO_IMAGE_FIELD = _edit(
     'Django\'s own ImageField (same column); purge_on_change(Model, "field") drops '
-    "the results with the file. Replace sorl's AdminImageMixin with it: that mixin "
-    "previews only sorl's ImageField, so the admin's previews go blank without a word; "
-    "django_oximg.admin.ThumbnailAdminMixin previews Django's"
+    "the results with the file. An admin with sorl's AdminImageMixin needs "
+    "django_oximg.admin.ThumbnailAdminMixin in the same change: that mixin previews "
+    "only sorl's ImageField, so its previews go blank without a word"
 )
 _SORL_ADMIN_MIXIN = _edit(
-    "django_oximg.admin.ThumbnailAdminMixin: it previews Django's own ImageField, "
-    "where this mixin previews only sorl's ImageField (its previews go blank when the "
-    "field is replaced): replace the two together"
+    "django_oximg.admin.ThumbnailAdminMixin, which previews Django's own ImageField: "
+    "this mixin previews only sorl's, so its previews go blank without a word once the "
+    "field is Django's; replace the two in one change"
 )
 _EASY_WIDGET = _edit(
     "django_oximg.widgets.ThumbnailFileWidget (in the admin, "
     "django_oximg.admin.ThumbnailAdminMixin, which previews every ImageField); "
     "formfield_overrides keyed by ThumbnailerImageField stop matching once the field "
-    "is Django's, and the previews go blank: replace the two together"
+    "is Django's, and the previews go blank: replace the two in one change"
 )
 
 
