@@ -14,7 +14,18 @@ ways:
 So the tag computes the package's size from the source's header and asks
 for exactly that: ``rs:force:W:H`` for a fit (which is what the packages do:
 they resize to the rounded size), ``rs:fill:W:H`` for a crop, and
-``padding`` where the package pads, placed as it places it. Only what both
+``padding`` where the package pads, placed as it places it.
+
+sorl-thumbnail also places a crop its own way: its ``parse_crop`` puts the
+window at ``int(slack * percent / 100)`` of the scaled image, truncated, so
+a centred crop with an odd number of pixels to lose keeps the extra one on
+the right (or bottom). imgproxy's centre rounds ``(slack + 1) / 2`` instead,
+half to even, which puts the window one pixel further right or down for
+three slacks in four. easy-thumbnails centres the window on its focal
+point as ``int(side * percent / 100) - int(window / 2)``. So a crop by a
+compass word (``center``, ``top``, ``left``...), and with easy-thumbnails a
+focus point, is asked for as a gravity anchored top left with the package's
+offsets in pixels (``g:nowe:X:Y``), which is its place exactly. Only what both
 packages can express is translated; a request with a ``dpr``, a crop
 region, a rotation, minimum sizes or padding of its own keeps imgproxy's
 arithmetic. Pure Python: no image is read.
@@ -25,11 +36,20 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from django_oximg.core.options import Options
-from django_oximg.core.options.geometry import QUARTER_TURN_ORIENTATIONS
+from django_oximg.core.options import Gravity, Options
+from django_oximg.core.options.geometry import (
+    EAST_GRAVITIES,
+    NORTH_GRAVITIES,
+    QUARTER_TURN_ORIENTATIONS,
+    SOUTH_GRAVITIES,
+    WEST_GRAVITIES,
+)
 
 #: (width, height)
 Size = tuple[int, int]
+
+#: The gravities sorl-thumbnail's crop words name: its "left top", "center", "bottom"...
+COMPASS_GRAVITIES = frozenset({"ce", "no", "so", "ea", "we", "noea", "nowe", "soea", "sowe"})
 
 
 def exact_size_options(
@@ -49,13 +69,20 @@ def exact_size_options(
     crop = effective.resizing_type == "fill"
     smart = crop and effective.gravity.type == "sm"
     box = (effective.width, effective.height)
+    gravity = None
     if sizing == "sorl":
         result, canvas, offset = sorl_size((width, height), box, crop, smart, effective)
+        if crop and not smart:
+            scaled = sorl_scaled((width, height), box, crop, effective.enlarge)
+            gravity = sorl_crop_gravity(scaled, result, effective.gravity)
     else:
         result, canvas, offset = easy_size((width, height), box, crop, effective)
+        if crop and not smart:
+            scaled, target = easy_scaled((width, height), box, crop, effective.enlarge)
+            gravity = easy_crop_gravity(scaled, target, effective.gravity)
     left, top = offset
     padding = (top, canvas[0] - result[0] - left, canvas[1] - result[1] - top, left)
-    return {
+    exact: dict[str, Any] = {
         "resizing_type": "fill" if crop else "force",
         "width": result[0],
         "height": result[1],
@@ -63,6 +90,9 @@ def exact_size_options(
         "extend": False,
         "padding": padding,
     }
+    if gravity is not None:
+        exact["gravity"] = gravity
+    return exact
 
 
 def translatable(options: Options) -> bool:
@@ -84,6 +114,45 @@ def sorl_round(number: float) -> int:
     return round(number) if number > 1 else math.ceil(number)
 
 
+def sorl_box(source: Size, box: Size) -> Size:
+    """sorl-thumbnail's ``parse_geometry``: a side left free is derived from the ratio."""
+    ratio = source[0] / source[1]
+    return box[0] or sorl_round(box[1] * ratio), box[1] or sorl_round(box[0] / ratio)
+
+
+def sorl_scaled(source: Size, box: Size, crop: bool, enlarge: bool) -> Size:
+    """The size sorl-thumbnail's ``scale`` resizes ``source`` to, before any crop."""
+    x, y = float(source[0]), float(source[1])
+    width, height = sorl_box(source, box)
+    factors = (width / x, height / y)
+    factor = max(factors) if crop else min(factors)
+    if factor < 1 or enlarge:
+        return sorl_round(x * factor), sorl_round(y * factor)
+    return source
+
+
+def sorl_crop_offset(slack: int, percent: int) -> int:
+    """sorl-thumbnail's ``parse_crop``: ``percent`` of the pixels to lose, truncated."""
+    return int(max(0, min(slack * percent / 100.0, slack)))
+
+
+def sorl_crop_gravity(scaled: Size, window: Size, gravity: Gravity) -> Gravity | None:
+    """A gravity putting ``window`` where sorl-thumbnail crops it out of ``scaled``.
+
+    For the compass gravities its crop words give (no offsets of their own);
+    None for the rest (a focus point, a smart crop), which keep imgproxy's
+    placement. Offsets from the top-left corner say sorl's place exactly
+    (0 stays 0: a gravity offset below 1 is a fraction of the image).
+    """
+    if gravity.type not in COMPASS_GRAVITIES or gravity.x or gravity.y:
+        return None
+    across = 0 if gravity.type in WEST_GRAVITIES else 100 if gravity.type in EAST_GRAVITIES else 50
+    down = 0 if gravity.type in NORTH_GRAVITIES else 100 if gravity.type in SOUTH_GRAVITIES else 50
+    left = sorl_crop_offset(scaled[0] - window[0], across)
+    top = sorl_crop_offset(scaled[1] - window[1], down)
+    return Gravity("nowe", float(left), float(top))
+
+
 def sorl_size(
     source: Size, box: Size, crop: bool, smart: bool, options: Options
 ) -> tuple[Size, Size, Size]:
@@ -92,15 +161,8 @@ def sorl_size(
     Its ``parse_geometry`` with the ratio, ``scale``, ``crop`` (and
     ``_entropy_crop`` for smart) and ``padding``.
     """
-    x, y = float(source[0]), float(source[1])
-    ratio = x / y
-    width = box[0] or sorl_round(box[1] * ratio)
-    height = box[1] or sorl_round(box[0] / ratio)
-    factors = (width / x, height / y)
-    factor = max(factors) if crop else min(factors)
-    scaled = source
-    if factor < 1 or options.enlarge:
-        scaled = (sorl_round(x * factor), sorl_round(y * factor))
+    width, height = sorl_box(source, box)
+    scaled = sorl_scaled(source, box, crop, options.enlarge)
     result = scaled
     if smart:
         wanted = width / height
@@ -116,8 +178,11 @@ def sorl_size(
     return result, (width, height), offset
 
 
-def easy_size(source: Size, box: Size, crop: bool, options: Options) -> tuple[Size, Size, Size]:
-    """Result, canvas and offset, as easy-thumbnails' ``scale_and_crop`` and ``background`` do."""
+def easy_scaled(source: Size, box: Size, crop: bool, enlarge: bool) -> tuple[Size, Size]:
+    """The size easy-thumbnails' ``scale_and_crop`` resizes ``source`` to, and its target.
+
+    The target is the box with a side left free derived from the scale.
+    """
     x, y = float(source[0]), float(source[1])
     target_x, target_y = box
     factors = (target_x / x, target_y / y)
@@ -126,9 +191,49 @@ def easy_size(source: Size, box: Size, crop: bool, options: Options) -> tuple[Si
         target_x = round(x * scale)
     elif not target_y:
         target_y = round(y * scale)
-    result = source
-    if scale < 1 or (scale > 1 and options.enlarge):
-        result = (max(1, round(x * scale)), max(1, round(y * scale)))
+    scaled = source
+    if scale < 1 or (scale > 1 and enlarge):
+        scaled = (max(1, round(x * scale)), max(1, round(y * scale)))
+    return scaled, (target_x, target_y)
+
+
+def easy_crop_offset(side: int, cut: int, percent: float) -> int:
+    """easy-thumbnails' crop around a focal point ``percent`` along a side, kept inside."""
+    return max(0, min(side - cut, int(side * percent / 100) - int(cut / 2)))
+
+
+def easy_crop_gravity(scaled: Size, target: Size, gravity: Gravity) -> Gravity | None:
+    """A gravity putting the window where easy-thumbnails crops it out of ``scaled``.
+
+    Its crop centres the target on a focal point (50 %, 50 % unless
+    ``target``), both halves truncated; an edge crop keeps that edge. For the
+    compass gravities (no offsets of their own) and a focus point; None for
+    the rest.
+    """
+    if gravity.type == "fp":
+        # Rounded to a billionth: 0.29 * 100 is 28.999999999999996.
+        across, down = round(gravity.x * 100, 9), round(gravity.y * 100, 9)
+    elif gravity.type in COMPASS_GRAVITIES and not (gravity.x or gravity.y):
+        across, down = 50.0, 50.0
+    else:
+        return None
+    window = (min(scaled[0], target[0]), min(scaled[1], target[1]))
+    left = easy_crop_offset(scaled[0], window[0], across)
+    top = easy_crop_offset(scaled[1], window[1], down)
+    if gravity.type in WEST_GRAVITIES:
+        left = 0
+    elif gravity.type in EAST_GRAVITIES:
+        left = scaled[0] - window[0]
+    if gravity.type in NORTH_GRAVITIES:
+        top = 0
+    elif gravity.type in SOUTH_GRAVITIES:
+        top = scaled[1] - window[1]
+    return Gravity("nowe", float(left), float(top))
+
+
+def easy_size(source: Size, box: Size, crop: bool, options: Options) -> tuple[Size, Size, Size]:
+    """Result, canvas and offset, as easy-thumbnails' ``scale_and_crop`` and ``background`` do."""
+    result, (target_x, target_y) = easy_scaled(source, box, crop, options.enlarge)
     if crop:
         result = (min(result[0], target_x), min(result[1], target_y))
     padded = options.extend and box[0] and box[1]

@@ -18,6 +18,7 @@ import inspect
 import io
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -200,13 +201,15 @@ SORL_PYTHON_ROWS: dict[str, list[Row]] = {
         ("shop/views.py", 15, EDIT, "delete(product.image)", "purge_source(product.image.name)"),
     ],
     "shop/migrations/0001_initial.py": [
+        # Both fail a fresh migrate once sorl-thumbnail is uninstalled.
+        ("shop/migrations/0001_initial.py", 1, EDIT, "import sorl.thumbnail.fields", ""),
         (
             "shop/migrations/0001_initial.py",
             15,
             EDIT,
             "sorl.thumbnail.fields.ImageField",
             "models.ImageField",
-        )
+        ),
     ],
     "settings.py": [
         ("settings.py", 3, EDIT, '"sorl.thumbnail"', '"django_oximg"'),
@@ -618,7 +621,7 @@ def test_a_python_megabyte_line_is_scanned() -> None:
     references = 40_000
     text = "import sorl.thumbnail\nx = [" + "sorl.thumbnail.delete, " * references + "]\n"
     assert len(text) > 900_000
-    findings = scan_python("many.py", text)
+    findings = scan_python("many.py", text)[1:]  # after the import's
     assert len(findings) == references
     assert {(f.line, f.code, f.replacement) for f in findings} == {
         (2, "sorl.thumbnail.delete", "purge_source")
@@ -683,8 +686,8 @@ def test_command_reads_the_given_paths_as_text(monkeypatch: pytest.MonkeyPatch) 
     # The four templates and the four Python files, as pinned above.
     pinned = [*SORL_TEMPLATE_ROWS.values(), *SORL_PYTHON_ROWS.values()]
     verdicts = [row[2] for found in pinned for row in found]
-    assert (len(verdicts), verdicts.count(UNCHANGED), verdicts.count(UNSUPPORTED)) == (32, 11, 2)
-    assert output.endswith("32 places: 11 unchanged, 19 to edit, 2 unsupported\n")
+    assert (len(verdicts), verdicts.count(UNCHANGED), verdicts.count(UNSUPPORTED)) == (33, 11, 2)
+    assert output.endswith("33 places: 11 unchanged, 20 to edit, 2 unsupported\n")
     assert "shop/templates/shop/avatar.html:7: edit (sorl-thumbnail)\n" in output
 
 
@@ -707,7 +710,10 @@ def test_command_json(monkeypatch: pytest.MonkeyPatch) -> None:
         "code": "from easy_thumbnails.fields import ThumbnailerImageField",
         "verdict": EDIT,
         "replacement": "from django.db.models import ImageField",
-        "advice": "Django's own ImageField (same column: a migration that only changes the class)",
+        "advice": "Django's own ImageField (same column: a migration that only changes the "
+        "class). An admin that previews it through formfield_overrides keyed by "
+        "ThumbnailerImageField goes blank without a word: django_oximg.admin.ThumbnailAdminMixin "
+        "previews Django's",
     }
 
 
@@ -905,3 +911,233 @@ def test_command_reads_files_as_python_and_django_decode_them(project: Path) -> 
     assert "project/bom.py:1: edit (sorl-thumbnail)\n    " + SORL_IMPORT in report
     assert "project/latin.py:3: edit (sorl-thumbnail)\n    " + SORL_IMPORT in report
     assert report.endswith("6 places: 2 unchanged, 4 to edit, 0 unsupported\n")
+
+
+# -- every place that breaks once the library is uninstalled -----------------------------
+
+#: A project built like a published sorl-thumbnail app with a django-oscar shop: an
+#: admin.py saved with a byte-order mark, a historical migration importing sorl's
+#: field, templates with sorl's and Oscar's tags, OSCAR_THUMBNAILER, a broken module.
+BREAKING_PROJECT = {
+    "settings.py": (
+        "INSTALLED_APPS = [\n"
+        '    "django.contrib.admin",\n'
+        '    "oscar.config.Shop",\n'
+        '    "sorl.thumbnail",\n'
+        '    "classified",\n'
+        "]\n"
+        'OSCAR_THUMBNAILER = "oscar.core.thumbnails.SorlThumbnail"\n'
+    ),
+    "classified/__init__.py": "",
+    "classified/admin.py": (
+        "\ufefffrom django.contrib import admin\n"
+        "from sorl.thumbnail.admin import AdminImageMixin\n"
+        "\n"
+        "from .models import Image\n"
+        "\n"
+        "\n"
+        "class ImageInline(AdminImageMixin, admin.StackedInline):\n"
+        "    model = Image\n"
+    ),
+    "classified/models.py": (
+        "from django.db import models\n"
+        "from sorl.thumbnail import ImageField\n"
+        "\n"
+        "\n"
+        "class Image(models.Model):\n"
+        '    file = ImageField(upload_to="images")\n'
+    ),
+    "classified/migrations/__init__.py": "",
+    "classified/migrations/0001_initial.py": (
+        "from django.db import migrations, models\n"
+        "import sorl.thumbnail.fields\n"
+        "\n"
+        "\n"
+        "class Migration(migrations.Migration):\n"
+        "    operations = [\n"
+        "        migrations.CreateModel(\n"
+        '            name="Image",\n'
+        "            fields=[\n"
+        '                ("file", sorl.thumbnail.fields.ImageField(upload_to="images")),\n'
+        "            ],\n"
+        "        ),\n"
+        "    ]\n"
+    ),
+    "classified/legacy.py": "from sorl.thumbnail import get_thumbnail\ndef (\n",
+    "classified/templates/classified/item.html": (
+        "{% load thumbnail %}\n"
+        '{% thumbnail image.file "200x200" crop="center" as im %}\n'
+        '  <img src="{{ im.url }}" width="{{ im.width }}">\n'
+        "{% endthumbnail %}\n"
+    ),
+    "shop/templates/oscar/catalogue/product.html": (
+        "{% extends 'oscar/layout.html' %}\n"
+        "{% load image_tags %}\n"
+        '{% oscar_thumbnail product.primary_image.original "x155" upscale=False as thumb %}\n'
+        '<img src="{{ thumb.url }}" alt="">\n'
+    ),
+}
+
+#: Where it breaks without sorl-thumbnail: path, line, verdict, code, replacement.
+BREAKING_PLACES = [
+    ("project/classified/admin.py", 2, EDIT, "from sorl.thumbnail.admin import AdminImageMixin",
+     "from django_oximg.admin import ThumbnailAdminMixin"),
+    ("project/classified/admin.py", 7, EDIT, "AdminImageMixin", "ThumbnailAdminMixin"),
+    ("project/classified/migrations/0001_initial.py", 2, EDIT, "import sorl.thumbnail.fields", ""),
+    ("project/classified/migrations/0001_initial.py", 10, EDIT,
+     "sorl.thumbnail.fields.ImageField", "models.ImageField"),
+    ("project/classified/models.py", 2, EDIT, "from sorl.thumbnail import ImageField",
+     "from django.db.models import ImageField"),
+    ("project/classified/templates/classified/item.html", 1, EDIT, "{% load thumbnail %}",
+     "{% load oximg %}"),
+    ("project/classified/templates/classified/item.html", 2, UNCHANGED,
+     '{% thumbnail image.file "200x200" crop="center" as im %}', ""),
+    ("project/settings.py", 4, EDIT, '"sorl.thumbnail"', '"django_oximg"'),
+    ("project/settings.py", 7, EDIT, 'OSCAR_THUMBNAILER = "oscar.core.thumbnails.SorlThumbnail"',
+     'OSCAR_THUMBNAILER = "django_oximg.contrib.oscar.Thumbnailer"'),
+    ("project/shop/templates/oscar/catalogue/product.html", 3, UNCHANGED,
+     '{% oscar_thumbnail product.primary_image.original "x155" upscale=False as thumb %}', ""),
+]  # fmt: skip
+
+#: Lines that name sorl-thumbnail or use a tag or setting that renders through it.
+BREAKS_WITHOUT_SORL = re.compile(r"sorl|{% ?thumbnail|oscar_thumbnail|OSCAR_THUMBNAILER|ImageMixin")
+
+
+def test_the_report_lists_every_place_that_breaks_without_sorl(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for relative, text in BREAKING_PROJECT.items():
+        path = tmp_path / "project" / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode())
+    assert (tmp_path / "project/classified/admin.py").read_bytes().startswith(codecs.BOM_UTF8)
+    output, error = scanned("--path", "project", "--format", "json")
+    assert error == "1 file could not be scanned"
+    report = json.loads(output)
+    found = [
+        (f["path"], f["line"], f["verdict"], f["code"], f["replacement"])
+        for f in report["findings"]
+    ]
+    assert found == BREAKING_PLACES
+    assert report["not_scanned"] == [
+        {
+            "path": "project/classified/legacy.py",
+            "reason": "not valid Python: invalid syntax (line 2)",
+        }
+    ]
+    # Checked another way: every line that names sorl or one of the tags is a finding,
+    # or is in the file that could not be scanned.
+    reported = {(f["path"], f["line"]) for f in report["findings"]}
+    for relative, text in BREAKING_PROJECT.items():
+        for number, line in enumerate(text.splitlines(), 1):
+            if BREAKS_WITHOUT_SORL.search(line) and relative != "classified/legacy.py":
+                assert (f"project/{relative}", number) in reported, line
+    advice = {(f["path"], f["line"]): f["advice"] for f in report["findings"]}
+    # The migration says how to stop importing sorl, Django's way.
+    migration = advice[("project/classified/migrations/0001_initial.py", 2)]
+    assert "a fresh migrate fails (No module named 'sorl')" in migration
+    assert "models.ImageField" in migration and "squashmigrations" in migration
+    # The field and the admin mixin are one change, and say where the other is.
+    field = advice[("project/classified/models.py", 2)]
+    assert "previews go blank" in field
+    assert field.endswith(
+        "(the admin that previews it: project/classified/admin.py:2, project/classified/admin.py:7)"
+    )
+    for line in (2, 7):
+        mixin = advice[("project/classified/admin.py", line)]
+        assert mixin.startswith("django_oximg.admin.ThumbnailAdminMixin")
+        assert mixin.endswith("(the field it previews: project/classified/models.py:2)")
+    assert (
+        "django_oximg.contrib.oscar.Thumbnailer"
+        in advice[("project/shop/templates/oscar/catalogue/product.html", 3)]
+    )
+    text, _ = scanned("--path", "project")
+    assert "1 file not scanned:\n    project/classified/legacy.py: not valid Python" in text
+
+
+def test_imports_in_historical_migrations_say_how_to_stop_needing_the_library() -> None:
+    migration = (
+        "import easy_thumbnails.fields\n"
+        "from easy_thumbnails.fields import ThumbnailerField\n"
+        "x = easy_thumbnails.fields.ThumbnailerImageField(upload_to='a')\n"
+        "y = easy_thumbnails.fields.ThumbnailerField(upload_to='b')\n"
+    )
+    findings = scan_python("profiles/migrations/0002_photo.py", migration, EASY)
+    assert [(f.line, f.features, f.replacement) for f in findings] == [
+        (1, ("import in a migration",), ""),
+        (2, ("import in a migration",), ""),
+        (3, ("field in a migration",), "models.ImageField"),
+        (4, ("field in a migration",), "models.FileField"),
+    ]
+    assert "No module named 'easy_thumbnails'" in findings[0].advice
+    assert "makemigrations --check" in findings[2].advice
+    # The same import outside a migration fails too, with the other advice.
+    [outside] = scan_python("profiles/utils.py", "import easy_thumbnails.files\n", EASY)
+    assert (outside.verdict, outside.features) == (EDIT, ("import",))
+    assert "No module named 'easy_thumbnails'" in outside.advice
+
+
+def test_oscar_tag_and_thumbnailer_setting_are_found() -> None:
+    oscar_only = '{% load i18n image_tags %}\n{% oscar_thumbnail img "100x100" %}\n'
+    [tag] = scan_template("p.html", oscar_only)
+    assert (tag.library, tag.line, tag.verdict) == ("django-oscar", 2, UNCHANGED)
+    both = '{% load image_tags thumbnail %}{% oscar_thumbnail a "1" %}{% thumbnail b "2" %}'
+    assert [f.features[0] for f in scan_template("p.html", both)] == [
+        "{% load thumbnail %}",
+        "{% oscar_thumbnail %}",
+        "geometry",
+    ]
+    # Another library's tag of that name is not Oscar's.
+    assert scan_template("p.html", '{% load shop_tags %}{% oscar_thumbnail a "1" %}') == []
+
+    apps = 'INSTALLED_APPS = ["oscar.config.Shop", "oscar.apps.catalogue"]\n'
+    [default] = scan_python("settings.py", apps)
+    assert (default.library, default.line, default.code) == (
+        "django-oscar",
+        1,
+        '"oscar.config.Shop"',
+    )
+    assert default.replacement == 'OSCAR_THUMBNAILER = "django_oximg.contrib.oscar.Thumbnailer"'
+    easy = 'OSCAR_THUMBNAILER = "oscar.core.thumbnails.EasyThumbnails"\n'
+    [setting] = scan_python("settings.py", apps + easy)
+    assert (setting.line, setting.verdict, setting.replacement) == (
+        2,
+        EDIT,
+        'OSCAR_THUMBNAILER = "django_oximg.contrib.oscar.Thumbnailer"',
+    )
+    done = 'OSCAR_THUMBNAILER = "django_oximg.contrib.oscar.Thumbnailer"\n'
+    assert scan_python("settings.py", apps + done) == []
+
+
+def test_a_field_and_its_admin_are_paired_app_by_app() -> None:
+    def finding(path: str, line: int, feature: str, library: str = SORL) -> Finding:
+        return judged(path, line, library, (feature,), "code")
+
+    field = finding("shop/models/product.py", 3, "sorl.thumbnail.ImageField")
+    mixin = finding("shop/admin.py", 2, "sorl.thumbnail.admin.AdminImageMixin")
+    elsewhere = finding("blog/admin.py", 2, "sorl.thumbnail.admin.AdminImageMixin")
+    easy_field = finding("shop/models.py", 5, "easy_thumbnails.fields.ThumbnailerImageField", EASY)
+    easy_widget = finding(
+        "shop/admin.py", 9, "easy_thumbnails.widgets.ImageClearableFileInput", EASY
+    )
+    findings = [field, mixin, elsewhere, easy_field, easy_widget]
+    result = migration_scan.paired(findings)
+    added = [f.advice.removeprefix(b.advice) for f, b in zip(result, findings, strict=True)]
+    assert added == [
+        " (the admin that previews it: shop/admin.py:2)",
+        " (the field it previews: shop/models/product.py:3)",
+        "",  # another app: no pair
+        " (the admin that previews it: shop/admin.py:9)",
+        " (the field it previews: shop/models.py:5)",
+    ]
+    assert result[2] == elsewhere
+
+
+def test_command_does_not_scan_a_python_file_holding_nul_bytes(project: Path) -> None:
+    (project / "compiled.py").write_bytes(b"import sorl.thumbnail\0\n")
+    report, error = scanned("--path", "project")
+    assert error == "1 file could not be scanned"
+    assert report.endswith(
+        "1 file not scanned:\n    project/compiled.py: not text: it holds NUL bytes\n"
+    )

@@ -787,6 +787,19 @@ def test_sizing_chooses_whose_rounding(
     assert served_size(thumbnail) == size
 
 
+@pytest.mark.parametrize(("sizing", "first_column"), [("sorl", 0), ("imgproxy", 1)])
+def test_sorl_sizing_cuts_a_centre_crop_where_sorl_cuts(
+    media: Path, sizing: str, first_column: int
+) -> None:
+    """One pixel to cut from 101: sorl keeps column 0 (int(0.5)), imgproxy's centre drops it."""
+    columns = pyvips.Image.xyz(101, 50)[0].cast("uchar")  # each pixel's value is its column
+    (media / "photos" / "columns.png").write_bytes(columns.pngsave_buffer())
+    thumbnail = get_thumbnail("photos/columns.png", "100x50", crop="center", sizing=sizing)
+    _, image = served(thumbnail.url)
+    assert (image.width, image.height) == (100, 50)
+    assert [image(x, 25)[0] for x in (0, 99)] == [first_column, first_column + 99]
+
+
 @pytest.mark.parametrize(
     ("factor", "size"), [("2x", (200, 150)), ("1.5x", (150, 113)), (3, (300, 225))]
 )

@@ -1,5 +1,9 @@
 """What moving from sorl-thumbnail or easy-thumbnails to django-oximg takes, place by place.
 
+Every place that breaks once the library is uninstalled is a finding: the
+tags, filters and settings, every import (historical migrations included)
+and django-oscar's tag and ``OSCAR_THUMBNAILER``.
+
 ``manage.py oximg_migration_scan`` finds a project's templates and Python
 files; this package reads them. Its scanners are pure functions over text
 and it imports no Django, so its rules can be read and tested alone;
@@ -27,8 +31,9 @@ The modules, one job each: ``findings`` (the verdicts and a finding),
 ``support`` (the table, and a finding's verdict and advice from it),
 ``options`` (sorl's and easy-thumbnails' options as django-oximg's keywords
 and presets), ``templates`` and ``python`` (the two scanners), ``report``
-(text and JSON) and ``files`` (the regular files inside a directory, read
-without blocking or leaving it).
+(text and JSON), ``pairs`` (the replacements that only work together, across
+files: a model field and the admin that previews it) and ``files`` (the
+regular files inside a directory, read without blocking or leaving it).
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from django_oximg.migration_scan.findings import (
     Rule,
     ScanError,
 )
+from django_oximg.migration_scan.pairs import paired
 from django_oximg.migration_scan.python import scan_python
 from django_oximg.migration_scan.report import json_report, summary, text_report
 from django_oximg.migration_scan.support import SUPPORT, rule
@@ -63,6 +69,7 @@ __all__ = [
     "Rule",
     "ScanError",
     "json_report",
+    "paired",
     "rule",
     "scan_python",
     "scan_template",

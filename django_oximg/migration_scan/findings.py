@@ -12,6 +12,10 @@ from dataclasses import dataclass
 
 SORL = "sorl-thumbnail"
 EASY = "easy-thumbnails"
+#: django-oscar's {% oscar_thumbnail %} and OSCAR_THUMBNAILER, on either library.
+OSCAR = "django-oscar"
+#: What django-oscar's OSCAR_THUMBNAILER names to render through django-oximg.
+OSCAR_THUMBNAILER = "django_oximg.contrib.oscar.Thumbnailer"
 
 UNCHANGED = "unchanged"
 EDIT = "edit"

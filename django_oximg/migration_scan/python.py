@@ -4,16 +4,32 @@ It walks a module's syntax tree (``ast``, so nothing is imported or run),
 follows the names the module binds to either library, and writes each
 import, reference, ``get_thumbnail()``/``get_thumbnailer()`` call,
 ``THUMBNAIL_*`` setting and ``INSTALLED_APPS`` entry as a finding.
+
+Every import of either library is a finding, since each one fails once the
+library is uninstalled. In a historical migration (a module in a
+``migrations`` directory) the imports and the model fields get the advice
+for migrations: the migration must stop naming the library's field, or a
+fresh ``migrate`` fails. django-oscar's ``OSCAR_THUMBNAILER``, and an Oscar
+``INSTALLED_APPS`` without it (Oscar then uses sorl-thumbnail), are findings
+too.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from pathlib import PurePath
 from typing import Any
 
 from django_oximg.core.options import FORMAT_NAMES
-from django_oximg.migration_scan.findings import EASY, SORL, Finding, ScanError
+from django_oximg.migration_scan.findings import (
+    EASY,
+    OSCAR,
+    OSCAR_THUMBNAILER,
+    SORL,
+    Finding,
+    ScanError,
+)
 from django_oximg.migration_scan.options import (
     VARIABLE,
     Part,
@@ -64,6 +80,20 @@ LINE_END = re.compile(r"\r\n|\r|\n")
 #: Each library's package, which is also its INSTALLED_APPS entry.
 PYTHON_PREFIXES = {"sorl.thumbnail": SORL, "easy_thumbnails": EASY}
 GET_THUMBNAILER = "easy_thumbnails.files.get_thumbnailer"
+#: The model fields' replacements, as a migration (which imports ``models``) writes them.
+MIGRATION_FIELDS = {"ImageField": "models.ImageField", "FileField": "models.FileField"}
+#: The directory Django keeps an app's migrations in.
+MIGRATIONS = "migrations"
+
+
+def is_migration(path: str) -> bool:
+    """Whether ``path`` is a module in an app's ``migrations`` directory."""
+    return MIGRATIONS in PurePath(path).parts[:-1]
+
+
+def is_oscar_app(name: object) -> bool:
+    """Whether an ``INSTALLED_APPS`` entry is django-oscar's (``"oscar.config.Shop"``...)."""
+    return isinstance(name, str) and (name == "oscar" or name.startswith("oscar."))
 
 
 def python_value(value: Any) -> str:
@@ -122,6 +152,7 @@ def scan_python(path: str, text: str, default_library: str = SORL) -> list[Findi
         scanner.visit(tree)
     except RecursionError as exc:
         raise ScanError("nested too deeply to scan") from exc
+    scanner.finish()
     return sorted(scanner.findings, key=lambda finding: finding.line)
 
 
@@ -170,6 +201,7 @@ class _Source:
 class _PythonScanner(ast.NodeVisitor):
     def __init__(self, path: str, text: str, settings_library: str) -> None:
         self.path = path
+        self.migration = is_migration(path)
         self.source = _Source(text)
         self.settings_library = settings_library
         #: Local names bound to sorl/easy objects: name -> dotted name.
@@ -177,6 +209,16 @@ class _PythonScanner(ast.NodeVisitor):
         self.findings: list[Finding] = []
         #: get_thumbnailer() calls already reported as part of a larger expression.
         self.seen: set[ast.Call] = set()
+        #: The first Oscar entry of INSTALLED_APPS, and whether OSCAR_THUMBNAILER is set.
+        self.oscar_app: ast.Constant | None = None
+        self.oscar_thumbnailer = False
+
+    def finish(self) -> None:
+        """Findings about the module as a whole: Oscar installed with sorl-thumbnail's default."""
+        if self.oscar_app is not None and not self.oscar_thumbnailer:
+            replacement = f'OSCAR_THUMBNAILER = "{OSCAR_THUMBNAILER}"'
+            node = self.oscar_app
+            self.add(node, OSCAR, "oscar in INSTALLED_APPS", self.segment(node), replacement)
 
     def segment(self, node: ast.AST) -> str:
         return self.source.segment(node)
@@ -202,6 +244,12 @@ class _PythonScanner(ast.NodeVisitor):
         library = python_library(module)
         if library is None or node.level:
             return
+        code = self.segment(node).splitlines()[0]
+        if self.migration:
+            for alias in node.names:
+                self.names[alias.asname or alias.name] = f"{module}.{alias.name}"
+            self.add(node, library, "import in a migration", code)
+            return
         for alias in node.names:
             dotted = f"{module}.{alias.name}"
             self.names[alias.asname or alias.name] = dotted
@@ -210,13 +258,34 @@ class _PythonScanner(ast.NodeVisitor):
             replacement = OXIMG_IMPORTS[new] if new else ""
             if new and alias.asname:
                 replacement += f" as {alias.asname}"
-            self.add(node, library, feature, self.segment(node).splitlines()[0], replacement)
+            self.add(node, library, feature, code, replacement)
 
     def visit_Import(self, node: ast.Import) -> None:
+        """``import sorl.thumbnail.fields``: a finding, and the name it binds followed."""
         for alias in node.names:
-            if python_library(alias.name):
+            library = python_library(alias.name)
+            if library:
                 root = alias.asname or alias.name.split(".")[0]
                 self.names[root] = alias.name if alias.asname else root
+                feature = "import in a migration" if self.migration else "import"
+                self.add(node, library, feature, self.segment(node).splitlines()[0])
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        """A base imported under a name django-oximg's replacement does not have.
+
+        ``class ImageInline(AdminImageMixin, admin.StackedInline)`` must name
+        ``ThumbnailAdminMixin`` once the import does.
+        """
+        for base in node.bases:
+            if not isinstance(base, ast.Name) or base.id not in self.names:
+                continue
+            dotted = self.names[base.id]
+            new = PYTHON_REPLACEMENTS.get(dotted)
+            library = python_library(dotted)
+            if new and library and base.id != new and base.id == dotted.split(".")[-1]:
+                feature = _name_feature(library, dotted)
+                self.add(base, library, feature, self.segment(base), new)
+        self.generic_visit(node)
 
     # references, calls
 
@@ -237,9 +306,9 @@ class _PythonScanner(ast.NodeVisitor):
             return
         feature = _name_feature(library, dotted)
         new = PYTHON_REPLACEMENTS.get(dotted, "")
-        replacement = {"ImageField": "models.ImageField", "FileField": "models.FileField"}.get(
-            new, new
-        )
+        replacement = MIGRATION_FIELDS.get(new, new)
+        if self.migration and new in MIGRATION_FIELDS:
+            feature = "field in a migration"
         self.add(node, library, feature, self.segment(node), replacement)
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -335,6 +404,13 @@ class _PythonScanner(ast.NodeVisitor):
         if name == "INSTALLED_APPS":
             self.installed_apps(value)
             return
+        if name == "OSCAR_THUMBNAILER":
+            self.oscar_thumbnailer = True
+            if _python_value(value) != OSCAR_THUMBNAILER:
+                code = self.segment(node).splitlines()[0]
+                replacement = f'OSCAR_THUMBNAILER = "{OSCAR_THUMBNAILER}"'
+                self.add(node, OSCAR, name, code, replacement)
+            return
         if not name.startswith("THUMBNAIL_"):
             return
         other = EASY if self.settings_library == SORL else SORL
@@ -374,6 +450,12 @@ class _PythonScanner(ast.NodeVisitor):
             if isinstance(node, ast.Constant) and node.value in PYTHON_PREFIXES:
                 library = PYTHON_PREFIXES[node.value]
                 self.add(node, library, "INSTALLED_APPS", self.segment(node), '"django_oximg"')
+            elif (
+                isinstance(node, ast.Constant)
+                and is_oscar_app(node.value)
+                and (self.oscar_app is None or node.lineno < self.oscar_app.lineno)
+            ):
+                self.oscar_app = node
 
     def aliases(self, value: ast.Dict) -> str:
         """OXIMG["PRESETS"] for THUMBNAIL_ALIASES, with a finding per alias."""

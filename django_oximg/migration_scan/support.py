@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from django_oximg.migration_scan.findings import (
     EASY,
     EDIT,
+    OSCAR,
+    OSCAR_THUMBNAILER,
     SORL,
     UNCHANGED,
     UNSUPPORTED,
@@ -55,7 +57,46 @@ _SERVED_BY_THE_VIEW = _edit(
 )
 _DJANGO_IMAGE_FIELD = _edit(
     'Django\'s own ImageField (same column); purge_on_change(Model, "field") drops '
-    "the results with the file"
+    "the results with the file. An admin with sorl's AdminImageMixin needs "
+    "django_oximg.admin.ThumbnailAdminMixin in the same change: that mixin previews "
+    "only sorl's ImageField, so its previews go blank without a word"
+)
+_SORL_ADMIN_MIXIN = _edit(
+    "django_oximg.admin.ThumbnailAdminMixin, which previews Django's own ImageField: "
+    "this mixin previews only sorl's, so its previews go blank without a word once the "
+    "field is Django's; replace the two in one change"
+)
+_EASY_WIDGET = _edit(
+    "django_oximg.widgets.ThumbnailFileWidget (in the admin, "
+    "django_oximg.admin.ThumbnailAdminMixin, which previews every ImageField); "
+    "formfield_overrides keyed by ThumbnailerImageField stop matching once the field "
+    "is Django's, and the previews go blank: replace the two in one change"
+)
+
+
+def _import_gone(library: str, module: str) -> Rule:
+    return _edit(
+        f"the module goes with {library} (No module named '{module}'): import what "
+        "replaces the names used below instead"
+    )
+
+
+def _historical_import(library: str, module: str) -> Rule:
+    return _edit(
+        f"a historical migration imports {library}, so once it is uninstalled a fresh "
+        f"migrate fails (No module named '{module}'). Delete the import and write its "
+        "fields in this migration as Django's models.ImageField (models.FileField for "
+        "ThumbnailerField), as Django advises for a field class that is gone: the same "
+        "column, so no database change. Or, once the model uses Django's field, squash "
+        "the app's migrations (manage.py squashmigrations) and delete the old ones when "
+        "every database has applied the squashed one"
+    )
+
+
+_HISTORICAL_FIELD = _edit(
+    "the field of a historical migration: Django's own field is the same column, so "
+    "editing the migration changes no database; once the model uses it too, "
+    "manage.py makemigrations --check finds nothing to write"
 )
 _WARM_A_PRESET = _edit("render ahead of visitors with manage.py oximg_warm --preset NAME")
 _NO_THUMBNAILER = _unsupported(
@@ -129,7 +170,10 @@ SUPPORT: dict[tuple[str, str], Rule] = {
     (SORL, "sorl.thumbnail.ImageField"): _DJANGO_IMAGE_FIELD,
     (SORL, "sorl.thumbnail.fields.ImageField"): _DJANGO_IMAGE_FIELD,
     (SORL, "sorl.thumbnail.fields.ImageFormField"): _edit("Django's own forms.ImageField"),
-    (SORL, "sorl.thumbnail.admin.AdminImageMixin"): _edit("the admin mixin"),
+    (SORL, "sorl.thumbnail.admin.AdminImageMixin"): _SORL_ADMIN_MIXIN,
+    (SORL, "import"): _import_gone(SORL, "sorl"),
+    (SORL, "import in a migration"): _historical_import(SORL, "sorl"),
+    (SORL, "field in a migration"): _HISTORICAL_FIELD,
     (SORL, "sorl.thumbnail.default"): _unsupported(
         "no key-value store or backend object: get_thumbnail() is the API"
     ),
@@ -239,12 +283,18 @@ SUPPORT: dict[tuple[str, str], Rule] = {
         'django-oximg\'s has ["alias"] and get_thumbnail(options), no files or generation'
     ),
     (EASY, "easy_thumbnails.fields.ThumbnailerImageField"): _edit(
-        "Django's own ImageField (same column: a migration that only changes the class)"
+        "Django's own ImageField (same column: a migration that only changes the class). "
+        "An admin that previews it through formfield_overrides keyed by "
+        "ThumbnailerImageField goes blank without a word: "
+        "django_oximg.admin.ThumbnailAdminMixin previews Django's"
     ),
     (EASY, "easy_thumbnails.fields.ThumbnailerField"): _edit(
         "Django's own FileField (same column: a migration that only changes the class)"
     ),
-    (EASY, "easy_thumbnails.widgets.ImageClearableFileInput"): _edit("the thumbnail widget"),
+    (EASY, "easy_thumbnails.widgets.ImageClearableFileInput"): _EASY_WIDGET,
+    (EASY, "import"): _import_gone(EASY, "easy_thumbnails"),
+    (EASY, "import in a migration"): _historical_import(EASY, "easy_thumbnails"),
+    (EASY, "field in a migration"): _HISTORICAL_FIELD,
     (EASY, "easy_thumbnails.signals.saved_file"): _edit(
         "render ahead of visitors with manage.py oximg_warm --preset NAME after imports or "
         "deploys; otherwise the first visitor renders it"
@@ -292,6 +342,18 @@ SUPPORT: dict[tuple[str, str], Rule] = {
     (EASY, "THUMBNAIL_NAMER"): _edit("remove it: result names are hashes"),
     (EASY, "THUMBNAIL_WIDGET_OPTIONS"): _edit("ThumbnailFileWidget(geometry=...)"),
     (EASY, "THUMBNAIL_PROGRESSIVE"): _BASELINE,
+    # -- django-oscar (on sorl-thumbnail by default, or easy-thumbnails) ------------------
+    (OSCAR, "{% oscar_thumbnail %}"): _unchanged(
+        f'Oscar\'s tag runs as it is once OSCAR_THUMBNAILER = "{OSCAR_THUMBNAILER}"'
+    ),
+    (OSCAR, "OSCAR_THUMBNAILER"): _edit(
+        "Oscar's {% oscar_thumbnail %} renders through the class this names: "
+        "django-oximg's takes the same arguments"
+    ),
+    (OSCAR, "oscar in INSTALLED_APPS"): _edit(
+        "Oscar renders {% oscar_thumbnail %} through sorl-thumbnail unless "
+        "OSCAR_THUMBNAILER names another class; this settings module names none"
+    ),
 }
 
 

@@ -3,7 +3,9 @@
 It reads a template's tokens the way Django's lexer cuts them (skipping
 ``{% comment %}`` and ``{% verbatim %}``), decides which library its
 ``{% thumbnail %}`` is, and writes each tag, filter and use of the
-thumbnail's attributes as a finding.
+thumbnail's attributes as a finding. django-oscar's ``{% oscar_thumbnail %}``
+(in templates that load Oscar's ``image_tags``) is a finding too: it renders
+through whatever ``OSCAR_THUMBNAILER`` names, sorl-thumbnail by default.
 
 Templates come from a project tree the scanner does not control, so it takes
 time in proportion to the template's length whatever the text: no pattern
@@ -20,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from django_oximg.migration_scan.findings import EASY, EDIT, SORL, Finding
+from django_oximg.migration_scan.findings import EASY, EDIT, OSCAR, SORL, Finding
 from django_oximg.migration_scan.options import (
     VARIABLE,
     Part,
@@ -35,6 +37,9 @@ from django_oximg.migration_scan.support import SUPPORT, judged, rule
 TEMPLATE_LIBRARIES = {"sorl_thumbnail": SORL, "easy_thumbnails_tags": EASY}
 SHARED_LIBRARY = "thumbnail"
 OXIMG_LIBRARY = "oximg"
+#: django-oscar's library, with its {% oscar_thumbnail %} tag.
+OSCAR_LIBRARY = "image_tags"
+OSCAR_TAG = "oscar_thumbnail"
 #: Every name under which a template loads sorl's or easy-thumbnails' tags.
 THUMBNAIL_LIBRARIES = frozenset({SHARED_LIBRARY, *TEMPLATE_LIBRARIES})
 
@@ -201,7 +206,8 @@ def scan_template(
     """The findings of one template.
 
     Only templates that load sorl-thumbnail's or easy-thumbnails' library are
-    read, unless ``loaded`` (the library is one of the engine's builtins).
+    read, unless ``loaded`` (the library is one of the engine's builtins);
+    in those that load django-oscar's ``image_tags``, its tag is.
     ``default_library`` decides for ``{% load thumbnail %}`` when the template's
     syntax does not.
     """
@@ -212,8 +218,11 @@ def scan_template(
         if token.kind == "tag" and token.contents.startswith("load ")
         for name in token.contents.split()[1:]
     }
+    oscar = OSCAR_LIBRARY in loads
     if not loaded and not THUMBNAIL_LIBRARIES & loads:
-        return []
+        if not oscar:
+            return []
+        return [_oscar_tag(path, token) for token in tokens if is_oscar_tag(token)]
     library = template_library(text, default_library)
     bits = [tag_bits(token.contents) if token.kind == "tag" else [] for token in tokens]
     uses = _attribute_uses(library, tokens, bits)
@@ -225,8 +234,19 @@ def scan_template(
             tag = _sorl_tag if library == SORL else _easy_tag
             findings.append(tag(path, token, bits[index]))
             findings.extend(_attribute_findings(path, library, uses.get(index, [])))
+        elif oscar and is_oscar_tag(token):
+            findings.append(_oscar_tag(path, token))
         findings.extend(_filter_findings(path, token, library))
     return findings
+
+
+def is_oscar_tag(token: _Token) -> bool:
+    return token.kind == "tag" and token.contents.split(None, 1)[:1] == [OSCAR_TAG]
+
+
+def _oscar_tag(path: str, token: _Token) -> Finding:
+    """Oscar's tag: its arguments go to the OSCAR_THUMBNAILER class, which decides."""
+    return judged(path, token.line, OSCAR, ("{% oscar_thumbnail %}",), token.text)
 
 
 def as_variable(library: str, bits: list[str]) -> str | None:

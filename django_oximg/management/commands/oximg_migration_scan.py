@@ -47,9 +47,9 @@ BUILTIN_LIBRARIES = frozenset(
 class Command(BaseCommand):
     help = (
         "List, file by file and line by line, the sorl-thumbnail and easy-thumbnails usage "
-        "in this project's templates, Python code and settings, and say what runs unchanged "
-        "on django-oximg, what needs an edit (and which) and what has no equivalent. "
-        "Changes nothing."
+        "in this project's templates, Python code, migrations and settings (django-oscar's "
+        "tag and OSCAR_THUMBNAILER included), and say what runs unchanged on django-oximg, "
+        "what needs an edit (and which) and what has no equivalent. Changes nothing."
     )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
@@ -95,7 +95,10 @@ class ProjectScan:
             self.not_scanned.append(NotScanned(shown(path), f"cannot be read: {files.reason(exc)}"))
             return
         if files.is_binary(data):
-            self.skipped.append(NotScanned(shown(path), "not text: it holds NUL bytes"))
+            # An image in a template directory is no template; a module with a
+            # NUL byte is one Python cannot import, so it is not scanned.
+            entries = self.not_scanned if python else self.skipped
+            entries.append(NotScanned(shown(path), "not text: it holds NUL bytes"))
             return
         try:
             if python:
@@ -130,6 +133,7 @@ def scan_project(extra: Iterable[Path] = ()) -> ProjectScan:
     scan = ProjectScan()
     for path in sorted({*templates, *python}):
         scan.read(path, library, python=path in python, loaded=templates.get(path, False))
+    scan.findings = migration_scan.paired(scan.findings)
     scan.not_scanned += [NotScanned(shown(p), why) for p, why in walk.unreadable.items()]
     scan.skipped += [NotScanned(shown(p), why) for p, why in walk.skipped.items()]
     scan.not_scanned.sort(key=lambda entry: entry.path)
