@@ -1,10 +1,11 @@
 """django-oscar's ``OSCAR_THUMBNAILER`` served by django-oximg (django_oximg/contrib/oscar.py).
 
 A real Oscar shop (tests/oscar_settings.py, tests/oscar_shop/): Oscar's
-apps migrated into the test database, products made with images drawn by
-the tests, Oscar's own views and templates (the catalogue's product list
-and a product's page) rendered by Django's test client, every thumbnail
-URL fetched through the real view. Each page is rendered twice, with
+apps' tables in the test database, Haystack's Whoosh index of the
+catalogue, products made with images drawn by the tests, Oscar's own views
+and templates (the catalogue's product list and a product's page) rendered
+by Django's test client, every thumbnail URL fetched through the real
+view. Each page is rendered twice, with
 Oscar's own ``SorlThumbnail`` (sorl-thumbnail writes its files into the
 media root) and with django-oximg's: the HTML must be the same but for the
 URLs, and each image served the size of sorl-thumbnail's file in the same
