@@ -53,7 +53,7 @@ $(DOCS_STAMP): $(VENV)/bin/python $(INSTALL_INPUTS)
 	touch $(DOCS_STAMP)
 
 $(STAMP): $(VENV)/bin/python $(INSTALL_INPUTS)
-	$(PY) -m pip install --quiet -e ".[s3,redis,metrics]" --group test "$(DJANGO_LTS)"
+	$(PY) -m pip install --quiet -e ".[s3,redis,metrics]" --group test --group oscar "$(DJANGO_LTS)"
 	touch $(STAMP)
 
 # --clear: a rebuilt venv starts empty, whichever Python it had before.
@@ -64,6 +64,10 @@ $(NEWEST_STAMP): $(INSTALL_INPUTS)
 	$(NEWEST_VENV)/bin/python -m pip install --quiet --upgrade "pip>=25.1"
 	$(NEWEST_VENV)/bin/python -m pip install --quiet \
 	  -e ".[s3,redis,metrics]" --group test Django
+	$(NEWEST_VENV)/bin/python -m pip install --quiet --group oscar \
+	  "Django==$$($(NEWEST_VENV)/bin/python -m django --version)" \
+	  || echo "make: django-oscar does not support this Django yet;" \
+	    "tests/test_oscar.py skips on it" >&2
 	touch $(NEWEST_STAMP)
 
 demo: $(DEMO_STAMP)

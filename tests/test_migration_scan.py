@@ -994,7 +994,7 @@ BREAKING_PLACES = [
      '{% thumbnail image.file "200x200" crop="center" as im %}', ""),
     ("project/settings.py", 4, EDIT, '"sorl.thumbnail"', '"django_oximg"'),
     ("project/settings.py", 7, EDIT, 'OSCAR_THUMBNAILER = "oscar.core.thumbnails.SorlThumbnail"',
-     'OSCAR_THUMBNAILER = "django_oximg.contrib.oscar.Thumbnailer"'),
+     'OSCAR_THUMBNAILER = "django_oximg.contrib.oscar.SorlThumbnail"'),
     ("project/shop/templates/oscar/catalogue/product.html", 3, UNCHANGED,
      '{% oscar_thumbnail product.primary_image.original "x155" upscale=False as thumb %}', ""),
 ]  # fmt: skip
@@ -1049,7 +1049,7 @@ def test_the_report_lists_every_place_that_breaks_without_sorl(
         assert mixin.startswith("django_oximg.admin.ThumbnailAdminMixin")
         assert mixin.endswith("(the field it previews: project/classified/models.py:2)")
     assert (
-        "django_oximg.contrib.oscar.Thumbnailer"
+        "django_oximg.contrib.oscar.SorlThumbnail"
         in advice[("project/shop/templates/oscar/catalogue/product.html", 3)]
     )
     text, _ = scanned("--path", "project")
@@ -1098,16 +1098,17 @@ def test_oscar_tag_and_thumbnailer_setting_are_found() -> None:
         1,
         '"oscar.config.Shop"',
     )
-    assert default.replacement == 'OSCAR_THUMBNAILER = "django_oximg.contrib.oscar.Thumbnailer"'
+    assert default.replacement == 'OSCAR_THUMBNAILER = "django_oximg.contrib.oscar.SorlThumbnail"'
     easy = 'OSCAR_THUMBNAILER = "oscar.core.thumbnails.EasyThumbnails"\n'
     [setting] = scan_python("settings.py", apps + easy)
     assert (setting.line, setting.verdict, setting.replacement) == (
         2,
         EDIT,
-        'OSCAR_THUMBNAILER = "django_oximg.contrib.oscar.Thumbnailer"',
+        'OSCAR_THUMBNAILER = "django_oximg.contrib.oscar.EasyThumbnails"',
     )
-    done = 'OSCAR_THUMBNAILER = "django_oximg.contrib.oscar.Thumbnailer"\n'
-    assert scan_python("settings.py", apps + done) == []
+    for ours in ("SorlThumbnail", "EasyThumbnails"):
+        done = f'OSCAR_THUMBNAILER = "django_oximg.contrib.oscar.{ours}"\n'
+        assert scan_python("settings.py", apps + done) == []
 
 
 def test_a_field_and_its_admin_are_paired_app_by_app() -> None:

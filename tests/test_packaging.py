@@ -87,6 +87,7 @@ def test_the_wheel_holds_the_package_and_the_licence(dist: Path) -> None:
         "django_oximg/py.typed",
         "django_oximg/templatetags/oximg.py",
         "django_oximg/contrib/wagtail/templatetags/oximg_wagtail.py",
+        "django_oximg/contrib/oscar.py",
         "django_oximg/management/commands/oximg_migration_scan.py",
         "django_oximg/core/pipeline/render.py",
         # The focal point widget's static files (django_oximg/fields.py).

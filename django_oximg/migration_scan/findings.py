@@ -14,8 +14,13 @@ SORL = "sorl-thumbnail"
 EASY = "easy-thumbnails"
 #: django-oscar's {% oscar_thumbnail %} and OSCAR_THUMBNAILER, on either library.
 OSCAR = "django-oscar"
-#: What django-oscar's OSCAR_THUMBNAILER names to render through django-oximg.
-OSCAR_THUMBNAILER = "django_oximg.contrib.oscar.Thumbnailer"
+#: What django-oscar's OSCAR_THUMBNAILER names to render through django-oximg:
+#: the class of the same name as Oscar's (sorl-thumbnail's is Oscar's default).
+OSCAR_THUMBNAILER = "django_oximg.contrib.oscar.SorlThumbnail"
+OSCAR_THUMBNAILERS = {
+    "oscar.core.thumbnails.SorlThumbnail": OSCAR_THUMBNAILER,
+    "oscar.core.thumbnails.EasyThumbnails": "django_oximg.contrib.oscar.EasyThumbnails",
+}
 
 UNCHANGED = "unchanged"
 EDIT = "edit"

@@ -26,6 +26,7 @@ from django_oximg.migration_scan.findings import (
     EASY,
     OSCAR,
     OSCAR_THUMBNAILER,
+    OSCAR_THUMBNAILERS,
     SORL,
     Finding,
     ScanError,
@@ -406,10 +407,11 @@ class _PythonScanner(ast.NodeVisitor):
             return
         if name == "OSCAR_THUMBNAILER":
             self.oscar_thumbnailer = True
-            if _python_value(value) != OSCAR_THUMBNAILER:
+            given = _python_value(value)
+            if given not in OSCAR_THUMBNAILERS.values():
                 code = self.segment(node).splitlines()[0]
-                replacement = f'OSCAR_THUMBNAILER = "{OSCAR_THUMBNAILER}"'
-                self.add(node, OSCAR, name, code, replacement)
+                ours = OSCAR_THUMBNAILERS.get(str(given), OSCAR_THUMBNAILER)
+                self.add(node, OSCAR, name, code, f'OSCAR_THUMBNAILER = "{ours}"')
             return
         if not name.startswith("THUMBNAIL_"):
             return
