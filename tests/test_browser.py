@@ -635,3 +635,57 @@ def test_a_click_on_the_preview_moves_the_marker_and_the_crops_that_follow_the_p
     assert tile_after["src"] != tile_before["src"]
     assert f"/g:fp:{x:g}:{y:g}/" in tile_after["src"]
     assert tile_after["naturalWidth"] == int(tile_after["width"]) > 0
+
+
+# --- sources over the server's limits ----------------------------------------
+
+#: A phone's 50-megapixel photo, just over ``MAX_SRC_RESOLUTION`` (50 MP): flat,
+#: so its PNG is small enough to upload quickly.
+PHONE_SIZE = (8160, 6144)
+
+#: A photo stored without the form (a fixture, an import, a file from before
+#: the validator), as ``manage.py shell`` makes it.
+STORE_WITHOUT_THE_FORM = """
+import os
+from django.core.files.base import ContentFile
+from gallery.models import Photo
+photo = Photo(title="Stored over the limit")
+data = open(os.environ["PHONE_PHOTO"], "rb").read()
+photo.image.save("phone.png", ContentFile(data), save=False)
+photo.save()
+print(photo.pk)
+"""
+
+
+def test_a_photo_over_the_limit_is_refused_at_upload_and_a_stored_one_is_no_broken_image(
+    visit: Visit, browser_context: BrowserContext, server: str, demo_var: Path, tmp_path: Path
+) -> None:
+    phone = pyvips.Image.black(*PHONE_SIZE).pngsave_buffer(compression=9)
+    page: Page = browser_context.new_page()
+    try:
+        page.goto(server + "/upload/", timeout=LOAD_TIMEOUT_MS)
+        page.fill("#id_title", "Too many megapixels")
+        page.set_input_files(
+            "#id_image", {"name": "phone.png", "mimeType": "image/png", "buffer": phone}
+        )
+        page.click("button[type=submit]")
+        error = page.locator(".errorlist").first
+        error.wait_for(timeout=LOAD_TIMEOUT_MS)
+        refusal = error.inner_text()
+        assert page.url.endswith("/upload/")
+
+        saved = tmp_path / "phone.png"
+        saved.write_bytes(phone)
+        stored = run_manage(demo_var, "shell", "-c", STORE_WITHOUT_THE_FORM, PHONE_PHOTO=str(saved))
+        assert stored.returncode == 0, stored.stderr
+        figure = f"#photo-{stored.stdout.split()[-1]}"
+        page.goto(server + "/", timeout=LOAD_TIMEOUT_MS)
+        page.locator(figure).scroll_into_view_if_needed(timeout=LOAD_TIMEOUT_MS)
+        empty_shown = page.locator(f"{figure} .empty").is_visible()
+        images_in_figure = page.locator(f"{figure} img").count()
+        caption = page.locator(f"{figure} figcaption").inner_text()
+    finally:
+        page.close()
+    assert "8160×6144" in refusal and "50 megapixels" in refusal, refusal
+    assert empty_shown and images_in_figure == 0
+    assert caption.startswith("Stored over the limit")
