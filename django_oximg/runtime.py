@@ -189,6 +189,7 @@ def thumbnailer_config(
             max_result_dimension=settings.MAX_RESULT_DIMENSION,
             max_animation_frames=settings.MAX_ANIMATION_FRAMES,
             jpeg_shrink_margin=settings.JPEG_SHRINK_MARGIN,
+            jpeg_progressive=settings.JPEG_PROGRESSIVE,
             jpeg_decoder=settings.JPEG_DECODER,
             encoder=settings.ENCODER,
             watermark=watermark,

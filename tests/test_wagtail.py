@@ -596,3 +596,27 @@ def test_wagtails_serve_view_redirects_to_the_url(site_image: Any, client: Any) 
     served = fetch(client, response["Location"])
     assert (served.width, served.height) == (40, 30)
     assert rendition_rows() == 0
+
+
+@site_only
+def test_progressive_jpegs_as_wagtail_saves_them(
+    site_image: Any, settings: Any, client: Any
+) -> None:
+    """``JPEG_PROGRESSIVE`` and ``WAGTAILIMAGES_JPEG_QUALITY``: the kind of file
+    Wagtail's rendition is (progressive, its quality), at Wagtail's size."""
+    from PIL import Image as PILImage
+
+    def jpeg_of(data: bytes) -> Any:
+        return PILImage.open(io.BytesIO(data))
+
+    baseline = client.get(site_image.get_rendition("width-300").url).getvalue()
+    settings.WAGTAILIMAGES_JPEG_QUALITY = 85
+    settings.OXIMG = {**settings.OXIMG, "JPEG_PROGRESSIVE": True}
+    ours = site_image.get_rendition("width-300")
+    assert "/q:85/" in ours.url
+    served = client.get(ours.url).getvalue()
+    with wagtails_rendition(site_image, "width-300").file.open("rb") as handle:
+        theirs = handle.read()
+    assert not jpeg_of(baseline).info.get("progressive")
+    assert jpeg_of(served).info.get("progressive") and jpeg_of(theirs).info.get("progressive")
+    assert jpeg_of(served).size == jpeg_of(theirs).size == (300, 225)
