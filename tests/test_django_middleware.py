@@ -240,3 +240,79 @@ def test_under_asgi_the_answers_are_the_wrappers(apps: Answers, media: Path, pat
     if path == "hit":
         by_wsgi = call(apps[0], environ_for(url))
     same_answer(by_wsgi, async_to_sync(asgi_answer)(url))
+
+
+# -- over real HTTP: two gunicorns ----------------------------------------------------------
+
+#: Headers that name the moment or the process, not the answer.
+PER_SERVER_HEADERS = {"date", "x-worker-pid"}
+
+
+@pytest.mark.one_django(reason="gunicorn's processes over real HTTP; Django's side runs above")
+def test_gunicorn_serves_the_wrappers_answers(tmp_path: Path) -> None:
+    """tests/e2e_app.py under gunicorn: the WSGI wrapper, and Django alone with the
+    entry in MIDDLEWARE (tests/e2e_settings.py), each over its own copy of the
+    sources; the results' files are given one mtime, so hits compare whole."""
+    import os
+
+    from tests import images
+    from tests.servers import Fetched, fetch, gunicorn, imgproxy_url
+
+    roots = []
+    photo = images.jpeg(640, 480)  # drawn once: each drawing has its own noise
+    for name in ("wrapper", "entry"):
+        media = tmp_path / name / "media"
+        (media / "photos").mkdir(parents=True)
+        (media / "photos" / "landscape.jpg").write_bytes(photo)
+        (media / "photos" / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not a JPEG at all")
+        roots.append(media)
+
+    def comparable(answer: Fetched) -> tuple[int, dict[str, str], bytes]:
+        headers = {k: v for k, v in answer.headers.items() if k not in PER_SERVER_HEADERS}
+        return answer.status, headers, answer.body
+
+    def same_results_mtime() -> None:
+        for media in roots:
+            for path in (media / "oximg").rglob("*"):
+                if path.is_file():
+                    os.utime(path, (1_700_000_000, 1_700_000_000))
+
+    control = "/rs:fit:200:200/plain/photos/landscape.jpg@jpeg"
+    with (
+        gunicorn(roots[0], workers=1, threads=2) as wrapper,
+        gunicorn(
+            roots[1],
+            workers=1,
+            threads=2,
+            app="tests.e2e_app:django_application",
+            env={"OXIMG_E2E_DJANGO_MIDDLEWARE": "1"},
+        ) as entry,
+    ):
+        servers = (wrapper, entry)
+
+        def compare(path: str, method: str = "GET", **headers: str) -> Fetched:
+            first, second = (
+                fetch(
+                    imgproxy_url(s.base, path) if path.startswith("/") else s.base + path[1:],
+                    method,
+                    **headers,
+                )
+                for s in servers
+            )
+            assert comparable(first) == comparable(second), (path, method, headers)
+            return first
+
+        miss = compare(control)
+        assert miss.status == 200
+        same_results_mtime()
+        hit = compare(control)
+        assert "last-modified" in hit.headers
+        assert compare(control, **{"If-None-Match": hit.headers["etag"]}).status == 304
+        assert compare(control, Range="bytes=0-99").status == 206
+        assert compare(control, "HEAD").body == b""
+        assert compare(control, "POST").status == 405
+        assert compare("/rs:fit:200:200/plain/photos/broken.jpg@jpeg").status == 422
+        assert compare("/rs:fit:200:200/plain/photos/missing.jpg@jpeg").status == 404
+        assert compare("/rs:fit:200:200/nope:1/plain/photos/landscape.jpg@jpeg").status == 400
+        assert compare("~/img/" + "A" * 43 + control).status == 403
+        assert compare("~/img/health").status == 200
