@@ -620,3 +620,50 @@ def test_progressive_jpegs_as_wagtail_saves_them(
     assert not jpeg_of(baseline).info.get("progressive")
     assert jpeg_of(served).info.get("progressive") and jpeg_of(theirs).info.get("progressive")
     assert jpeg_of(served).size == jpeg_of(theirs).size == (300, 225)
+
+
+@site_only
+def test_the_image_tags_app_config_serves_wagtails_library_without_w003(
+    photo_image: Any,
+) -> None:
+    """``OximgImageTagsConfig`` in INSTALLED_APPS: ``{% load wagtailimages_tags %}``
+    gives django-oximg's tags, for Wagtail's own image model, and Django's check
+    finds no library registered twice."""
+    from django.apps import AppConfig
+    from django.core.checks import run_checks
+    from wagtail.images.templatetags import wagtailimages_tags
+
+    text = (
+        "{% load wagtailimages_tags %}{% image photo fill-50x50 %} "
+        "{% image_url photo 'width-9' %} {% picture photo width-{40,80} %}"
+    )
+    context = Context({"photo": photo_image})
+    assert "/img/" not in Template(text).render(context)
+    saved = dict(wagtailimages_tags.register.tags)
+    config = AppConfig.create("django_oximg.contrib.wagtail.apps.OximgImageTagsConfig")
+    try:
+        config.ready()
+        html = Template(text).render(context)
+        assert not any(message.id == "templates.W003" for message in run_checks())
+    finally:
+        wagtailimages_tags.register.tags.clear()
+        wagtailimages_tags.register.tags.update(saved)
+    assert re.search(r'<img [^>]*src="/img/[^"]+"[^>]*width="50"', html)
+    assert re.search(r" /img/\S+/w:9/", html)
+    assert "<picture>" in html and "/media/" not in html
+    assert "/img/" not in Template(text).render(context)  # undone: Wagtail's again
+
+
+@site_only
+def test_serving_wagtails_image_tags_can_be_undone(photo_image: Any) -> None:
+    from wagtail.images.templatetags import wagtailimages_tags
+
+    from django_oximg.contrib.wagtail.templatetags.oximg_wagtail import (
+        serve_wagtails_image_tags,
+    )
+
+    before = dict(wagtailimages_tags.register.tags)
+    undo = serve_wagtails_image_tags()
+    assert wagtailimages_tags.register.tags != before
+    undo()
+    assert wagtailimages_tags.register.tags == before
