@@ -667,3 +667,17 @@ def test_serving_wagtails_image_tags_can_be_undone(photo_image: Any) -> None:
     assert wagtailimages_tags.register.tags != before
     undo()
     assert wagtailimages_tags.register.tags == before
+
+
+@site_only
+def test_the_admins_chooser_preview_is_a_url(site_image: Any, client: Any) -> None:
+    """The admin's image chooser widget asks ``get_rendition`` for its preview."""
+    from wagtail.images.widgets import AdminImageChooser
+
+    preview = AdminImageChooser().get_value_data_from_instance(site_image)["preview"]
+    assert preview["url"].startswith("/img/")
+    assert rendition_rows() == 0
+    served = fetch(client, preview["url"])
+    theirs = wagtails_rendition(site_image, "max-165x165")
+    assert (preview["width"], preview["height"]) == (theirs.width, theirs.height) == (165, 123)
+    assert (served.width, served.height) == (165, 123)

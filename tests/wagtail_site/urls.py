@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.urls import include, path, re_path
+from wagtail.admin import urls as wagtailadmin_urls
 from wagtail.api.v2.router import WagtailAPIRouter
 from wagtail.api.v2.views import PagesAPIViewSet
 from wagtail.images.views.serve import ServeView
@@ -13,6 +14,7 @@ api.register_endpoint("pages", PagesAPIViewSet)
 urlpatterns = [
     path("img/", include("django_oximg.urls")),
     path("api/v2/", api.urls),
+    path("admin/", include(wagtailadmin_urls)),
     # Wagtail's dynamic serve view, for images whose renditions are URLs: a redirect
     re_path(
         r"^images/([^/]*)/(\d*)/([^/]*)/[^/]*$",
