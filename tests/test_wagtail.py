@@ -681,3 +681,33 @@ def test_the_admins_chooser_preview_is_a_url(site_image: Any, client: Any) -> No
     theirs = wagtails_rendition(site_image, "max-165x165")
     assert (preview["width"], preview["height"]) == (theirs.width, theirs.height) == (165, 123)
     assert (served.width, served.height) == (165, 123)
+
+
+@site_only
+@pytest.mark.parametrize(
+    ("limit", "message"),
+    [
+        ({"MAX_SRC_RESOLUTION": 1_000_000}, "1200x900 is over MAX_SRC_RESOLUTION (1000000)"),
+        ({"MAX_SRC_FILE_SIZE": 1000}, "bytes is over MAX_SRC_FILE_SIZE (1000)"),
+    ],
+)
+def test_a_source_over_the_limits_gets_wagtails_rendition_not_a_failing_url(
+    site_image: Any,
+    settings: Any,
+    client: Any,
+    caplog: pytest.LogCaptureFixture,
+    limit: dict[str, int],
+    message: str,
+) -> None:
+    """The server would answer 422: Wagtail renders it instead, with one WARNING."""
+    from django_oximg.contrib.wagtail.renditions import get_rendition
+
+    settings.OXIMG = {**settings.OXIMG, **limit}
+    # The URL django-oximg would write is refused by its server.
+    assert client.get(get_rendition(site_image, "width-100").url).status_code == 422
+    with caplog.at_level("WARNING", logger="django_oximg"):
+        found = site_image.get_rendition("width-100")
+    assert found.url.startswith("/media/images/")
+    assert (found.width, found.height) == (100, 75)
+    assert rendition_rows() == 1
+    assert message in caplog.text

@@ -19,10 +19,10 @@ Wagtail's own (a row and a file, as without the mixin), so nothing that
 worked stops working: an SVG (silently: Wagtail serves SVGs as they are),
 and with one WARNING on the ``django_oximg`` logger a filter operation with
 no URL option (``format-webp-lossless``, a site's own filter operation), or
-a source django-oximg refuses (over ``MAX_SRC_RESOLUTION``, in a storage it
-does not serve). A missing file raises Wagtail's ``SourceImageIOError``, so
-Wagtail's tags and the API show their "not-found" answers, as they do
-without the mixin.
+a source django-oximg would refuse (its header over ``MAX_SRC_RESOLUTION``,
+its file over ``MAX_SRC_FILE_SIZE``, a storage it does not serve). A
+missing file raises Wagtail's ``SourceImageIOError``, so Wagtail's tags and
+the API show their "not-found" answers, as they do without the mixin.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from typing import Any
 
 from wagtail.images.models import Filter, SourceImageIOError
 
-from django_oximg import source_metadata
+from django_oximg import conf, source_metadata
+from django_oximg.arguments import ThumbnailError
 from django_oximg.contrib.wagtail.renditions import compile_spec, rendition
 from django_oximg.core.errors import SourceNotFound
 from django_oximg.tag_functions import THUMBNAIL_ERRORS, log_failure
@@ -44,6 +45,27 @@ def spec_text(spec: Filter | str) -> str:
     text = spec if isinstance(spec, str) else spec.spec
     Filter(spec=text).operations  # noqa: B018 - raises InvalidFilterSpecError, as Wagtail does
     return text
+
+
+def refuse_over_limits(meta: source_metadata.SourceMetadata, file_size: int | None) -> None:
+    """:class:`ThumbnailError` for a source the server would refuse (a 422) for its size.
+
+    Its header's resolution against ``MAX_SRC_RESOLUTION``, and its size in
+    bytes against ``MAX_SRC_FILE_SIZE``: such an image gets Wagtail's own
+    rendition rather than a URL that would fail. The size is Wagtail's
+    ``get_file_size()``: recorded at upload, else read from the storage
+    once and saved on the image, as Wagtail itself does.
+    """
+    settings = conf.get_settings()
+    pixels = meta.width * meta.height
+    if settings.MAX_SRC_RESOLUTION and pixels > settings.MAX_SRC_RESOLUTION:
+        raise ThumbnailError(
+            f"{meta.width}x{meta.height} is over MAX_SRC_RESOLUTION ({settings.MAX_SRC_RESOLUTION})"
+        )
+    if settings.MAX_SRC_FILE_SIZE and file_size and file_size > settings.MAX_SRC_FILE_SIZE:
+        raise ThumbnailError(
+            f"{file_size} bytes is over MAX_SRC_FILE_SIZE ({settings.MAX_SRC_FILE_SIZE})"
+        )
 
 
 class OximgRenditionsMixin:
@@ -71,6 +93,7 @@ class OximgRenditionsMixin:
         try:
             source = source_metadata.source_name(image.file)
             meta = source_metadata.source_metadata(source)
+            refuse_over_limits(meta, image.get_file_size())
         except SourceNotFound as exc:
             raise SourceImageIOError(str(exc)) from exc
         except THUMBNAIL_ERRORS as exc:
