@@ -100,7 +100,10 @@ FLAGS = frozenset({"crop", "upscale", "padding"})
 
 #: Keywords of sorl-thumbnail and easy-thumbnails that have no keyword here, and what to do.
 UNSUPPORTED = {
-    "progressive": "JPEGs are written baseline with optimised Huffman tables; drop it",
+    "progressive": (
+        "JPEGs are written baseline with optimised Huffman tables, or all progressive "
+        'with OXIMG["JPEG_PROGRESSIVE"]; drop it'
+    ),
     "colorspace": "results are sRGB; options='scp:0' keeps the source's colour profile",
     "cropbox": "cut a region first with options='c:W:H:nowe:X:Y' (imgproxy's crop)",
     "rounded": "no equivalent",

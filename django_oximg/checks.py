@@ -13,7 +13,8 @@
 * ``oximg.W004`` HTTP sources may reach private networks.
 * ``oximg.W005`` CACHE_REDIRECT is on but the result cache cannot redirect.
 * ``oximg.W006`` nothing serves the URLs the tags write: the URLconf is not
-  mounted and ``WSGI_APPLICATION`` is not wrapped in ``OximgMiddleware``.
+  mounted, ``WSGI_APPLICATION`` is not wrapped in ``OximgMiddleware`` and
+  ``MIDDLEWARE`` has no ``OximgServeMiddleware``.
 * ``oximg.E007`` ``METADATA_CACHE`` names an alias that is not in CACHES.
 * ``oximg.W007`` DEBUG is off and the ``METADATA_CACHE`` is a dummy cache: every
   page render reads every source's header again.
@@ -357,7 +358,8 @@ def check_fallback_image(app_configs: Any = None, **kwargs: Any) -> list[checks.
 def check_serving(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
     """Warn when the tags' URLs would 404: no URLconf mount and no middleware.
 
-    The middleware wraps the WSGI application, outside Django, so it is
+    The Django middleware is an entry of ``MIDDLEWARE``. The WSGI
+    middleware wraps the WSGI application, outside Django, so it is
     looked for in ``WSGI_APPLICATION`` (imported, as ``runserver`` imports
     it), through the usual attributes by which middlewares keep the
     application they wrap, and among its module's globals (for a function
@@ -375,6 +377,8 @@ def check_serving(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMe
         return []
     else:
         return []
+    if SERVE_MIDDLEWARE in (getattr(django_settings, "MIDDLEWARE", None) or ()):
+        return []
     name = getattr(django_settings, "WSGI_APPLICATION", None)
     if not name:
         return []
@@ -390,15 +394,20 @@ def check_serving(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMe
     return [
         checks.Warning(
             "The thumbnail URLs the tags write will answer 404: django_oximg.urls is not "
-            f"in the URLconf and {name} is not wrapped in OximgMiddleware.",
+            f"in the URLconf, {name} is not wrapped in OximgMiddleware and MIDDLEWARE "
+            "has no OximgServeMiddleware.",
             hint='Add path("img/", include("django_oximg.urls")) to the URLconf, or wrap '
-            "the application in wsgi.py: application = OximgMiddleware(get_wsgi_application()). "
+            "the application in wsgi.py: application = OximgMiddleware(get_wsgi_application()), "
+            f'or put "{SERVE_MIDDLEWARE}" first in MIDDLEWARE. '
             "If something else answers OXIMG['URL_PREFIX'] (another WSGI file, a proxy), "
             "add oximg.W006 to SILENCED_SYSTEM_CHECKS.",
             id="oximg.W006",
         )
     ]
 
+
+#: The MIDDLEWARE entry that serves the tags' URLs (django_oximg/django_middleware.py).
+SERVE_MIDDLEWARE = "django_oximg.django_middleware.OximgServeMiddleware"
 
 #: Attributes under which WSGI middlewares keep the application they wrap
 #: (ours and Sentry's ``app``, WhiteNoise's ``application``, ...).

@@ -248,6 +248,7 @@ def limits(settings: conf.OximgSettings, watermark: WatermarkImage | None = None
             max_result_dimension=settings.MAX_RESULT_DIMENSION,
             max_animation_frames=settings.MAX_ANIMATION_FRAMES,
             jpeg_shrink_margin=settings.JPEG_SHRINK_MARGIN,
+            jpeg_progressive=settings.JPEG_PROGRESSIVE,
             jpeg_decoder=settings.JPEG_DECODER,
             encoder=settings.ENCODER,
             watermark=watermark,

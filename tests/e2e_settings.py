@@ -92,3 +92,9 @@ if os.environ.get("OXIMG_E2E_LOG_LEVEL"):
             }
         },
     }
+
+# tests/test_django_middleware.py: thumbnails served by the MIDDLEWARE entry,
+# with no view in the URLconf (gunicorn serves tests.e2e_app:django_application).
+if os.environ.get("OXIMG_E2E_DJANGO_MIDDLEWARE"):
+    MIDDLEWARE = ["django_oximg.django_middleware.OximgServeMiddleware"]
+    ROOT_URLCONF = "tests.urls_empty"

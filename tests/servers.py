@@ -125,7 +125,11 @@ def wait_until_answering(server: Server) -> None:
 
 
 def gunicorn_command(
-    fd: int, workers: int, threads: int, worker_class: str = "gthread"
+    fd: int,
+    workers: int,
+    threads: int,
+    worker_class: str = "gthread",
+    app: str = "tests.e2e_app:application",
 ) -> list[str]:
     return [
         sys.executable,
@@ -142,7 +146,7 @@ def gunicorn_command(
         "--workers",
         str(workers),
         *without_control_socket(),
-        "tests.e2e_app:application",
+        app,
     ]
 
 
@@ -157,6 +161,7 @@ def gunicorn(
     env: Mapping[str, str] | None = None,
     worker_class: str = "gthread",
     log_name: str = "gunicorn.log",
+    app: str = "tests.e2e_app:application",
 ) -> Iterator[Server]:
     """gunicorn (gthread) serving tests.e2e_app from ``media``, stopped on exit.
 
@@ -165,7 +170,8 @@ def gunicorn(
     starts and handed over as ``fd://``, so no other process can take the port
     in between. The log goes to ``log_name`` beside ``media`` and is
     printed if the server did not stop cleanly. ``env`` adds environment
-    variables (tests/e2e_settings.py reads a few).
+    variables (tests/e2e_settings.py reads a few). ``app`` is the WSGI
+    application gunicorn serves (tests/e2e_app.py has two).
     """
     extra_env = dict(env or {})
     env = dict(os.environ)
@@ -183,7 +189,7 @@ def gunicorn(
     log_path = media.parent / log_name
     with log_path.open("wb") as log, listener:
         process = subprocess.Popen(
-            gunicorn_command(listener.fileno(), workers, threads, worker_class),
+            gunicorn_command(listener.fileno(), workers, threads, worker_class, app),
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -103,7 +103,8 @@ def test_unknown_keywords_of_the_peers_say_what_to_do() -> None:
         tag_options("100", {"progressive": True, "bogus": 1})
     assert str(raised.value) == (
         "unknown thumbnail keyword(s): bogus, progressive "
-        "(progressive: JPEGs are written baseline with optimised Huffman tables; drop it)"
+        "(progressive: JPEGs are written baseline with optimised Huffman tables, or all "
+        'progressive with OXIMG["JPEG_PROGRESSIVE"]; drop it)'
     )
 
 

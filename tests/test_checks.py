@@ -240,6 +240,17 @@ def test_w006_not_raised_when_something_may_serve_them(
     assert oximg_checks.check_serving() == []
 
 
+def test_w006_not_raised_with_the_middleware_entry(settings: Any) -> None:
+    """django_oximg/django_middleware.py's entry in MIDDLEWARE serves the tags' URLs."""
+    settings.OXIMG = {"KEY": KEY, "SALT": SALT}
+    settings.ROOT_URLCONF = "tests.urls_empty"
+    settings.WSGI_APPLICATION = "tests.wsgi_plain.application"
+    settings.MIDDLEWARE = ["django_oximg.django_middleware.OximgServeMiddleware"]
+    assert oximg_checks.check_serving() == []
+    settings.MIDDLEWARE = []
+    assert ids(oximg_checks.check_serving()) == ["oximg.W006"]
+
+
 # -- the metadata cache and the result cache's place ------------------------------------
 
 LOCMEM = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}

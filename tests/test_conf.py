@@ -352,6 +352,7 @@ OUTPUT_CHANGES: dict[str, tuple[Any, str, str]] = {
     "MAX_RESULT_DIMENSION": (100, "/w:500/el:1/plain/a.jpg@jpeg", ""),
     "MAX_ANIMATION_FRAMES": (5, "/w:50/plain/a.gif@gif", ""),
     "JPEG_SHRINK_MARGIN": (2.0, "/w:50/plain/a.jpg@jpeg", ""),
+    "JPEG_PROGRESSIVE": (True, "/w:50/plain/a.jpg@jpeg", ""),
     "QUALITY_MODE": ("high", "/w:50/plain/a.jpg@jpeg", ""),
     "AUTO_FORMAT": (False, "/w:50/plain/a.jpg", "image/webp,*/*"),
     "WATERMARK": ("mark.png", "/w:50/plain/a.jpg@jpeg", ""),
@@ -645,6 +646,12 @@ def test_encoder_setting_is_validated(value: object) -> None:
 def test_encoder_setting_reaches_the_pipeline(value: str) -> None:
     settings = build_settings({"KEY": "aa" * 32, "SALT": "bb" * 32, "ENCODER": value})
     assert runtime.limits(settings).render.encoder == value
+
+
+@pytest.mark.parametrize("value", [True, False])
+def test_jpeg_progressive_reaches_the_pipeline(value: bool) -> None:
+    settings = build_settings({"KEY": "aa" * 32, "SALT": "bb" * 32, "JPEG_PROGRESSIVE": value})
+    assert runtime.thumbnailer_config(settings).render.jpeg_progressive is value
 
 
 @pytest.mark.parametrize("value", ["turbo", "", 1])

@@ -170,6 +170,27 @@ CASES = {
 }
 
 
+def is_progressive(data: bytes) -> bool:
+    """Whether a JPEG's frame is progressive (SOF2), read by Pillow from its header."""
+    return bool(PILImage.open(io.BytesIO(data)).info.get("progressive"))
+
+
+@pytest.mark.parametrize("options", CASES.values(), ids=list(CASES))
+@pytest.mark.parametrize("encoder_name", ["pillow", "libvips"])
+def test_progressive_jpeg_has_the_baselines_pixels(
+    options: Options, encoder_name: str, encodes: list[str]
+) -> None:
+    """``JPEG_PROGRESSIVE`` (``jpeg_progressive``): a progressive file from either
+    encoder, decoding to the baseline result's pixels (only the scan order changes)."""
+    data = source_jpeg()
+    baseline = pipeline.render(data, options, "jpeg", LIBVIPS)
+    settings = pipeline.RenderSettings(encoder=encoder_name, jpeg_progressive=True)  # type: ignore[arg-type]
+    progressive = pipeline.render(data, options, "jpeg", settings)
+    assert encodes == (["jpeg"] if encoder_name == "pillow" else [])
+    assert is_progressive(progressive.data) and not is_progressive(baseline.data)
+    assert pixels_of(decoded(progressive.data)) == pixels_of(decoded(baseline.data))
+
+
 @pytest.mark.parametrize("options", CASES.values(), ids=list(CASES))
 def test_jpeg_source_to_jpeg_goes_through_pillow_with_libvips_pixels(
     options: Options, encodes: list[str]

@@ -570,7 +570,8 @@ def test_a_finding_is_as_bad_as_its_worst_feature_and_replaced_only_when_it_need
     mixed = judged("a.html", 3, SORL, ("geometry", "rounded", "progressive"), "code", "new")
     assert (mixed.verdict, mixed.replacement) == (UNSUPPORTED, "new")
     assert mixed.advice == (
-        "no rounded corners; remove it: JPEGs are written baseline, with optimised Huffman tables"
+        "no rounded corners; remove it: JPEGs are written baseline, "
+        'or all progressive with OXIMG["JPEG_PROGRESSIVE"]'
     )
 
 

@@ -5,7 +5,10 @@ apps migrated into the test database, an image uploaded from a drawn JPEG
 with a focal point, a page rendered by Django's test client, every
 thumbnail URL fetched through the real view. The sizes are compared with
 Wagtail's own renditions of the same image and spec, made in the same run
-by ``image.get_rendition``, and the pixels with theirs.
+by ``image.get_rendition``, and the pixels with theirs. The site's image
+model (``SiteImage``, ``WAGTAILIMAGES_IMAGE_MODEL``) has
+``OximgRenditionsMixin``: a StreamField page, Wagtail's own tags, the pages
+API and the serve view ask it for renditions and get django-oximg URLs.
 
 Wagtail's apps bring models and migrations the rest of the suite must not
 have, so under tests/settings.py this module only runs itself in a pytest
@@ -422,3 +425,303 @@ def test_the_documented_template_is_the_one_tested() -> None:
     """docs/wagtail.md shows tests/wagtail_site's page template, word for word."""
     template = REPO / "tests/wagtail_site/templates/wagtail_site/photo_page.html"
     assert template.read_text().strip() in (REPO / "docs/wagtail.md").read_text()
+
+
+# -- a custom image model with OximgRenditionsMixin: Wagtail's own callers -------------
+
+
+@pytest.fixture
+def site_image(db: None, media: Path) -> Any:
+    """The site's image model (``SiteImage``, with the mixin): 1200x900, a focal point."""
+    from django.core.files.images import ImageFile
+
+    from tests.wagtail_site.models import SiteImage
+
+    return SiteImage.objects.create(
+        title="Harbour",
+        file=ImageFile(io.BytesIO(drawn_jpeg(1200, 900)), name="harbour.jpg"),
+        focal_point_x=900,
+        focal_point_y=220,
+        focal_point_width=150,
+        focal_point_height=120,
+    )
+
+
+@pytest.fixture
+def article_page(site_image: Any) -> Any:
+    """An ArticlePage: ``site_image`` as its hero, in an ImageBlock and an ImageChooserBlock."""
+    import json
+
+    from wagtail.models import Page, Site
+
+    from tests.wagtail_site.models import ArticlePage
+
+    body = [
+        {
+            "type": "image",
+            "value": {"image": site_image.pk, "alt_text": "Boats at dawn", "decorative": False},
+        },
+        {"type": "chosen", "value": site_image.pk},
+    ]
+    root = Page.get_first_root_node()
+    page = ArticlePage(title="Article", slug="article", hero=site_image, body=json.dumps(body))
+    page = root.add_child(instance=page)
+    Site.objects.update(root_page=page)
+    return page
+
+
+def wagtails_rendition(image: Any, spec: str) -> Any:
+    """Wagtail's own rendition of a ``SiteImage``, past the mixin (it writes a row)."""
+    from wagtail.images.models import AbstractImage
+
+    return AbstractImage.get_rendition(image, spec)
+
+
+def rendition_rows() -> int:
+    from tests.wagtail_site.models import SiteRendition
+
+    return int(SiteRendition.objects.count())
+
+
+@site_only
+@pytest.mark.parametrize("spec", SPECS)
+def test_the_mixins_get_rendition_is_a_url_at_wagtails_size(
+    spec: str, site_image: Any, client: Any
+) -> None:
+    """``image.get_rendition()`` of the mixin's model: a django-oximg URL, no row,
+    Wagtail's size, and the served image is that size."""
+    ours = site_image.get_rendition(spec)
+    assert ours.url.startswith("/img/")
+    assert rendition_rows() == 0
+    served = fetch(client, ours.url)
+    theirs = wagtails_rendition(site_image, spec)
+    assert (ours.width, ours.height) == (theirs.width, theirs.height)
+    assert (served.width, served.height) == (theirs.width, theirs.height)
+    assert difference(served, wagtail_pixels(theirs)) < 4.0
+
+
+@site_only
+def test_the_mixins_get_renditions_take_wagtails_arguments(site_image: Any) -> None:
+    from wagtail.images.exceptions import InvalidFilterSpecError
+    from wagtail.images.models import Filter
+
+    found = site_image.get_renditions("width-100", Filter(spec="fill-50x50"), "width-100")
+    assert list(found) == ["width-100", "fill-50x50"]
+    assert [(r.width, r.height) for r in found.values()] == [(100, 75), (50, 50)]
+    assert all(r.url.startswith("/img/") for r in found.values())
+    assert site_image.get_rendition(Filter(spec="fill-50x50")).url == found["fill-50x50"].url
+    with pytest.raises(InvalidFilterSpecError):
+        site_image.get_rendition("fill-50")
+    assert rendition_rows() == 0
+
+
+@site_only
+def test_the_streamfield_page_serves_urls_at_wagtails_sizes(
+    article_page: Any, site_image: Any, client: Any
+) -> None:
+    """Wagtail's own tags (``{% load wagtailimages_tags %}``), its ImageBlock and
+    ImageChooserBlock: every URL django-oximg's, no rendition row, Wagtail's sizes."""
+    response = client.get(article_page.url)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert rendition_rows() == 0
+    assert 'alt="Boats at dawn"' in html  # the ImageBlock's own alt text
+    urls = list(dict.fromkeys(image_sources(html)))
+    # fill-200x200; picture's four (two formats, two widths); the ImageBlock's
+    # template's fill-600x338; the ImageChooserBlock's "original"
+    assert len(urls) == 1 + 4 + 1 + 1
+    assert all(url.startswith("/img/") for url in urls)
+    sizes = {(image.width, image.height) for image in (fetch(client, url) for url in urls)}
+    specs = ["fill-200x200", "width-320", "width-640", "fill-600x338", "original"]
+    assert sizes == {
+        (r.width, r.height) for r in (wagtails_rendition(site_image, s) for s in specs)
+    }
+
+
+@site_only
+def test_the_api_rendition_field_serves_a_url(article_page: Any, client: Any) -> None:
+    """The pages API's ``ImageRenditionField``: django-oximg's URL at Wagtail's size."""
+    response = client.get(f"/api/v2/pages/{article_page.pk}/")
+    assert response.status_code == 200
+    thumbnail = response.json()["hero_thumbnail"]
+    assert thumbnail["url"].startswith("/img/")
+    assert thumbnail["full_url"] == "http://testserver" + thumbnail["url"]
+    assert (thumbnail["width"], thumbnail["height"]) == (100, 80)
+    assert thumbnail["alt"] == "Harbour"
+    served = fetch(client, thumbnail["url"])
+    assert (served.width, served.height) == (100, 80)
+    assert rendition_rows() == 0
+
+
+@site_only
+def test_a_missing_file_is_wagtails_not_found(article_page: Any, client: Any) -> None:
+    """The mixin raises Wagtail's SourceImageIOError: the tag's "not-found"
+    rendition and the API's error entry, as without it."""
+    Path(article_page.hero.file.path).unlink()
+    html = client.get(article_page.url).content.decode()
+    assert 'src="/media/not-found"' in html and "/img/" not in html
+    api = client.get(f"/api/v2/pages/{article_page.pk}/").json()
+    assert api["hero_thumbnail"] == {"error": "SourceImageIOError"}
+    assert rendition_rows() == 0
+
+
+@site_only
+def test_what_no_url_serves_falls_back_to_wagtails_rendition(
+    site_image: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A filter operation with no URL option: Wagtail's rendition (a row), one
+    WARNING; the other specs of the same call stay django-oximg's."""
+    with caplog.at_level("WARNING", logger="django_oximg"):
+        found = site_image.get_renditions("width-100|format-webp-lossless", "width-50")
+    assert found["width-100|format-webp-lossless"].url.startswith("/media/images/")
+    assert found["width-50"].url.startswith("/img/")
+    assert rendition_rows() == 1
+    assert "format-webp-lossless is not served" in caplog.text
+
+
+@site_only
+def test_the_mixin_needs_no_template_library_so_no_w003(settings: Any) -> None:
+    """With the mixin, templates keep Wagtail's library: Django's check finds no
+    two libraries under one name. The ``libraries`` override does (templates.W003)."""
+    from django.core.checks import run_checks
+
+    def template_warnings() -> list[str]:
+        return [message.id for message in run_checks() if message.id == "templates.W003"]
+
+    assert template_warnings() == []
+    override = "django_oximg.contrib.wagtail.templatetags.oximg_wagtail"
+    settings.TEMPLATES = [
+        {**settings.TEMPLATES[0], "OPTIONS": {"libraries": {"wagtailimages_tags": override}}}
+    ]
+    assert template_warnings() == ["templates.W003"]
+
+
+@site_only
+def test_wagtails_serve_view_redirects_to_the_url(site_image: Any, client: Any) -> None:
+    """``{% image_url %}`` links to Wagtail's serve view; with ``action="redirect"``
+    it sends the browser to the django-oximg URL (its "serve" action needs a file)."""
+    url = Template("{% load wagtailimages_tags %}{% image_url img 'fill-40x30' %}").render(
+        Context({"img": site_image})
+    )
+    assert url.startswith("/images/")
+    response = client.get(url)
+    assert response.status_code == 302
+    assert response["Location"] == site_image.get_rendition("fill-40x30").url
+    served = fetch(client, response["Location"])
+    assert (served.width, served.height) == (40, 30)
+    assert rendition_rows() == 0
+
+
+@site_only
+def test_progressive_jpegs_as_wagtail_saves_them(
+    site_image: Any, settings: Any, client: Any
+) -> None:
+    """``JPEG_PROGRESSIVE`` and ``WAGTAILIMAGES_JPEG_QUALITY``: the kind of file
+    Wagtail's rendition is (progressive, its quality), at Wagtail's size."""
+    from PIL import Image as PILImage
+
+    def jpeg_of(data: bytes) -> Any:
+        return PILImage.open(io.BytesIO(data))
+
+    baseline = client.get(site_image.get_rendition("width-300").url).getvalue()
+    settings.WAGTAILIMAGES_JPEG_QUALITY = 85
+    settings.OXIMG = {**settings.OXIMG, "JPEG_PROGRESSIVE": True}
+    ours = site_image.get_rendition("width-300")
+    assert "/q:85/" in ours.url
+    served = client.get(ours.url).getvalue()
+    with wagtails_rendition(site_image, "width-300").file.open("rb") as handle:
+        theirs = handle.read()
+    assert not jpeg_of(baseline).info.get("progressive")
+    assert jpeg_of(served).info.get("progressive") and jpeg_of(theirs).info.get("progressive")
+    assert jpeg_of(served).size == jpeg_of(theirs).size == (300, 225)
+
+
+@site_only
+def test_the_image_tags_app_config_serves_wagtails_library_without_w003(
+    photo_image: Any,
+) -> None:
+    """``OximgImageTagsConfig`` in INSTALLED_APPS: ``{% load wagtailimages_tags %}``
+    gives django-oximg's tags, for Wagtail's own image model, and Django's check
+    finds no library registered twice."""
+    from django.apps import AppConfig
+    from django.core.checks import run_checks
+    from wagtail.images.templatetags import wagtailimages_tags
+
+    text = (
+        "{% load wagtailimages_tags %}{% image photo fill-50x50 %} "
+        "{% image_url photo 'width-9' %} {% picture photo width-{40,80} %}"
+    )
+    context = Context({"photo": photo_image})
+    assert "/img/" not in Template(text).render(context)
+    saved = dict(wagtailimages_tags.register.tags)
+    config = AppConfig.create("django_oximg.contrib.wagtail.apps.OximgImageTagsConfig")
+    try:
+        config.ready()
+        html = Template(text).render(context)
+        assert not any(message.id == "templates.W003" for message in run_checks())
+    finally:
+        wagtailimages_tags.register.tags.clear()
+        wagtailimages_tags.register.tags.update(saved)
+    assert re.search(r'<img [^>]*src="/img/[^"]+"[^>]*width="50"', html)
+    assert re.search(r" /img/\S+/w:9/", html)
+    assert "<picture>" in html and "/media/" not in html
+    assert "/img/" not in Template(text).render(context)  # undone: Wagtail's again
+
+
+@site_only
+def test_serving_wagtails_image_tags_can_be_undone(photo_image: Any) -> None:
+    from wagtail.images.templatetags import wagtailimages_tags
+
+    from django_oximg.contrib.wagtail.templatetags.oximg_wagtail import (
+        serve_wagtails_image_tags,
+    )
+
+    before = dict(wagtailimages_tags.register.tags)
+    undo = serve_wagtails_image_tags()
+    assert wagtailimages_tags.register.tags != before
+    undo()
+    assert wagtailimages_tags.register.tags == before
+
+
+@site_only
+def test_the_admins_chooser_preview_is_a_url(site_image: Any, client: Any) -> None:
+    """The admin's image chooser widget asks ``get_rendition`` for its preview."""
+    from wagtail.images.widgets import AdminImageChooser
+
+    preview = AdminImageChooser().get_value_data_from_instance(site_image)["preview"]
+    assert preview["url"].startswith("/img/")
+    assert rendition_rows() == 0
+    served = fetch(client, preview["url"])
+    theirs = wagtails_rendition(site_image, "max-165x165")
+    assert (preview["width"], preview["height"]) == (theirs.width, theirs.height) == (165, 123)
+    assert (served.width, served.height) == (165, 123)
+
+
+@site_only
+@pytest.mark.parametrize(
+    ("limit", "message"),
+    [
+        ({"MAX_SRC_RESOLUTION": 1_000_000}, "1200x900 is over MAX_SRC_RESOLUTION (1000000)"),
+        ({"MAX_SRC_FILE_SIZE": 1000}, "bytes is over MAX_SRC_FILE_SIZE (1000)"),
+    ],
+)
+def test_a_source_over_the_limits_gets_wagtails_rendition_not_a_failing_url(
+    site_image: Any,
+    settings: Any,
+    client: Any,
+    caplog: pytest.LogCaptureFixture,
+    limit: dict[str, int],
+    message: str,
+) -> None:
+    """The server would answer 422: Wagtail renders it instead, with one WARNING."""
+    from django_oximg.contrib.wagtail.renditions import get_rendition
+
+    settings.OXIMG = {**settings.OXIMG, **limit}
+    # The URL django-oximg would write is refused by its server.
+    assert client.get(get_rendition(site_image, "width-100").url).status_code == 422
+    with caplog.at_level("WARNING", logger="django_oximg"):
+        found = site_image.get_rendition("width-100")
+    assert found.url.startswith("/media/images/")
+    assert (found.width, found.height) == (100, 75)
+    assert rendition_rows() == 1
+    assert message in caplog.text

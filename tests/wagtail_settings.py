@@ -20,6 +20,8 @@ INSTALLED_APPS = [
     "wagtail.images",
     "wagtail.admin",
     "wagtail.users",
+    "wagtail.api.v2",
+    "rest_framework",
     "django_oximg.contrib.wagtail",
     "tests.wagtail_site",
 ]
@@ -27,3 +29,5 @@ ROOT_URLCONF = "tests.wagtail_site.urls"
 WAGTAIL_SITE_NAME = "oximg tests"
 WAGTAILADMIN_BASE_URL = "http://testserver"
 STATIC_URL = "/static/"
+#: docs/wagtail.md's custom image model, with django-oximg's renditions.
+WAGTAILIMAGES_IMAGE_MODEL = "wagtail_site.SiteImage"

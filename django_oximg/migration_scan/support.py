@@ -109,7 +109,7 @@ _UNKNOWN_OPTION = _unsupported("not an option django-oximg's tag knows")
 _NO_EQUIVALENT = _unsupported("no equivalent in django-oximg")
 _RAISE_TEMPLATE_ERRORS = _edit('tags raise with OXIMG["RAISE_TEMPLATE_ERRORS"]')
 _SAME_ARGUMENTS = _edit("same arguments as the tag")
-_BASELINE = _edit("remove it: JPEGs are written baseline")
+_BASELINE = _edit('OXIMG["JPEG_PROGRESSIVE"]: every JPEG progressive (baseline without it)')
 _PER_FORMAT_QUALITY = _edit("qualities are per format")
 _LOAD_OXIMG = _edit("load django-oximg's tag library instead")
 
@@ -131,7 +131,7 @@ SUPPORT: dict[tuple[str, str], Rule] = {
     (SORL, "padding"): _unchanged(),
     (SORL, "padding_color"): _unchanged(),
     (SORL, "progressive"): _edit(
-        "remove it: JPEGs are written baseline, with optimised Huffman tables"
+        'remove it: JPEGs are written baseline, or all progressive with OXIMG["JPEG_PROGRESSIVE"]'
     ),
     (SORL, "orientation"): _edit(
         'EXIF orientation is always applied; options="ar:0" leaves it unapplied'

@@ -70,7 +70,14 @@ def encode(
     if pillow is None and plan.options.max_bytes:
         # The max_bytes loop may encode again: decode and process only once.
         image = watched(image.copy_memory(), deadline)
-    libvips = partial(save, image, plan.format, keep=keep, effort=plan.effort)
+    libvips = partial(
+        save,
+        image,
+        plan.format,
+        keep=keep,
+        effort=plan.effort,
+        progressive=settings.jpeg_progressive,
+    )
     encode_at = libvips if pillow is None else partial(pillow_or_libvips, pillow, libvips)
     return encode_within_limit(encode_at, plan)
 
@@ -105,16 +112,25 @@ def strip_metadata(image: Image, options: Options) -> tuple[Image, int, bytes | 
     return image, int(keep | keep_flags.EXIF), block
 
 
-def save(image: Image, fmt: str, quality: int, keep: int, effort: int | None = None) -> bytes:
+def save(
+    image: Image,
+    fmt: str,
+    quality: int,
+    keep: int,
+    effort: int | None = None,
+    progressive: bool = False,
+) -> bytes:
     """Encode one image with libvips' saver; only the lossy formats use ``quality``.
 
     ``effort`` is the AVIF or GIF encoder's (:attr:`Plan.effort`; None: the
-    plan's default for a small result).
+    plan's default for a small result); ``progressive`` writes a JPEG
+    progressive (``JPEG_PROGRESSIVE``).
     """
     if fmt == "jpeg":
         data = image.jpegsave_buffer(
             Q=quality,
             optimize_coding=True,
+            interlace=progressive,
             quant_table=encoder.quant_table(quality),
             keep=keep,
         )
@@ -183,6 +199,7 @@ def in_memory_encoder(
         fmt,
         icc_profile=icc_profile,
         exif=exif_block,
+        progressive=settings.jpeg_progressive,
     )
 
 

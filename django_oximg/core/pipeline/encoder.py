@@ -119,6 +119,7 @@ def encode(
     quality: int,
     icc_profile: bytes | None = None,
     exif: bytes | None = None,
+    progressive: bool = False,
 ) -> bytes:
     """Encode interleaved 8-bit sRGB ``pixels`` (rows top to bottom) as ``fmt``.
 
@@ -126,7 +127,8 @@ def encode(
     ``icc_profile`` and ``exif`` (a whole block, ``Exif\\0\\0`` prefix
     included) are embedded when given. The settings are the ones
     :func:`django_oximg.core.pipeline.encode.save` gives libvips: JPEG with
-    optimised Huffman tables and :func:`quant_table`'s tables, WebP lossy at
+    optimised Huffman tables and :func:`quant_table`'s tables (progressive
+    with ``progressive``, as ``jpegsave``'s ``interlace``), WebP lossy at
     effort 4. Raises :class:`BufferFull` for a JPEG larger than Pillow's
     buffer.
     """
@@ -146,7 +148,15 @@ def encode(
         if quant_table(quality) == TUNED_QUANT_TABLE:
             jpeg["qtables"] = TUNED_TABLES
         try:
-            image.save(out, "JPEG", quality=quality, optimize=True, **jpeg, **extra)
+            image.save(
+                out,
+                "JPEG",
+                quality=quality,
+                optimize=True,
+                progressive=progressive,
+                **jpeg,
+                **extra,
+            )
         except OSError as error:
             raise BufferFull(f"{width}x{height} JPEG at quality {quality}") from error
     elif fmt == "webp":

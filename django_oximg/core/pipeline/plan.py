@@ -71,6 +71,8 @@ class RenderSettings:
     #: JPEG sources decode at the smallest DCT scale that still leaves this
     #: many times the target size for the final resize.
     jpeg_shrink_margin: float = defaults.JPEG_SHRINK_MARGIN
+    #: JPEG results written progressive rather than baseline.
+    jpeg_progressive: bool = defaults.JPEG_PROGRESSIVE
     jpeg_decoder: defaults.JpegDecoder = defaults.JPEG_DECODER
     encoder: defaults.Encoder = defaults.ENCODER
     #: The image the ``watermark`` option lays over results; None: none is set.

@@ -25,7 +25,7 @@ WARNING, unless ``OXIMG["RAISE_TEMPLATE_ERRORS"]`` is on (as
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django import template
@@ -156,6 +156,32 @@ def image_url(image: Any, filter_spec: str, viewname: str = "") -> str:
     if not image:
         return ""
     return str(renditions_or_not_found(image, [filter_spec])[filter_spec].url)
+
+
+#: The tags this library serves in Wagtail's place.
+OWN_TAGS = ("image", "srcset_image", "picture", "image_url")
+
+
+def serve_wagtails_image_tags() -> Callable[[], None]:
+    """Make Wagtail's own library's ``image`` tags this library's; returns the undo.
+
+    Every ``{% load wagtailimages_tags %}`` then gets :data:`OWN_TAGS` from
+    here: templates stay as they are, and no second library is registered
+    under Wagtail's name, so Django's ``templates.W003`` has nothing to
+    report. A template copies a library's tags when it is compiled, so this
+    must run before the first template is (an ``AppConfig.ready()``,
+    :class:`~django_oximg.contrib.wagtail.apps.OximgImageTagsConfig`).
+    """
+    tags = wagtail_tags.register.tags
+    saved = {name: tags[name] for name in OWN_TAGS if name in tags}
+    tags.update({name: register.tags[name] for name in OWN_TAGS})
+
+    def undo() -> None:
+        for name in OWN_TAGS:
+            tags.pop(name, None)
+        tags.update(saved)
+
+    return undo
 
 
 # Any tag or filter Wagtail adds to its library later, so that this library
