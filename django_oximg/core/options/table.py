@@ -468,6 +468,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     single(("max_src_file_size", "msfs"), "max_src_file_size", COUNT),
     single(("max_animation_frames", "maf"), "max_animation_frames", COUNT),
+    single(("max_result_dimension", "mrd"), "max_result_dimension", DIMENSION),
 )
 
 #: Every option by each of its names.
