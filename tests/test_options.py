@@ -529,6 +529,15 @@ def test_bad_value_names_the_option(segment: str, named: str) -> None:
     assert error.detail
 
 
+@pytest.mark.parametrize("path", ["/ph:1/plain/a.jpg", "/preserve_hdr:0/plain/a.jpg"])
+def test_preserve_hdr_is_refused_saying_why(path: str) -> None:
+    # imgproxy's preserve_hdr: refused with the reason, not as an unknown option.
+    error = error_of(path)
+    assert error.public.startswith("preserve_hdr is not supported: ")
+    assert "Unknown option" not in error.public
+    assert error_of("/pr:hdr/plain/a.jpg", {"hdr": "w:10/ph:1"}).public == error.public
+
+
 def test_public_message_is_short_and_inert() -> None:
     error = error_of("/<script>:1/plain/a")
     assert "<" not in error.public
