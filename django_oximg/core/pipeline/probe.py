@@ -37,6 +37,10 @@ class SourceInfo:
     #: This describes a HEIF's embedded thumbnail, which is what is loaded
     #: (``enforce_thumbnail``; :func:`embedded_thumbnail`).
     embedded_thumbnail: bool = False
+    #: A HEIF's codec as libheif names it ("hevc" for HEIC, "av1" for AVIF);
+    #: "" for other formats. libvips decodes AV1 here, pillow-heif HEVC
+    #: (:mod:`.heic`).
+    compression: str = ""
 
 
 #: libvips loader name prefixes, longest first, to the format names we use.
@@ -124,7 +128,8 @@ def embedded_thumbnail(data: bytes, info: SourceInfo) -> SourceInfo:
     For ``enforce_thumbnail``: the render is then planned from, and loads,
     the thumbnail. A HEIF without a thumbnail gives its main image's size.
     """
-    if info.format not in THUMBNAIL_FORMATS:
+    if info.format not in THUMBNAIL_FORMATS or info.compression == "hevc":
+        # pillow-heif, which decodes HEIC (:mod:`.heic`), decodes no thumbnails.
         return info
     try:
         image = pyvips.Image.heifload_source(memory_source(data), thumbnail=True)
@@ -158,6 +163,7 @@ def probe(data: bytes) -> SourceInfo:
             has_alpha=bool(image.hasalpha()),
             interlaced=bool(_int_field(image, fields, "interlaced", 0)),
             header=image,
+            compression=str(image.get("heif-compression")) if "heif-compression" in fields else "",
         )
     except pyvips.Error as error:
         raise libvips_error(error, data) from error
