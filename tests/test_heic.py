@@ -80,6 +80,21 @@ def test_a_heic_renders_at_its_size_and_upright(
         assert not is_red(image(2, 2))
 
 
+@pytest.mark.parametrize("fmt", ["avif", "webp", "jpeg", "png"])
+@pytest.mark.parametrize("metadata", ["", "/sm:0", "/kcr:0"])
+def test_a_heic_result_is_not_turned_again_by_its_exif(
+    turned: bytes, fmt: str, metadata: str
+) -> None:
+    # The file's EXIF still says 6 after libheif applied the turn: no result
+    # may carry it (AVIF would write it as a turn of its own, JPEG as a tag).
+    options = options_for(f"w:100{metadata}")
+    result = pipeline.render(turned, options, fmt, pipeline.RenderSettings())
+    image = decoded(result.data)
+    assert (image.width, image.height) == (100, 160)
+    assert not image.get_typeof("orientation") or image.get("orientation") == 1
+    assert is_red(image(image.width - 2, 2))
+
+
 def test_a_heic_without_auto_rotate_is_still_turned_by_its_file(turned: bytes) -> None:
     # The turn is the file's own (irot), which libheif always applies, as a
     # phone's viewer does; ar:0 only leaves EXIF orientations alone.

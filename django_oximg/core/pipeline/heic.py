@@ -36,6 +36,10 @@ HEVC = "hevc"
 #: pillow-heif's 8-bit modes, by their number of bands.
 BANDS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4}
 
+#: The fields libvips parses an EXIF block's Orientation into; a saver
+#: writes the tag from the first.
+ORIENTATION_FIELDS = ("orientation", "exif-ifd0-Orientation")
+
 #: libvips' XMP field; pillow-heif gives the packet as ``info["xmp"]``.
 XMP_FIELD = "xmp-data"
 
@@ -82,6 +86,12 @@ def heic_decoded(data: bytes, options: Options) -> Image:
         fields[XMP_FIELD] = bytes(info["xmp"])
     for name, value in fields.items():
         image.set_type(pyvips.GValue.blob_type, name, value)
+    # libvips reads the EXIF block's Orientation into the image: a HEIC
+    # keeps the camera's there too, but libheif has turned the pixels by it
+    # already, and a saver would write it again (AVIF as a turn of its own).
+    for name in ORIENTATION_FIELDS:
+        if image.get_typeof(name):
+            image.remove(name)
     return image
 
 
