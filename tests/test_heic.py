@@ -157,12 +157,23 @@ def test_an_over_limit_heic_is_refused_before_it_is_decoded(
     assert len(decodes) == 1
 
 
-def test_without_pillow_heif_a_heic_is_unsupported(
-    turned: bytes, monkeypatch: pytest.MonkeyPatch
+def test_without_pillow_heif_a_heic_is_refused_from_its_header(
+    make: Callable[..., Thumbnailer],
+    source_dir: Path,
+    turned: bytes,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, "pillow_heif", None)  # import fails
     with pytest.raises(UnsupportedFormat):
+        pipeline.probe(turned)
+    with pytest.raises(UnsupportedFormat):
         pipeline.render(turned, options_for("w:50"), "jpeg", pipeline.RenderSettings())
+    (source_dir / "photos" / "phone.heic").write_bytes(turned)
+    thumbnailer = make(workers=1, queue_size=4, budget=256 * MIB)
+    assert fetch(thumbnailer, "/w:50/plain/photos/phone.heic@jpeg") == (
+        415,
+        b"Unsupported image format\n",
+    )
 
 
 def test_a_django_image_field_accepts_a_heic_upload(turned: bytes) -> None:

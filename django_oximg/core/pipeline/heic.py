@@ -16,7 +16,8 @@ reports none for HEIF). High bit depths are decoded to 8 bits, as every
 result is 8-bit. pillow-heif does not decode a file's embedded thumbnails,
 so ``enforce_thumbnail`` renders a HEIC's main image.
 
-Without pillow-heif installed a HEIC source is a 415, as a blocked format.
+Without pillow-heif installed the probe refuses a HEIC source (415), as a
+format that cannot be rendered.
 """
 
 from __future__ import annotations
@@ -28,10 +29,7 @@ import pyvips
 from django_oximg.core.errors import InvalidImage, UnsupportedFormat
 from django_oximg.core.options import Options
 from django_oximg.core.pipeline.libvips import EXIF_FIELD, ICC_FIELD, Image
-from django_oximg.core.pipeline.probe import SourceInfo
-
-#: ``heif-compression`` of the images libvips' libheif cannot decode.
-HEVC = "hevc"
+from django_oximg.core.pipeline.probe import HEVC, SourceInfo
 
 #: pillow-heif's 8-bit modes, by their number of bands.
 BANDS = {"L": 1, "LA": 2, "RGB": 3, "RGBA": 4}

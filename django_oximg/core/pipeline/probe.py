@@ -7,12 +7,13 @@ frame and format limits, the memory estimate) and its answer,
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyvips
 
-from django_oximg.core.errors import InvalidImage
+from django_oximg.core.errors import InvalidImage, UnsupportedFormat
 from django_oximg.core.pipeline.libvips import Image, ensure_configured, libvips_error
 
 
@@ -128,7 +129,7 @@ def embedded_thumbnail(data: bytes, info: SourceInfo) -> SourceInfo:
     For ``enforce_thumbnail``: the render is then planned from, and loads,
     the thumbnail. A HEIF without a thumbnail gives its main image's size.
     """
-    if info.format not in THUMBNAIL_FORMATS or info.compression == "hevc":
+    if info.format not in THUMBNAIL_FORMATS or info.compression == HEVC:
         # pillow-heif, which decodes HEIC (:mod:`.heic`), decodes no thumbnails.
         return info
     try:
@@ -168,4 +169,28 @@ def probe(data: bytes) -> SourceInfo:
     except pyvips.Error as error:
         raise libvips_error(error, data) from error
     check_complete(info, data)
+    check_decodable(info)
     return info
+
+
+#: ``heif-compression`` of a HEIC's images, which libvips here cannot decode.
+HEVC = "hevc"
+
+
+def check_decodable(info: SourceInfo) -> None:
+    """Refuse a HEIC (415) when pillow-heif, its decoder here, is not installed.
+
+    Told from the header, so a HEIC is refused before it is admitted, as
+    any format that cannot be rendered (an upload validator asking the same
+    questions refuses it too); pillow-heif is looked for, not imported.
+    """
+    if info.format == "heif" and info.compression == HEVC and not pillow_heif_installed():
+        raise UnsupportedFormat("a HEIC source needs pillow-heif (the heic extra)")
+
+
+def pillow_heif_installed() -> bool:
+    """Whether ``pillow_heif`` can be imported (without importing it)."""
+    try:
+        return importlib.util.find_spec("pillow_heif") is not None
+    except ValueError:  # in sys.modules as None: import refused
+        return False
