@@ -20,21 +20,6 @@ def settings_changed(*, setting: str, **kwargs: Any) -> None:
         runtime.reset()
 
 
-def register_heif_opener() -> bool:
-    """Let Pillow open HEIC/HEIF files when pillow-heif (the ``heic`` extra) is installed.
-
-    Django's ``ImageField`` checks an upload by opening it with Pillow, which
-    cannot read HEIC by itself: without this an iPhone's photo is refused
-    before django-oximg ever sees it. False when pillow-heif is missing.
-    """
-    try:
-        from pillow_heif import register_heif_opener as register
-    except ImportError:
-        return False
-    register()
-    return True
-
-
 class OximgConfig(AppConfig):
     name = "django_oximg"
     verbose_name = "django-oximg"
@@ -46,5 +31,4 @@ class OximgConfig(AppConfig):
 
         checks.register()
         hooks.connect()
-        register_heif_opener()
         setting_changed.connect(settings_changed, dispatch_uid="django_oximg.settings_changed")

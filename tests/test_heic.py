@@ -176,12 +176,20 @@ def test_without_pillow_heif_a_heic_is_refused_from_its_header(
     )
 
 
-def test_a_django_image_field_accepts_a_heic_upload(turned: bytes) -> None:
-    # django_oximg's AppConfig.ready() registers pillow-heif's Pillow opener.
+def test_a_heic_upload_passes_django_image_field_as_documented_and_renders(
+    turned: bytes,
+) -> None:
+    import pillow_heif
+
+    pillow_heif.register_heif_opener()  # the one line docs/django.md gives
     upload = SimpleUploadedFile("phone.heic", turned, content_type="image/heic")
     cleaned = forms.ImageField().clean(upload)
-    assert cleaned.image.format == "HEIF"
-    assert cleaned.image.size == (200, 320)
+    assert (cleaned.image.format, cleaned.image.size) == ("HEIF", (200, 320))
+    cleaned.seek(0)
+    result = pipeline.render(
+        cleaned.read(), options_for("rs:fit:100:100"), "webp", pipeline.RenderSettings()
+    )
+    assert (result.width, result.height) == (63, 100)
 
 
 def test_the_info_summary_of_a_heic(turned: bytes) -> None:
