@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import struct
 
 import pyvips
@@ -167,3 +168,26 @@ def heif_with_thumbnail(main: pyvips.Image, thumbnail: pyvips.Image) -> bytes:
 
     start = len(ftyp) + len(meta_with(0)) + 8  # after the mdat header
     return ftyp + meta_with(start) + _box(b"mdat", data_main + data_thumb)
+
+
+def heic(width: int = 320, height: int = 200, orientation: int = 1, artist: str = "") -> bytes:
+    """A photo-like 8-bit HEIC (HEVC in HEIF) written by pillow-heif, the ``heic`` extra.
+
+    A red block marks the stored image's top-left corner. An EXIF
+    ``orientation`` other than 1 is given to pillow-heif, which writes it as
+    the file's own turn (``irot``/``imir``), as a phone's camera does; an
+    ``artist`` goes into the EXIF block.
+    Callers check that pillow-heif is installed (tests/test_heic.py).
+    """
+    import pillow_heif
+    from PIL import Image
+
+    pixels = photo(width, height).draw_rect([255, 0, 0], 0, 0, width // 5, height // 5, fill=True)
+    picture = Image.frombytes("RGB", (width, height), bytes(pixels.write_to_memory()))
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    if artist:
+        exif[0x013B] = artist
+    buffer = io.BytesIO()
+    pillow_heif.from_pillow(picture).save(buffer, quality=90, exif=exif.tobytes())
+    return buffer.getvalue()

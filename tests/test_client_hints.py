@@ -73,6 +73,16 @@ def test_hints_are_rounded_up_to_fixed_steps(hints: ClientHints, expected: Optio
         assert options.width * (options.dpr or 1) >= min(hints.width, 8192)
 
 
+def test_a_urls_max_result_dimension_caps_the_hinted_width() -> None:
+    # mrd:600 makes no result wider than 600: a wider hint is one answer, not many.
+    parsed = parse_path("/mrd:600/plain/a")
+    widths = {with_hints(parsed, ClientHints(width=w), 8192)[0].width for w in (700, 1500, 4000)}
+    assert widths == {with_hints(parsed, ClientHints(width=600), 8192)[0].width}
+    assert (
+        with_hints(parse_path("/mrd:9000/plain/a"), ClientHints(width=9000), 8192)[0].width == 8192
+    )
+
+
 def test_the_answers_one_url_can_have_through_hints_are_few() -> None:
     """Every Width and a fine grid of DPRs give at most 37 widths and 7 DPRs (304 with none)."""
     parsed = parse_path("/plain/a")

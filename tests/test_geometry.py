@@ -129,6 +129,21 @@ def test_max_result_dimension_clamps_everything_together() -> None:
     assert size_of(2000, 1333, Options(), max_result_dimension=0) == (2000, 1333)
 
 
+def test_a_url_lowers_max_result_dimension_but_never_raises_it() -> None:
+    big = Options(width=3000, height=3000, enlarge=True)
+    assert size_of(
+        2000, 1000, big._replace(max_result_dimension=500), max_result_dimension=1000
+    ) == (500, 250)
+    assert size_of(
+        2000, 1000, big._replace(max_result_dimension=2000), max_result_dimension=1000
+    ) == (1000, 500)
+    assert size_of(2000, 1000, big._replace(max_result_dimension=500), max_result_dimension=0) == (
+        500,
+        250,
+    )
+    assert size_of(2000, 1000, big, max_result_dimension=1000) == (1000, 500)
+
+
 def test_scaling_never_goes_below_one_pixel() -> None:
     assert size_of(10000, 10, Options(width=10)) == (10, 1)
 

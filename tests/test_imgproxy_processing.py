@@ -182,6 +182,27 @@ def test_result_size_limit(limit: int, url_options: str, expected: tuple[int, in
     assert planned_size(url_options, limit) == expected
 
 
+@pytest.mark.parametrize("configured", [NO_LIMIT, 0], ids=["configured", "no-configured-limit"])
+@pytest.mark.parametrize(
+    ("limit", "url_options", "expected"),
+    [
+        pytest.param(limit, url, (w, h), id=f"{url}@{limit}")
+        for limit, url, w, h in RESULT_SIZE_LIMIT
+    ],
+)
+def test_result_size_limit_from_the_url(
+    configured: int, limit: int, url_options: str, expected: tuple[int, int]
+) -> None:
+    # TestResultSizeLimit with the limit in the URL (``mrd``, imgproxy's
+    # ``max_result_dimension`` option) under a higher configured limit, or none.
+    assert planned_size(f"{url_options}/mrd:{limit}", configured) == expected
+
+
+def test_the_url_never_raises_the_configured_result_limit() -> None:
+    assert planned_size("rt:fit/w:1000/h:1000/el:1/mrd:400", 100) == (100, 50)
+    assert planned_size("rt:fit/w:1000/h:1000/el:1/mrd:0", 100) == (100, 50)
+
+
 # -- the same sizes through a real render -------------------------------------------
 
 #: A representative subset: each resizing type with and without enlarge and
@@ -220,6 +241,44 @@ def test_rendered_size(
     image = pyvips.Image.new_from_buffer(result.data, "")
     assert (result.width, result.height) == expected
     assert (image.width, image.height) == expected
+
+
+@pytest.mark.parametrize(
+    ("limit", "url_options", "expected"),
+    [
+        pytest.param(limit, url, (w, h), id=f"{url}@{limit}")
+        for limit, url, w, h in RENDERED
+        if limit != NO_LIMIT
+    ],
+)
+def test_rendered_size_with_the_limit_in_the_url(
+    source_jpeg: bytes, limit: int, url_options: str, expected: tuple[int, int]
+) -> None:
+    settings = pipeline.RenderSettings(max_result_dimension=NO_LIMIT)
+    options = options_for(f"{url_options}/mrd:{limit}")
+    result = pipeline.render(source_jpeg, options, "png", settings)
+    image = pyvips.Image.new_from_buffer(result.data, "")
+    assert (image.width, image.height) == expected
+
+
+def test_max_result_dimension_in_a_served_url(
+    make: Callable[..., Thumbnailer], source_dir: Path, cache_dir: Path, source_jpeg: bytes
+) -> None:
+    # A served ``mrd`` URL: accepted, applied, and its own cache object.
+    (source_dir / "test2.jpg").write_bytes(source_jpeg)
+    signer = URLSigner(pairs_from_hex([DOCS_KEY], [DOCS_SALT]))
+    thumbnailer = make(workers=1, queue_size=4, budget=64 * MIB, signer=signer)
+    sizes = []
+    for path in (
+        "/rs:fit:150:150/plain/test2.jpg@png",
+        "/rs:fit:150:150/mrd:50/plain/test2.jpg@png",
+    ):
+        reply = thumbnailer.reply(signer.signed_path(path), "GET", {})
+        assert reply.status == 200
+        image = pyvips.Image.new_from_buffer(reply.body, "")
+        sizes.append((image.width, image.height))
+    assert sizes == [(150, 75), (50, 25)]
+    assert len(list(cache_dir.rglob("*.png"))) == 2
 
 
 # -- TestImageResolutionTooLarge -------------------------------------------------------

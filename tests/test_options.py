@@ -140,6 +140,7 @@ SIMPLE_OPTIONS = [
         250_000,
     ),
     (("quality_mode", "qm"), "high", "quality_mode", "high"),
+    (("max_result_dimension", "mrd"), "640", "max_result_dimension", 640),
 ]
 
 
@@ -182,7 +183,7 @@ def test_new_option_arguments(segment: str, expected: Options) -> None:
         "t:1:ggg", "t:1::x", "t:1:2:3:4:5", "pix:-1", "pix:x", "wm:2", "wm:0.5:sm", "wm:0.5:fp",
         "wm:0.5:ce:x", "wm:0.5:ce:0:0:0", "wm:1:2:3:4:5:6", "fn:a:1", "fn:a:b:c", "fn:" + "a" * 256,
         "att:x", "skp:bmp", "skp:jpg:tiff", "raw:2", "eth:yes", "msr:-1", "msr:x", "msfs:-1",
-        "maf:1.5", "mafr:-0.5",
+        "maf:1.5", "mafr:-0.5", "mrd:-1", "mrd:1.5", "mrd:100001", "mrd:1:2",
     ],
 )  # fmt: skip
 def test_bad_new_option_arguments_are_refused(segment: str) -> None:
@@ -528,6 +529,15 @@ def test_bad_value_names_the_option(segment: str, named: str) -> None:
     assert error.detail
 
 
+@pytest.mark.parametrize("path", ["/ph:1/plain/a.jpg", "/preserve_hdr:0/plain/a.jpg"])
+def test_preserve_hdr_is_refused_saying_why(path: str) -> None:
+    # imgproxy's preserve_hdr: refused with the reason, not as an unknown option.
+    error = error_of(path)
+    assert error.public.startswith("preserve_hdr is not supported: ")
+    assert "Unknown option" not in error.public
+    assert error_of("/pr:hdr/plain/a.jpg", {"hdr": "w:10/ph:1"}).public == error.public
+
+
 def test_public_message_is_short_and_inert() -> None:
     error = error_of("/<script>:1/plain/a")
     assert "<" not in error.public
@@ -805,6 +815,7 @@ def valid_options(draw: st.DrawFn) -> Options:
         max_src_file_size=draw(st.integers(0, 2**40)),
         max_animation_frames=draw(st.integers(0, 10**6)),
         max_animation_frame_resolution=draw(st.integers(0, 10**12)),
+        max_result_dimension=draw(dimensions),
         resizing_type=draw(st.sampled_from(RESIZING_TYPES)),
         width=draw(dimensions),
         height=draw(dimensions),
@@ -931,6 +942,7 @@ PLAUSIBLE_ARGUMENTS = {
     ("skip_processing", "skp"): ["jpg", "png:webp"],
     ("max_src_resolution", "msr", "max_animation_frame_resolution", "mafr"): ["0", "1.5"],
     ("max_src_file_size", "msfs", "max_animation_frames", "maf"): ["0", "3"],
+    ("max_result_dimension", "mrd"): ["0", "640"],
 }
 plausible_segments = st.one_of(
     [

@@ -143,6 +143,7 @@ def everything(*, raw: bool) -> Options:
         max_animation_frame_resolution=250_000,
         max_src_file_size=5000,
         max_animation_frames=3,
+        max_result_dimension=640,
     )
 
 
@@ -153,7 +154,7 @@ CANONICAL = (
     "/pd:1:2:3:4/z:2:0.5/exar:1:we/t:10:ff0000:0:1/bg:0010ff/bl:1.5/sh:0.25/rot:90/fl:1:0"
     "/pix:8/wm:0.5:re:10/q:80/qm:high/fq:avif:50:webp:70/sm:0/kcr:0/scp:0/ar:0/cb:v%201%2F2"
     "/exp:4102444800/mb:1000/fn:cGhvdG8gMQ:1/att:1{raw}/eth:1{skp}/msr:1.5/mafr:0.25"
-    "/msfs:5000/maf:3/plain/dir/a%20b.jpg{ext}"
+    "/msfs:5000/maf:3/mrd:640/plain/dir/a%20b.jpg{ext}"
 )
 
 

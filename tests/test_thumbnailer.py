@@ -350,6 +350,7 @@ def test_unsigned_placeholder_works_only_when_allowed(
         ("/rs:sideways:10:10/plain/photos/landscape.jpg@jpeg", b"resizing_type"),
         ("/q:1000/plain/photos/landscape.jpg@jpeg", b"quality"),
         ("/w:100/plain/photos/landscape.jpg@tiff", b"format"),
+        ("/w:100/ph:1/plain/photos/landscape.jpg@jpeg", b"preserve_hdr is not supported"),
     ],
 )
 def test_bad_options_get_400_naming_the_option(

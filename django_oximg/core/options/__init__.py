@@ -60,6 +60,7 @@ from django_oximg.core.options.model import (
     URLRules,
     Watermark,
     lowered_limit,
+    result_dimension_limit,
 )
 from django_oximg.core.options.parse import parse_path
 from django_oximg.core.options.table import OPTION_NAMES, PRESET_NAMES, Handler
@@ -103,4 +104,5 @@ __all__ = [
     "build_path",
     "lowered_limit",
     "parse_path",
+    "result_dimension_limit",
 ]

@@ -13,8 +13,9 @@ The arithmetic follows imgproxy's ``calcScale``/``calcSizes``/``limitScale``
 4. The scaled image is cropped to the requested box (``fill`` and friends),
    then extended to it (``extend``), then to its aspect ratio
    (``extend_aspect_ratio``), then padded (``padding`` times ``dpr``).
-5. If the result would exceed ``max_result_dimension`` everything is scaled
-   down together.
+5. If the result would exceed ``max_result_dimension`` (the configured
+   limit, lowered by the request's own ``max_result_dimension``) everything
+   is scaled down together.
 
 Pure Python on purpose: no pyvips, no Django, cheap enough for every page view.
 """
@@ -24,7 +25,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-from django_oximg.core.options import Gravity, Options
+from django_oximg.core.options import Gravity, Options, result_dimension_limit
 
 #: EXIF orientations that turn the stored image by a quarter turn (5..8).
 QUARTER_TURN_ORIENTATIONS = frozenset({5, 6, 7, 8})
@@ -263,7 +264,8 @@ def plan_geometry(
     animations); ``orientation`` is the EXIF orientation 1..8. A
     ``max_result_dimension`` of 0 disables the limit. It has no default: every
     caller passes the configured limit, so an estimate can never plan with
-    another limit than the render.
+    another limit than the render. The request's own ``max_result_dimension``
+    lowers it here, so the tags, the estimate and the render all see it.
     """
     if width < 1 or height < 1:
         raise ValueError(f"source size must be positive, got {width}x{height}")
@@ -279,6 +281,9 @@ def plan_geometry(
     sizes = compute_sizes(region_w, region_h, x_scale, y_scale, dpr_scale, options)
     padding = scaled_padding(options, dpr_scale)
 
+    max_result_dimension = result_dimension_limit(
+        max_result_dimension, options.max_result_dimension
+    )
     if max_result_dimension > 0:
         _, _, out_w, out_h, _, _ = _result_and_canvas(sizes, options)
         out_w += padding[1] + padding[3]

@@ -152,6 +152,9 @@ class Options(NamedTuple):
     max_src_file_size: int = 0
     max_animation_frames: int = 0
     max_animation_frame_resolution: int = 0
+    #: ``max_result_dimension``: the largest side of the result for this URL,
+    #: only ever below ``MAX_RESULT_DIMENSION`` (:func:`result_dimension_limit`).
+    max_result_dimension: int = 0
     #: One of :data:`QUALITY_MODES`, or "" for the site's ``QUALITY_MODE``.
     quality_mode: str = ""
     #: The site's own options (``OXIMG["EXTENSIONS"]``) a request gives, as
@@ -243,6 +246,18 @@ def lowered_limit(configured: int, requested: int) -> int:
     ``requested`` 0 means the URL set none.
     """
     return min(configured, requested) if requested else configured
+
+
+def result_dimension_limit(configured: int, requested: int) -> int:
+    """The largest side of a result: ``MAX_RESULT_DIMENSION`` lowered by a URL's
+    ``max_result_dimension``.
+
+    Unlike the source limits, a configured 0 means no limit (as in
+    imgproxy), so a URL's value there is the limit; a URL's 0 sets none.
+    """
+    if not requested:
+        return configured
+    return min(configured, requested) if configured else requested
 
 
 def normalized(options: Options) -> Options:

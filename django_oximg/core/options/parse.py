@@ -27,7 +27,7 @@ from django_oximg.core.options.model import (
     URLRules,
     normalized,
 )
-from django_oximg.core.options.table import BY_NAME, PRESET_NAMES
+from django_oximg.core.options.table import BY_NAME, PRESET_NAMES, UNSUPPORTED
 from django_oximg.core.options.values import (
     base64url_text,
     format_name,
@@ -59,6 +59,8 @@ class _OptionParser:
             option.read(draft, args)
             return
         extension = extension_named(self.extensions, name)
+        if extension is None and name in UNSUPPORTED:
+            raise InvalidOptions(detail=UNSUPPORTED[name], public=UNSUPPORTED[name])
         if extension is None:
             raise InvalidOptions(
                 detail=f"unknown option {name[:200]!r}", public=f"Unknown option: {shown(name)}"

@@ -19,7 +19,8 @@ have their reading and their text written next to each other below.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, NamedTuple, TypeVar
 
 from django_oximg.core.options.model import (
@@ -468,6 +469,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     single(("max_src_file_size", "msfs"), "max_src_file_size", COUNT),
     single(("max_animation_frames", "maf"), "max_animation_frames", COUNT),
+    single(("max_result_dimension", "mrd"), "max_result_dimension", DIMENSION),
 )
 
 #: Every option by each of its names.
@@ -478,3 +480,17 @@ PRESET_NAMES = ("preset", "pr")
 
 #: Every option name a URL may use, long and short.
 OPTION_NAMES = frozenset(BY_NAME) | frozenset(PRESET_NAMES)
+
+#: Why an open-source imgproxy option is refused here, by each of its names:
+#: a URL naming one gets a 400 saying so, not "Unknown option".
+#: ``preserve_hdr``: every result is 8-bit sRGB (the colour step, the
+#: encoders' qualities and the memory estimate are all 8-bit), and a JPEG's
+#: UltraHDR gain map would have to follow every crop, turn, flip and
+#: extension, where libvips keeps it right only through its thumbnail
+#: operation (and writes it into JPEG only); docs/urls.md says more.
+UNSUPPORTED: Mapping[str, str] = MappingProxyType(
+    dict.fromkeys(
+        ("preserve_hdr", "ph"),
+        "preserve_hdr is not supported: results are 8-bit, without an HDR gain map",
+    )
+)

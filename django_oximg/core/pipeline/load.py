@@ -15,6 +15,10 @@ Three ways, chosen from the plan and the settings:
   shrunk is decoded at a DCT scale instead (:func:`load_crop`), the region
   cut from that.
 
+A HEIC (a HEIF of HEVC images) is decoded whole by pillow-heif
+(:mod:`~django_oximg.core.pipeline.heic`), then taken on as a libjpeg-turbo
+decode is.
+
 With ``enforce_thumbnail`` a HEIF/AVIF source's embedded thumbnail is
 loaded instead of its main image (libheif gives the main image when there
 is none); the probe already planned from the thumbnail's size.
@@ -34,6 +38,7 @@ import pyvips
 from django_oximg.core.options import Options
 from django_oximg.core.options.geometry import QUARTER_TURN_ORIENTATIONS, place
 from django_oximg.core.pipeline import jpeg
+from django_oximg.core.pipeline.heic import heic_decoded, needs_pillow_heif
 from django_oximg.core.pipeline.libvips import COPYRIGHT_FIELDS, EXIF_FIELD, ICC_FIELD, Image
 from django_oximg.core.pipeline.plan import HIGH_QUALITY_MARGIN, Plan, RenderSettings
 from django_oximg.core.pipeline.probe import SourceInfo, memory_source
@@ -58,6 +63,8 @@ class Loaded(NamedTuple):
 
 def load(data: bytes, plan: Plan, settings: RenderSettings) -> Loaded:
     """``data`` loaded for ``plan``: shrunk on load, or whole for ``crop`` and ``trim``."""
+    if needs_pillow_heif(plan.source):
+        return heic_loaded(data, plan)
     if not plan.full_load:
         if plan.linear_light and not plan.source.embedded_thumbnail:
             return load_supersampled(data, plan, settings)
@@ -66,6 +73,18 @@ def load(data: bytes, plan: Plan, settings: RenderSettings) -> Loaded:
     if cropped is not None:
         return cropped
     return Loaded(load_full(data, plan), False)
+
+
+def heic_loaded(data: bytes, plan: Plan) -> Loaded:
+    """A HEIC source, decoded whole by pillow-heif (:mod:`.heic`; it has no
+    shrink-on-load), already upright: resized to the load size as libvips'
+    thumbnail would, unless ``crop``/``trim`` or the high-quality mode's
+    resize step take it from its full size."""
+    image = heic_decoded(data, plan.options)
+    if plan.full_load or plan.linear_light:
+        return Loaded(image, True)
+    width, height = plan.load_size
+    return Loaded(resize_decoded(image, width, height, 1), True)
 
 
 def loader_options(animated: bool) -> str:

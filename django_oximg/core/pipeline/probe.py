@@ -7,12 +7,13 @@ frame and format limits, the memory estimate) and its answer,
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyvips
 
-from django_oximg.core.errors import InvalidImage
+from django_oximg.core.errors import InvalidImage, UnsupportedFormat
 from django_oximg.core.pipeline.libvips import Image, ensure_configured, libvips_error
 
 
@@ -37,6 +38,10 @@ class SourceInfo:
     #: This describes a HEIF's embedded thumbnail, which is what is loaded
     #: (``enforce_thumbnail``; :func:`embedded_thumbnail`).
     embedded_thumbnail: bool = False
+    #: A HEIF's codec as libheif names it ("hevc" for HEIC, "av1" for AVIF);
+    #: "" for other formats. libvips decodes AV1 here, pillow-heif HEVC
+    #: (:mod:`.heic`).
+    compression: str = ""
 
 
 #: libvips loader name prefixes, longest first, to the format names we use.
@@ -124,7 +129,8 @@ def embedded_thumbnail(data: bytes, info: SourceInfo) -> SourceInfo:
     For ``enforce_thumbnail``: the render is then planned from, and loads,
     the thumbnail. A HEIF without a thumbnail gives its main image's size.
     """
-    if info.format not in THUMBNAIL_FORMATS:
+    if info.format not in THUMBNAIL_FORMATS or info.compression == HEVC:
+        # pillow-heif, which decodes HEIC (:mod:`.heic`), decodes no thumbnails.
         return info
     try:
         image = pyvips.Image.heifload_source(memory_source(data), thumbnail=True)
@@ -158,8 +164,33 @@ def probe(data: bytes) -> SourceInfo:
             has_alpha=bool(image.hasalpha()),
             interlaced=bool(_int_field(image, fields, "interlaced", 0)),
             header=image,
+            compression=str(image.get("heif-compression")) if "heif-compression" in fields else "",
         )
     except pyvips.Error as error:
         raise libvips_error(error, data) from error
     check_complete(info, data)
+    check_decodable(info)
     return info
+
+
+#: ``heif-compression`` of a HEIC's images, which libvips here cannot decode.
+HEVC = "hevc"
+
+
+def check_decodable(info: SourceInfo) -> None:
+    """Refuse a HEIC (415) when pillow-heif, its decoder here, is not installed.
+
+    Told from the header, so a HEIC is refused before it is admitted, as
+    any format that cannot be rendered (an upload validator asking the same
+    questions refuses it too); pillow-heif is looked for, not imported.
+    """
+    if info.format == "heif" and info.compression == HEVC and not pillow_heif_installed():
+        raise UnsupportedFormat("a HEIC source needs pillow-heif (the heic extra)")
+
+
+def pillow_heif_installed() -> bool:
+    """Whether ``pillow_heif`` can be imported (without importing it)."""
+    try:
+        return importlib.util.find_spec("pillow_heif") is not None
+    except ValueError:  # in sys.modules as None: import refused
+        return False

@@ -1,7 +1,8 @@
 """The ``/info`` endpoint's summary of a source: its BlurHash and dominant colour.
 
 Both come from one tiny, upright, sRGB thumbnail of the source, loaded with
-shrink-on-load, so even a large source costs little.
+shrink-on-load, so even a large source costs little (a HEIC, which
+pillow-heif decodes whole, costs what its render does).
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ import pyvips
 
 from django_oximg.core.limits.deadlines import Deadline
 from django_oximg.core.options import Options
-from django_oximg.core.pipeline.libvips import ensure_configured, failure, watched
+from django_oximg.core.pipeline.heic import heic_decoded, needs_pillow_heif
+from django_oximg.core.pipeline.libvips import Image, ensure_configured, failure, watched
 from django_oximg.core.pipeline.load import loader_options
 from django_oximg.core.pipeline.plan import Plan, RenderSettings, plan_render
-from django_oximg.core.pipeline.probe import SourceInfo
+from django_oximg.core.pipeline.probe import SourceInfo, probe
 from django_oximg.core.pipeline.steps.colour import srgb
 
 #: Longest side, in pixels, of the thumbnail a summary is computed from. A
@@ -72,9 +74,7 @@ def summarise(
     ensure_configured()
     with Deadline(deadline) as watch:
         try:
-            image = pyvips.Image.thumbnail_buffer(
-                data, SUMMARY_SIZE, height=SUMMARY_SIZE, option_string=loader_options(False)
-            )
+            image = summary_thumbnail(data)
             image = watched(srgb(image, strip_profile=True), watch).copy_memory()
             rgba = image.extract_band(0, n=4) if image.hasalpha() else image.bandjoin(255)
             pixels = bytes(rgba.cast("uchar").write_to_memory())
@@ -85,6 +85,15 @@ def summarise(
     if blurhash_components is not None:
         blurhash = encode_blurhash(pixels, width, blurhash_components)
     return Summary(blurhash, dominant_colour(pixels) if dominant_color else None)
+
+
+def summary_thumbnail(data: bytes) -> Image:
+    """The summary's thumbnail of ``data``: libvips' own, or of pillow-heif's decode of a HEIC."""
+    if needs_pillow_heif(probe(data)):
+        return heic_decoded(data, Options()).thumbnail_image(SUMMARY_SIZE, height=SUMMARY_SIZE)
+    return pyvips.Image.thumbnail_buffer(
+        data, SUMMARY_SIZE, height=SUMMARY_SIZE, option_string=loader_options(False)
+    )
 
 
 def encode_blurhash(rgba: bytes, width: int, components: tuple[int, int]) -> str:

@@ -39,6 +39,7 @@ from django_oximg.core.options import (
     REAL_TEXT,
     Options,
     ParsedPath,
+    result_dimension_limit,
 )
 
 #: The request headers carrying each hint, the standard name first (WSGI
@@ -112,10 +113,13 @@ def with_hints(
 
     The hints are rounded up (:func:`hinted_dpr`, :func:`ladder_width`); a
     width is at most the rung holding ``max_result_dimension`` (0: no limit
-    but MAX_DIMENSION), since no result is wider. ``raw`` answers are the
-    source itself: no hint changes them.
+    but MAX_DIMENSION), lowered by the URL's own, since no result is wider.
+    ``raw`` answers are the source itself: no hint changes them.
     """
     options = parsed.options
+    max_result_dimension = result_dimension_limit(
+        max_result_dimension, options.max_result_dimension
+    )
     if options.raw:
         return options, ()
     takes_width = "width" not in parsed.assigned
