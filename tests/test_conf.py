@@ -651,7 +651,7 @@ def test_encoder_setting_reaches_the_pipeline(value: str) -> None:
 @pytest.mark.parametrize("value", [True, False])
 def test_jpeg_progressive_reaches_the_pipeline(value: bool) -> None:
     settings = build_settings({"KEY": "aa" * 32, "SALT": "bb" * 32, "JPEG_PROGRESSIVE": value})
-    assert runtime.thumbnailer_config(settings).render.jpeg_progressive is value
+    assert runtime.limits(settings).render.jpeg_progressive is value
 
 
 @pytest.mark.parametrize("value", ["turbo", "", 1])
