@@ -961,3 +961,98 @@ def test_s3_requests_are_counted_by_bucket_and_method() -> None:
     assert metric_value(text, "oximg_cache_hits") == 3.0
     assert metric_value(text, "oximg_cache_misses") == 21.0
     assert metric_value(text, "oximg_renders") == 0.0
+
+
+# --- bench/page_bytes.py: a page's bytes from the browser's records ---------------
+
+
+def page_visit(images: list[tuple[str, int, int, int, str]], html: int = 3000) -> dict[str, Any]:
+    """A visit's records: (url, transferSize, encodedBodySize, wire status, MIME) per image.
+
+    The images in page order; a cache hit's ``transferSize`` (and bytes received) is 0.
+    """
+    resources = [
+        {"name": url, "initiatorType": "img", "transferSize": sent, "encodedBodySize": body}
+        for url, sent, body, _status, _mime in images
+    ]
+    responses = [
+        {"url": url, "status": status, "mimeType": mime, "encodedDataLength": sent}
+        for url, sent, _body, status, mime in images
+    ]
+    navigation = {
+        "name": "http://127.0.0.1:1/",
+        "initiatorType": "navigation",
+        "transferSize": html + 300,
+        "encodedBodySize": html,
+        "loadMs": 120.5,
+    }
+    page = {"url": navigation["name"], "status": 200, "mimeType": "text/html"}
+    return {
+        "navigation": navigation,
+        # Resource Timing lists requests as they started, not in page order.
+        "resources": resources[::-1],
+        "responses": [*responses, {**page, "encodedDataLength": html + 250}],
+        "images": [{"src": url, "width": 10, "height": 10} for url, *_ in images],
+    }
+
+
+def test_page_bytes_summary_counts_the_cache_revalidations_bytes_and_formats() -> None:
+    from bench.page_bytes import summarize
+
+    visit = page_visit(
+        [
+            ("/img/a.avif", 10_300, 10_000, 200, "image/avif"),
+            ("/img/b.webp", 5_300, 5_000, 200, "image/webp"),
+            ("/media/c.jpg", 300, 7_000, 304, "image/jpeg"),
+            ("/img/d.png", 0, 4_000, 200, "image/png"),
+            ("/img/e.avif", 4_300, 4_000, 200, "image/avif"),
+        ]
+    )
+    assert summarize(visit, photos=3) == {
+        "requests": 6,
+        "from_cache": 1,
+        "revalidated": 1,
+        "wire_bytes": 3250 + 10_300 + 5_300 + 300 + 4_300,
+        "image_bytes": 30_000,
+        "photo_bytes": 22_000,
+        "graphic_bytes": 8_000,
+        "html_bytes": 3000,
+        "images": 5,
+        "photo_formats": {"avif": 1, "jpeg": 1, "webp": 1},
+        "graphic_formats": {"avif": 1, "png": 1},
+        "load_ms": 120.5,
+    }
+
+
+def test_page_bytes_ratios_pair_contenders_within_a_round_and_skip_the_refused() -> None:
+    from bench.page_bytes import ratios, summarize, table
+
+    def result(body: int) -> dict[str, Any]:
+        photo = ("/i.avif", body + 300, body, 200, "image/avif")
+        graphic = ("/g.png", 1300, 1000, 200, "image/png")
+        cached = [(url, 0, size, status, mime) for url, _, size, status, mime in (photo, graphic)]
+        return {
+            "first": summarize(page_visit([photo, graphic], 3050), photos=1),
+            "repeat": summarize(page_visit(cached, 3050), photos=1),
+        }
+
+    rounds = [
+        {"oximg-auto": result(2_000), "sorl": result(9_000), "oximg-best": {"skipped": "no"}},
+        {"oximg-auto": result(4_000), "sorl": result(5_000), "oximg-best": {"skipped": "no"}},
+    ]
+    assert ratios(rounds, "oximg-auto", "first", "photo_bytes") == [2_000 / 9_000, 4_000 / 5_000]
+    assert ratios(rounds, "oximg-best", "first", "photo_bytes") == []
+    lines = table(rounds, ["oximg-auto", "oximg-best", "sorl"]).splitlines()
+    assert len(lines) == 2 + 4  # header, rule, two visits of each contender that ran
+    first = [cell.strip() for cell in lines[2].split("|")[1:-1]]
+    assert first[0] == 'django-oximg format="auto"'
+    assert first[2] == "3 (0 / 0)"
+    # Received: 3050 + 250 for the page, 300 more than each image's body.
+    assert first[3] == "7.9"  # KB, the median of 6900 and 8900 bytes
+    assert first[4] == "0.70 (0.50-0.90)"  # 6900 / 13900 and 8900 / 9900
+    assert first[5] == "3.0"  # KB of photos, the median of 2000 and 4000
+    assert first[6] == "1.0"
+    assert first[7] == "1 avif; 1 png"
+    repeat = [cell.strip() for cell in lines[3].split("|")[1:-1]]
+    assert repeat[2] == "3 (2 / 0)"
+    assert repeat[3] == "3.3"

@@ -1,1 +1,4 @@
-"""A model with an ImageField for bench/page_renders.py: the page's photos, as a site has them."""
+"""A model with an ImageField for bench/page_renders.py and bench/page_bytes.py.
+
+The pages' photos, as a site has them.
+"""
