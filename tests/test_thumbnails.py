@@ -278,7 +278,8 @@ def test_auto_format_is_negotiated(media: Path) -> None:
 def test_best_format_prints_a_url_chosen_per_accept(media: Path, template: bool) -> None:
     if template:
         text = Template(
-            "{% load oximg %}{% thumbnail src '100' format='best' as t %}{{ t.url }}{% endthumbnail %}"
+            "{% load oximg %}{% thumbnail src '100' format='best' as t %}"
+            "{{ t.url }}{% endthumbnail %}"
         ).render(Context({"src": LANDSCAPE}))
         thumbnail = get_thumbnail(LANDSCAPE, "100", format="best")
         assert text == thumbnail.url
@@ -293,7 +294,7 @@ def test_best_format_prints_a_url_chosen_per_accept(media: Path, template: bool)
         response.close()
         assert response.headers["Vary"] == "Accept"
         types.add(response.headers["Content-Type"])
-        content_type, image = served(thumbnail.url, accept=accept)
+        _, image = served(thumbnail.url, accept=accept)
         assert (image.width, image.height) == (thumbnail.width, thumbnail.height)
     assert "image/jpeg" in types
     assert types <= {"image/avif", "image/webp", "image/jpeg"}
