@@ -354,9 +354,10 @@ def resizes_in_linear_light(options: Options, animated: bool, settings: RenderSe
 #: order that wins a tie; JPEG (or PNG, for a result with alpha) always follows.
 BEST_LOSSY_FORMATS = ("avif", "webp")
 
-#: Lossless WebP takes about this many times lossy WebP's time at the same
-#: effort (``bench/best_format.py``); palette PNG is stopped by the deadline.
-LOSSLESS_WEBP_FACTOR = 4.0
+#: Lossless WebP (at the effort :mod:`~django_oximg.core.pipeline.best` uses)
+#: took up to this many times lossy WebP's time per pixel: 4 x on a gradient,
+#: 10 x on a photo; palette PNG is stopped by the deadline.
+LOSSLESS_WEBP_FACTOR = 10.0
 
 
 def plan_best(
