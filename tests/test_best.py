@@ -19,7 +19,8 @@ import pyvips
 
 from django_oximg import conf
 from django_oximg.core import keys, pipeline
-from django_oximg.core.errors import InvalidOptions
+from django_oximg.core.errors import InvalidOptions, ProcessingTimeout
+from django_oximg.core.limits.deadlines import Deadline
 from django_oximg.core.options import Options, parse_path
 from django_oximg.core.pipeline import best
 from django_oximg.core.pipeline.budget import estimate_peak_bytes
@@ -201,11 +202,25 @@ def test_the_memory_estimate_and_encode_time_count_every_candidate() -> None:
     assert chosen.encode_seconds > single.encode_seconds
 
 
-def test_the_deadline_stops_the_loop() -> None:
-    data = bytes(images.logo().pngsave_buffer())
+def test_a_deadline_passing_between_encodes_stops_the_next() -> None:
+    image = images.logo()
+    data = bytes(image.pngsave_buffer())
     plan = pipeline.plan_best(pipeline.probe(data), Options(width=300), ALL_LOSSY, SETTINGS)
-    with pytest.raises(Exception, match="deadline"):
-        pipeline.render(data, plan.options, plan.format, SETTINGS, plan=plan, deadline=0.0)
+    deadline = Deadline(None)
+    encodes = []
+    original = best.encode_candidate
+
+    def expiring(*args: Any) -> bytes:
+        encodes.append(args[1])
+        encoded = original(*args)
+        deadline.expire()  # what the watchdog does when the time passes
+        return encoded
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(best, "encode_candidate", expiring)
+        with pytest.raises(ProcessingTimeout):
+            best.encode_best(image, plan, SETTINGS, deadline)
+    assert len(encodes) == 1
 
 
 # -- through the thumbnailer: the format accepted, the key and Vary per Accept class -----
