@@ -16,6 +16,7 @@ from typing import Any
 
 from django_oximg.core.errors import InvalidOptions
 from django_oximg.core.options import (
+    BEST_FORMAT,
     FORMAT_NAMES,
     OUTPUT_FORMATS,
     QUALITY_MODES,
@@ -346,14 +347,20 @@ def crop_hint(text: str) -> str:
 
 
 def output_format(requested: Any) -> str:
-    """The tag's explicit format: a name from OUTPUT_FORMATS, or "" for auto."""
+    """The tag's explicit format: a name from OUTPUT_FORMATS, "best", or "" for auto.
+
+    "best" (``format:best``) is chosen per thumbnail and per ``Accept``
+    class by the server, as "auto" is negotiated: the URL says ``@best``.
+    """
     fmt = str(requested).lower()
     if fmt == "auto":
         return ""
+    if fmt == BEST_FORMAT:
+        return fmt
     fmt = FORMAT_NAMES.get(fmt, fmt)
     if fmt not in OUTPUT_FORMATS:
         raise ThumbnailError(
-            f"unknown format {requested!r}: use one of {', '.join(OUTPUT_FORMATS)}"
+            f"unknown format {requested!r}: use one of {', '.join(OUTPUT_FORMATS)}, best or auto"
         )
     return fmt
 

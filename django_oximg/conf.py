@@ -193,6 +193,18 @@ class OximgSettings:
     """When a URL names no format, choose AVIF or WebP from the request's
     ``Accept`` header (and send ``Vary: Accept``). Off: the source's format."""
 
+    FORMAT_BEST_BY_DEFAULT: bool = defaults.FORMAT_BEST_BY_DEFAULT
+    """A URL that names no format is ``format:best`` (imgproxy's
+    ``BEST_FORMAT_BY_DEFAULT``): each thumbnail encoded in every format the
+    client accepts, the smallest kept. Costs 2-5 encodes per miss
+    (docs/quality.md): suits render ahead and ``oximg_warm``."""
+
+    FORMAT_BEST_COMPLEXITY_THRESHOLD: float = defaults.FORMAT_BEST_COMPLEXITY_THRESHOLD
+    """``format:best`` also tries palette PNG and lossless WebP for a thumbnail
+    with fewer than this per cent of its pixels on an edge (0 to 100; flat
+    graphics: logos, text, screenshots). imgproxy's
+    ``BEST_FORMAT_COMPLEXITY_THRESHOLD`` is on a scale of its own."""
+
     PRESETS: Mapping[str, str] = field(default_factory=dict)
     """Named option sets, e.g. ``{"card": "rs:fill:400:300/q:70"}``, used as
     ``pr:card`` in URLs or ``preset="card"`` in the tag. A preset named
@@ -478,6 +490,8 @@ OUTPUT_SETTINGS = (
     "JPEG_PROGRESSIVE",
     "QUALITY_MODE",
     "AUTO_FORMAT",
+    "FORMAT_BEST_BY_DEFAULT",
+    "FORMAT_BEST_COMPLEXITY_THRESHOLD",
     "WATERMARK",
     "WATERMARK_OPACITY",
     "EXTENSIONS",
@@ -489,29 +503,15 @@ OUTPUT_SETTINGS = (
 WATERMARK_SETTINGS = ("WATERMARK", "WATERMARK_OPACITY")
 
 #: Output settings that :func:`output_fingerprint` writes its own way.
-SPECIAL_OUTPUT_SETTINGS = (*WATERMARK_SETTINGS, "EXTENSIONS", "JPEG_PROGRESSIVE")
+SPECIAL_OUTPUT_SETTINGS = (
+    *WATERMARK_SETTINGS,
+    *setting_values.FORMAT_BEST_SETTINGS,
+    "EXTENSIONS",
+    "JPEG_PROGRESSIVE",
+)
 
 #: Keys whose value may be given as one string or a list of strings.
 LIST_KEYS = ("KEY", "SALT", "HTTP_SOURCES", "ALLOWED_PROCESSING_OPTIONS")
-
-#: Non-negative limits (0 means "choose for me" or "no limit", as documented).
-COUNTS = (
-    "WORKERS",
-    "QUEUE_SIZE",
-    "MEMORY_BUDGET",
-    "MAX_SRC_RESOLUTION",
-    "MAX_SRC_FILE_SIZE",
-    "MAX_ANIMATION_FRAMES",
-    "MAX_RESULT_DIMENSION",
-    "LIBVIPS_CONCURRENCY",
-    "MALLOC_THRESHOLD",
-    "METADATA_CACHE_TIMEOUT",
-    "HTTP_MAX_REDIRECTS",
-    "SOURCE_READS",
-    "HIT_CACHE_BYTES",
-    "RENDER_AHEAD_RETRIES",
-    "FALLBACK_IMAGE_TTL",
-)
 
 #: A URL path of RFC 3986 segment characters, starting and ending with "/":
 #: anything else (spaces, "?", "#", quotes) would be changed by browsers or
@@ -604,7 +604,7 @@ def _validate(conf: OximgSettings) -> None:
             "OXIMG: URL_PREFIX must be a URL path that starts and ends with '/', "
             f"e.g. '/img/', not {conf.URL_PREFIX!r}."
         )
-    for name in COUNTS:
+    for name in setting_values.COUNTS:
         if getattr(conf, name) < 0:
             raise ImproperlyConfigured(f"OXIMG: {name} must not be negative.")
     for name in (
@@ -623,6 +623,8 @@ def _validate(conf: OximgSettings) -> None:
         raise ImproperlyConfigured("OXIMG: JPEG_SHRINK_MARGIN must be between 1 and 8.")
     if not 0 <= conf.WATERMARK_OPACITY <= 1:
         raise ImproperlyConfigured("OXIMG: WATERMARK_OPACITY must be between 0 and 1.")
+    if not 0 <= conf.FORMAT_BEST_COMPLEXITY_THRESHOLD <= 100:
+        raise ImproperlyConfigured("OXIMG: FORMAT_BEST_COMPLEXITY_THRESHOLD must be 0 to 100.")
     names = OPTION_NAMES.union(*(extension.names for extension in conf.EXTENSIONS))
     unknown = sorted(set(conf.ALLOWED_PROCESSING_OPTIONS) - names)
     if unknown:
@@ -722,7 +724,8 @@ def output_fingerprint(settings: OximgSettings, watermark_version: str = "") -> 
     stands for its code by its ``version``, beside its names and place;
     its order counts (steps at one place run in it). Like the watermark,
     no extensions add nothing, so a site without them keeps its keys;
-    so does ``JPEG_PROGRESSIVE`` while it is off.
+    so do ``JPEG_PROGRESSIVE`` while it is off and the ``FORMAT_BEST_*``
+    settings at their defaults.
     """
     values: dict[str, object] = {
         name: getattr(settings, name)
@@ -736,6 +739,9 @@ def output_fingerprint(settings: OximgSettings, watermark_version: str = "") -> 
         ]
     if settings.JPEG_PROGRESSIVE:
         values["JPEG_PROGRESSIVE"] = True
+    best = [getattr(settings, name) for name in setting_values.FORMAT_BEST_SETTINGS]
+    if best != [getattr(OximgSettings, name) for name in setting_values.FORMAT_BEST_SETTINGS]:
+        values["FORMAT_BEST"] = best
     if settings.EXTENSIONS:
         values["EXTENSIONS"] = [
             [*extension.names, extension.after, extension.version]

@@ -165,13 +165,15 @@ def get_picture(
     ``formats`` ("avif,webp" or a list) are offered in that order, except
     those this libvips cannot encode, the fallback's own format, and AVIF
     for a GIF (AVIF output is never animated). ``format`` names the
-    fallback's format ("auto" is refused: the ``<source>`` elements are the
+    fallback's format ("auto" and "best" are refused: the ``<source>`` elements are the
     negotiation). ``placeholder`` adds a tiny blurred thumbnail, except behind
     an image with alpha (:func:`covers_its_box`).
     """
     geometry, kwargs = resolve_arguments(source, geometry, kwargs)
-    if str(kwargs.get("format", "")).lower() == "auto":
-        raise ThumbnailError("picture: format='auto' is what the <source> elements do; omit it")
+    if str(kwargs.get("format", "")).lower() in ("auto", "best"):
+        raise ThumbnailError(
+            "picture: format='auto' and 'best' are what the <source> elements do; omit it"
+        )
     plan = plan_sizes(source, geometry, widths, kwargs)
     fallback = srcset_of(plan, kwargs)
     sources = tuple(

@@ -21,6 +21,29 @@ from django.utils.module_loading import import_string
 from django_oximg.core.options import Extension
 from django_oximg.core.options.extensions import problems
 
+#: Non-negative limits (0 means "choose for me" or "no limit", as documented).
+COUNTS = (
+    "WORKERS",
+    "QUEUE_SIZE",
+    "MEMORY_BUDGET",
+    "MAX_SRC_RESOLUTION",
+    "MAX_SRC_FILE_SIZE",
+    "MAX_ANIMATION_FRAMES",
+    "MAX_RESULT_DIMENSION",
+    "LIBVIPS_CONCURRENCY",
+    "MALLOC_THRESHOLD",
+    "METADATA_CACHE_TIMEOUT",
+    "HTTP_MAX_REDIRECTS",
+    "SOURCE_READS",
+    "HIT_CACHE_BYTES",
+    "RENDER_AHEAD_RETRIES",
+    "FALLBACK_IMAGE_TTL",
+)
+
+#: ``format:best``'s settings: in the output fingerprint only when one differs
+#: from its default, so a site that leaves them keeps its keys and URLs.
+FORMAT_BEST_SETTINGS = ("FORMAT_BEST_BY_DEFAULT", "FORMAT_BEST_COMPLEXITY_THRESHOLD")
+
 
 class InvalidExtension(ImproperlyConfigured):
     """``EXTENSIONS`` names something that cannot serve (system check ``oximg.E030``)."""

@@ -33,7 +33,7 @@ from django_oximg.core.errors import (
     SourceTooLarge,
     SourceUnavailable,
 )
-from django_oximg.core.keys import content_type
+from django_oximg.core.keys import SNIFF_BYTES, content_type
 from django_oximg.core.stores.disk import FileSystemCacheStore, FileSystemSourceStore
 from django_oximg.core.stores.protocols import (
     TEMP_PREFIX,
@@ -509,7 +509,7 @@ class S3CacheStore(StorageCacheStore):
                 Bucket=self.s3.bucket_name,
                 Key=object_key,
                 Body=data,
-                **self._write_params(object_key),
+                **self._write_params(object_key, data[:SNIFF_BYTES]),
             )
         except (exceptions.ClientError, exceptions.BotoCoreError) as error:
             raise OSError(f"S3 PutObject {object_key}: {error}") from error
@@ -528,10 +528,14 @@ class S3CacheStore(StorageCacheStore):
         )
         return CachedResult(size=int(head["ContentLength"]), url=str(self.s3.url(key)))
 
-    def _write_params(self, object_key: str) -> dict[str, Any]:
-        """The storage's object parameters (ACL, encryption, ...) with our type and caching."""
+    def _write_params(self, object_key: str, head: bytes = b"") -> dict[str, Any]:
+        """The storage's object parameters (ACL, encryption, ...) with our type and caching.
+
+        ``head``, the object's first bytes, gives the type of a ``format:best``
+        answer, which its key does not say.
+        """
         params: dict[str, Any] = self.s3.get_object_parameters(object_key)
-        params["ContentType"] = content_type(object_key)
+        params["ContentType"] = content_type(object_key, head)
         if self.cache_control:
             params.setdefault("CacheControl", self.cache_control)
         if "ACL" not in params and getattr(self.s3, "default_acl", None):

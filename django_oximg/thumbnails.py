@@ -95,7 +95,8 @@ class Thumbnail:
     url: str
     width: int
     height: int
-    #: Output format, or "auto" when negotiated per request.
+    #: Output format, "auto" when negotiated per request, "best" when chosen
+    #: per thumbnail and request (``format:best``).
     format: str
 
     def __str__(self) -> str:

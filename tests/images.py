@@ -191,3 +191,59 @@ def heic(width: int = 320, height: int = 200, orientation: int = 1, artist: str 
     buffer = io.BytesIO()
     pillow_heif.from_pillow(picture).save(buffer, quality=90, exif=exif.tobytes())
     return buffer.getvalue()
+
+
+# -- drawn graphics: flat areas and sharp edges, what format:best makes lossless ----------
+
+
+def logo(width: int = 400, height: int = 200) -> pyvips.Image:
+    """A logo with alpha: two flat shapes on a transparent ground."""
+    image = pyvips.Image.black(width, height, bands=4)
+    image = image.draw_rect(
+        [30, 90, 200, 255], width // 20, height // 10, width * 2 // 5, height * 4 // 5, fill=True
+    )
+    image = image.draw_circle(
+        [230, 60, 40, 255], width * 3 // 4, height // 2, height * 7 // 20, fill=True
+    )
+    return image.cast("uchar").copy(interpretation="srgb")
+
+
+def text(width: int = 600, height: int = 300) -> pyvips.Image:
+    """Black text on white, anti-aliased as fonts are."""
+    lines = "Lorem ipsum dolor sit amet, consectetur\nadipiscing elit, sed do eiusmod tempor."
+    mask = pyvips.Image.text(lines, width=width - 20, dpi=96).embed(10, 10, width, height)
+    grey = (255 - mask).cast("uchar")
+    return grey.bandjoin([grey, grey]).copy(interpretation="srgb")
+
+
+def screenshot(width: int = 800, height: int = 500) -> pyvips.Image:
+    """An application window: a title bar, a sidebar of buttons, text on a flat page."""
+    image = pyvips.Image.black(width, height, bands=3).linear(1, 245).cast("uchar")
+    image = image.draw_rect([40, 60, 90], 0, 0, width, 40, fill=True)
+    image = image.draw_rect([220, 225, 235], 0, 40, 180, height - 40, fill=True)
+    for row in range(8):
+        image = image.draw_rect([60, 120, 220], 20, 60 + row * 40, 140, 24, fill=True)
+    words = "Settings  Profile  Billing\nThe quick brown fox jumps over the lazy dog.\n" * 4
+    mask = pyvips.Image.text(words, width=560, dpi=96).embed(0, 0, 580, 300)
+    page = (255 - mask).cast("uchar")
+    image = image.insert(page.bandjoin([page, page]).copy(interpretation="srgb"), 200, 70)
+    return image.copy(interpretation="srgb")
+
+
+def illustration(width: int = 500, height: int = 400) -> pyvips.Image:
+    """A flat illustration: sky, ground, sun and a house in a few colours."""
+    image = pyvips.Image.black(width, height, bands=3).linear(1, [130, 200, 250]).cast("uchar")
+    image = image.draw_rect([90, 170, 80], 0, height * 7 // 10, width, height, fill=True)
+    image = image.draw_circle([255, 210, 60], width * 4 // 5, height // 5, height // 9, fill=True)
+    image = image.draw_rect(
+        [150, 90, 60], width // 5, height * 9 // 20, width // 4, height // 4, fill=True
+    )
+    return image.copy(interpretation="srgb")
+
+
+def gradient(width: int = 500, height: int = 400) -> pyvips.Image:
+    """A smooth three-colour gradient: no edges, and no flat area either."""
+    xyz = pyvips.Image.xyz(width, height)
+    x = xyz[0] * (255.0 / max(width - 1, 1))
+    y = xyz[1] * (255.0 / max(height - 1, 1))
+    return x.bandjoin([y, 255 - x]).cast("uchar").copy(interpretation="srgb")

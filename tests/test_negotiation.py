@@ -241,6 +241,7 @@ SETTING_VALUES: dict[str, tuple[Any, Any]] = {
     "MAX_RESULT_DIMENSION": (8192, 48),
     "JPEG_SHRINK_MARGIN": (1.0, 2.0),
     "AUTO_FORMAT": (True, False),
+    "FORMAT_BEST_BY_DEFAULT": (False, True),
     "PRESETS": ({"small": "rs:fill:36:30"}, {"small": "rs:fit:36:30/q:30"}),
     "CLIENT_HINTS": (False, True),
 }
@@ -253,7 +254,7 @@ OPTION_PATHS = st.lists(
     unique=True,
 )
 SOURCES = st.sampled_from(["photos/landscape.jpg", "photos/alpha.png"])
-EXTENSIONS = st.sampled_from(["", "@jpeg", "@webp", "@png"])
+EXTENSIONS = st.sampled_from(["", "@jpeg", "@webp", "@png", "@best"])
 ACCEPTS = st.sampled_from(["*/*", "image/webp,*/*", "image/avif,image/webp,*/*", ""])
 HINTS = st.sampled_from(
     [
@@ -346,7 +347,8 @@ def test_requests_with_different_bytes_never_share_a_key(
         path = url_path(options, source, extension)
         key, status, vary, body = world.ask(variant, path, accept, hints)
         assert status == 200
-        negotiating = not extension and SETTING_VALUES["AUTO_FORMAT"][variant["AUTO_FORMAT"]]
+        auto_format = SETTING_VALUES["AUTO_FORMAT"][variant["AUTO_FORMAT"]]
+        negotiating = extension in ("", "@best") and auto_format
         hinting = SETTING_VALUES["CLIENT_HINTS"][variant["CLIENT_HINTS"]]
         presets = SETTING_VALUES["PRESETS"][variant["PRESETS"]]
         width_open = "width" not in parse_path(path, presets).assigned

@@ -446,7 +446,7 @@ def test_format_names(name: str) -> None:
     assert expected in OUTPUT_FORMATS
 
 
-@pytest.mark.parametrize("name", ["bmp", "tiff", "JPG", "best", "", "jpeg "])
+@pytest.mark.parametrize("name", ["bmp", "tiff", "JPG", "BEST", "", "jpeg "])
 def test_unknown_format_names_it(name: str) -> None:
     error = error_of(f"/f:{name}/plain/a")
     assert "format" in error.public

@@ -144,6 +144,22 @@ def test_source_on_local_disk_with_the_cache_on_s3(
     assert stored["CacheControl"] == "public, max-age=31536000, immutable"
 
 
+@pytest.mark.parametrize(("accept", "fmt"), [("image/webp,*/*", "webp"), ("*/*", "jpeg")])
+def test_a_best_answer_is_stored_with_the_type_of_its_bytes(
+    s3_cache: Buckets, s3_server: S3Server, client: Client, accept: str, fmt: str
+) -> None:
+    miss = fetch(client, signed(CONTROL.replace("@jpeg", "@best")), HTTP_ACCEPT=accept)
+    hit = fetch(client, signed(CONTROL.replace("@jpeg", "@best")), HTTP_ACCEPT=accept)
+    assert miss.status == hit.status == 200
+    assert miss.headers["content-type"] == hit.headers["content-type"] == f"image/{fmt}"
+    assert hit.body == miss.body
+    [key] = s3_server.keys(s3_cache.cache)
+    assert key.endswith(".best")
+    assert s3_server.client().head_object(Bucket=s3_cache.cache, Key=key)["ContentType"] == (
+        f"image/{fmt}"
+    )
+
+
 def test_both_on_s3_nothing_is_downloaded_or_uploaded_twice(
     all_s3: Buckets, s3_server: S3Server, client: Client
 ) -> None:

@@ -20,6 +20,7 @@ from django.core.cache import BaseCache, cache, caches
 from django.core.files.storage import FileSystemStorage, default_storage
 from django.db.models import FileField
 from django.db.models.fields.files import FieldFile
+from django.template import Context, Template
 from django.test import Client
 from django.urls import set_script_prefix
 
@@ -271,6 +272,32 @@ def test_auto_format_is_negotiated(media: Path) -> None:
     content_type, image = served(thumbnail.url, accept="image/jpeg")
     assert content_type == "image/jpeg"
     assert (image.width, image.height) == (thumbnail.width, thumbnail.height)
+
+
+@pytest.mark.parametrize("template", [False, True])
+def test_best_format_prints_a_url_chosen_per_accept(media: Path, template: bool) -> None:
+    if template:
+        text = Template(
+            "{% load oximg %}{% thumbnail src '100' format='best' as t %}"
+            "{{ t.url }}{% endthumbnail %}"
+        ).render(Context({"src": LANDSCAPE}))
+        thumbnail = get_thumbnail(LANDSCAPE, "100", format="best")
+        assert text == thumbnail.url
+    else:
+        thumbnail = get_thumbnail(LANDSCAPE, "100", format="BEST")
+    assert thumbnail.format == "best"
+    assert thumbnail.url.endswith("@best")
+    assert options_of(thumbnail).format == "best"
+    types = set()
+    for accept in ("image/avif,image/webp,*/*", "image/webp,*/*", "*/*"):
+        response = Client().get(thumbnail.url, HTTP_ACCEPT=accept)
+        response.close()
+        assert response.headers["Vary"] == "Accept"
+        types.add(response.headers["Content-Type"])
+        _, image = served(thumbnail.url, accept=accept)
+        assert (image.width, image.height) == (thumbnail.width, thumbnail.height)
+    assert "image/jpeg" in types
+    assert types <= {"image/avif", "image/webp", "image/jpeg"}
 
 
 def test_unknown_format_is_a_thumbnail_error(media: Path) -> None:

@@ -36,6 +36,9 @@ JPEG_DECODER: JpegDecoder = "libjpeg-turbo"
 ENCODER: Encoder = "pillow"
 QUALITY_MODE: QualityMode = "standard"
 AUTO_FORMAT = True
+FORMAT_BEST_BY_DEFAULT = False
+#: Per cent of a thumbnail's pixels on an edge below which ``best`` tries lossless too.
+FORMAT_BEST_COMPLEXITY_THRESHOLD = 25.0
 ALLOW_UNSIGNED = False
 QUEUE_TIMEOUT = 5.0
 RENDER_TIMEOUT = 10.0

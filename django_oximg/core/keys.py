@@ -68,9 +68,42 @@ def etag(key: str) -> str:
     return '"' + posixpath.splitext(posixpath.basename(key))[0] + '"'
 
 
-def content_type(key: str) -> str:
-    """The content type of the answer stored under ``key``, from its extension."""
+def content_type(key: str, head: bytes = b"") -> str:
+    """The content type of the answer stored under ``key``, from its extension.
+
+    A ``format:best`` answer's extension does not say its format:
+    :func:`sniffed_content_type` reads it from ``head``, its first bytes.
+    """
+    if is_best_key(key):
+        return sniffed_content_type(head)
     return CONTENT_TYPES.get(posixpath.splitext(key)[1][1:], "application/octet-stream")
+
+
+#: Extension of a ``format:best`` answer's key: its format is chosen by the render.
+BEST_EXTENSION = "best"
+
+#: Bytes of an answer enough to tell its image format.
+SNIFF_BYTES = 12
+
+
+def is_best_key(key: str) -> bool:
+    """Whether ``key`` holds a ``format:best`` answer, whose format its bytes say."""
+    return key.endswith("." + BEST_EXTENSION)
+
+
+def sniffed_content_type(head: bytes) -> str:
+    """The content type of an image from its first :data:`SNIFF_BYTES` bytes."""
+    if head.startswith(b"\xff\xd8\xff"):
+        return CONTENT_TYPES["jpeg"]
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return CONTENT_TYPES["png"]
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return CONTENT_TYPES["webp"]
+    if head[:6] in (b"GIF87a", b"GIF89a"):
+        return CONTENT_TYPES["gif"]
+    if head[4:12] in (b"ftypavif", b"ftypavis"):
+        return CONTENT_TYPES["avif"]
+    return "application/octet-stream"
 
 
 def output_fingerprint(values: Mapping[str, object]) -> str:

@@ -37,9 +37,10 @@ __all__ = ["RenderAheadFailed", "enqueue", "render_declared", "run", "task_backe
 
 logger = logging.getLogger("django_oximg")
 
-#: Accept headers whose answers a negotiated (format "auto") size is rendered
-#: for: AVIF, WebP and the fallback, as ``oximg_warm`` does.
-NEGOTIATED_ACCEPTS = ("image/avif", "image/webp", "")
+#: Accept headers whose answers a negotiated (format "auto" or "best") size is rendered
+#: for: AVIF, WebP and the fallback ("best": with both, as browsers send
+#: them), as ``oximg_warm`` does.
+NEGOTIATED_ACCEPTS = ("image/avif,image/webp", "image/avif", "image/webp", "")
 
 
 class RenderAheadFailed(Exception):
@@ -190,6 +191,6 @@ def requests_for(instance: Model, field: str) -> list[AheadRequest]:
         geometry, kwargs = resolve_arguments(file, size.geometry, size.kwargs)
         thumbnail = thumbnail_for(source, geometry, kwargs)
         path = thumbnail_path(thumbnail)
-        accepts = NEGOTIATED_ACCEPTS if thumbnail.format == "auto" else ("",)
+        accepts = NEGOTIATED_ACCEPTS if thumbnail.format in ("auto", "best") else ("",)
         requests += [AheadRequest(path, accept) for accept in accepts]
     return requests

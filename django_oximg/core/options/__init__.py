@@ -64,10 +64,17 @@ from django_oximg.core.options.model import (
 )
 from django_oximg.core.options.parse import parse_path
 from django_oximg.core.options.table import OPTION_NAMES, PRESET_NAMES, Handler
-from django_oximg.core.options.values import BOOLEANS, FORMAT_NAMES, INTEGER_TEXT, REAL_TEXT
+from django_oximg.core.options.values import (
+    BEST_FORMAT,
+    BOOLEANS,
+    FORMAT_NAMES,
+    INTEGER_TEXT,
+    REAL_TEXT,
+)
 
 __all__ = [
     "ANY_URL",
+    "BEST_FORMAT",
     "BOOLEANS",
     "FORMAT_NAMES",
     "GRAVITY_TYPES",

@@ -30,9 +30,9 @@ from django_oximg.core.options.model import (
 from django_oximg.core.options.table import BY_NAME, PRESET_NAMES, UNSUPPORTED
 from django_oximg.core.options.values import (
     base64url_text,
-    format_name,
     invalid,
     invalid_source,
+    output_format_name,
     shown,
 )
 
@@ -189,5 +189,5 @@ def parse_path(
     source, extension = _decode_source(source_segments)
     if extension and not draft["raw"]:
         # imgproxy applies the extension after the options, so it wins over ``format``.
-        draft["format"] = format_name("format", extension)
+        draft["format"] = output_format_name("format", extension)
     return ParsedPath(normalized(Options(**draft)), source, frozenset(draft.assigned))

@@ -133,6 +133,16 @@ def format_name(option: str, text: str) -> str:
     return name
 
 
+#: The output format that is chosen per image (imgproxy's ``best``): the
+#: smallest encoding of the formats the client accepts.
+BEST_FORMAT = "best"
+
+
+def output_format_name(option: str, text: str) -> str:
+    """An output format (``format``, the extension): a format name, or ``best``."""
+    return BEST_FORMAT if text == BEST_FORMAT else format_name(option, text)
+
+
 def gravity(option: str, args: list[str], current: Gravity, *, allow_smart: bool) -> Gravity:
     """Parse ``%type:%x:%y``: offsets not given, or given empty, keep ``current``'s.
 
@@ -302,5 +312,5 @@ QUALITY: Kind[int] = Kind(lambda option, text: integer(option, text, 0, 100), st
 COUNT: Kind[int] = Kind(lambda option, text: integer(option, text, 0, MAX_COUNT), str)
 MEGAPIXELS: Kind[int] = Kind(_megapixels, megapixels_text)
 ROTATION: Kind[int] = Kind(_rotation, str)
-FORMAT: Kind[str] = Kind(format_name, str)
+FORMAT: Kind[str] = Kind(output_format_name, str)
 TEXT: Kind[str] = Kind(_verbatim, _escaped)

@@ -18,6 +18,8 @@ plan computed once. A render walks these modules, top to bottom:
                     rotate/flip, crop, resize, colour, crop to the box,
                     blur, sharpen, extend, padding, flatten
 ``animation``       an animation's frames split from the strip, joined back
+``best``            ``format:best``: the thumbnail in each candidate format,
+                    the smallest kept
 ``encode``          metadata kept, quality, libvips' savers or Pillow, and
                     the ``max_bytes`` loop
 ``render``          :func:`render`: the walk itself
@@ -48,6 +50,7 @@ from django_oximg.core.pipeline.plan import (
     Plan,
     RenderSettings,
     WatermarkImage,
+    plan_best,
     plan_render,
 )
 from django_oximg.core.pipeline.probe import (
@@ -79,6 +82,7 @@ __all__ = [
     "configure",
     "embedded_thumbnail",
     "libvips_version",
+    "plan_best",
     "plan_render",
     "probe",
     "render",

@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from django_oximg.core.pipeline import Plan, SourceInfo, encoder, jpeg
+from django_oximg.core.pipeline.plan import Candidate
 
 MIB = 1024 * 1024
 
@@ -89,6 +90,10 @@ def dense_detail_bytes_per_pixel(fmt: str, quality: int) -> float:
 #: (measured 25-31 MiB over the render's own memory), besides which it holds
 #: its own copy of the source.
 CHILD_PROCESS_BYTES = 32 * MIB
+
+#: ``format:best`` keeps the thumbnail in memory (at most 4 bands of 8 bits)
+#: while it encodes it in each candidate, and the smallest result so far.
+BEST_HELD_BYTES_PER_PIXEL = 4.0 + 1.0
 
 #: Output formats not measured: the costliest measured.
 DEFAULT_OUTPUT = max(ALPHA_OUTPUT_BYTES_PER_PIXEL.values())
@@ -393,8 +398,16 @@ def output_bytes(plan: Plan, sizes: Sizes, frames: int, source: bytes) -> float:
     (:data:`ANIMATION_BYTES_PER_OUTPUT_PIXEL` and the source frame's share).
     """
     table = ALPHA_OUTPUT_BYTES_PER_PIXEL if plan.alpha else {}
-    per_pixel = table.get(plan.format, OUTPUT_BYTES_PER_PIXEL.get(plan.format, DEFAULT_OUTPUT))
-    per_pixel += dense_detail_bytes_per_pixel(plan.format, plan.quality)
+    encodings = plan.candidates + plan.flat_candidates or (Candidate(plan.format, plan.quality),)
+    per_pixel = max(
+        table.get(fmt, OUTPUT_BYTES_PER_PIXEL.get(fmt, DEFAULT_OUTPUT))
+        + dense_detail_bytes_per_pixel(fmt, quality)
+        for fmt, quality, *_ in encodings
+    )
+    if plan.candidates:
+        # format:best holds the thumbnail's pixels for every encoding, and the
+        # smallest result so far while the next is made (at most one pixel's worth).
+        per_pixel += BEST_HELD_BYTES_PER_PIXEL
     held = per_pixel * sizes.output_pixels
     if frames > 1:
         per_frame = (

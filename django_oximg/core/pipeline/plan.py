@@ -20,7 +20,7 @@ Pure Python: no pixels, no pyvips call.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from django_oximg.core import defaults
@@ -85,6 +85,21 @@ class RenderSettings:
     #: The site's own options and their steps (``EXTENSIONS``), in the order
     #: their steps run where two follow the same built-in step.
     extensions: tuple[Extension, ...] = ()
+    #: ``format:best`` tries lossless formats too for a thumbnail with fewer
+    #: than this per cent of its pixels on an edge (``FORMAT_BEST_COMPLEXITY_THRESHOLD``).
+    best_complexity_threshold: float = defaults.FORMAT_BEST_COMPLEXITY_THRESHOLD
+
+
+class Candidate(NamedTuple):
+    """One encoding ``format:best`` tries: a format, its quality and effort, lossy or not."""
+
+    format: str
+    #: The format's quality (:func:`quality_for`); unused by lossless encodings.
+    quality: int
+    #: Palette PNG or lossless WebP, tried only for flat graphics.
+    lossless: bool = False
+    #: The effort of an encoder in :data:`UNSTOPPABLE_ENCODERS` (None: the others).
+    effort: int | None = None
 
 
 @dataclass(frozen=True)
@@ -135,6 +150,18 @@ class Plan:
     #: Whether the render runs in a child process, because its encoder alone
     #: may outlast :data:`IN_PROCESS_ENCODE_SECONDS` with no way to stop it.
     isolated: bool = False
+    #: ``format:best``: the encodings tried, the smallest kept (empty: ``format``
+    #: alone). ``format`` is the first of them, which the steps see.
+    candidates: tuple[Candidate, ...] = ()
+    #: ``format:best``: the lossless encodings added when the thumbnail is flat
+    #: (:attr:`RenderSettings.best_complexity_threshold`).
+    flat_candidates: tuple[Candidate, ...] = ()
+    complexity_threshold: float = 0.0
+
+    @property
+    def encodes(self) -> int:
+        """How many encodings the render may make at most (``max_bytes`` aside)."""
+        return max(1, len(self.candidates) + len(self.flat_candidates))
 
     @property
     def smart_crop(self) -> bool:
@@ -321,3 +348,62 @@ def resizes_in_linear_light(options: Options, animated: bool, settings: RenderSe
     Not for animations: each of their frames would pay the cost again.
     """
     return (options.quality_mode or settings.quality_mode) == "high" and not animated
+
+
+#: Lossy formats ``format:best`` tries when the client accepts them, in the
+#: order that wins a tie; JPEG (or PNG, for a result with alpha) always follows.
+BEST_LOSSY_FORMATS = ("avif", "webp")
+
+#: Lossless WebP (at the effort :mod:`~django_oximg.core.pipeline.best` uses)
+#: took up to this many times lossy WebP's time per pixel: 4 x on a gradient,
+#: 10 x on a photo; palette PNG is stopped by the deadline.
+LOSSLESS_WEBP_FACTOR = 10.0
+
+
+def plan_best(
+    info: SourceInfo, options: Options, accepted: tuple[str, ...], settings: RenderSettings
+) -> Plan:
+    """The plan of ``format:best``: the encodings to try, of formats in ``accepted`` or universal.
+
+    ``accepted`` are the formats the client's ``Accept`` names (of
+    :data:`BEST_LOSSY_FORMATS`). An animation that stays one is never made a
+    still: animated WebP when accepted, else GIF, one encoding. Otherwise
+    each accepted lossy format at its quality, then JPEG, or PNG when the
+    result keeps an alpha channel JPEG cannot carry; and, for a flat
+    thumbnail (decided on its pixels), palette PNG and lossless WebP. The
+    plan's ``format`` is the first candidate, which the steps see (none of
+    them flattens alpha unless it is JPEG); its encoder's time is the sum of
+    every candidate's, and it runs in a child process when any one encoder
+    alone may outlast :data:`IN_PROCESS_ENCODE_SECONDS`.
+    """
+    if keeps_animation(info, "gif", settings, options):
+        return plan_render(info, options, "webp" if "webp" in accepted else "gif", settings)
+    alpha = info.has_alpha and options.background is None
+    formats = [fmt for fmt in BEST_LOSSY_FORMATS if fmt in accepted]
+    formats.append("png" if alpha else "jpeg")
+    plan = plan_render(info, options, formats[0], settings)
+    pixels = plan.geometry.width * plan.geometry.height
+    seconds, isolated = 0.0, False
+
+    def candidate(fmt: str, lossless: bool = False) -> Candidate:
+        nonlocal seconds, isolated
+        effort, took, alone = plan_encoder(fmt, pixels, 1, plan.alpha)
+        if lossless and fmt == "webp":
+            took *= LOSSLESS_WEBP_FACTOR
+            alone = took > IN_PROCESS_ENCODE_SECONDS
+        seconds += took
+        isolated = isolated or alone
+        return Candidate(fmt, quality_for(fmt, options, settings), lossless, effort)
+
+    lossy = tuple(candidate(fmt) for fmt in formats)
+    flat: tuple[Candidate, ...] = (candidate("png", True),)
+    if "webp" in accepted:
+        flat += (candidate("webp", True),)
+    return replace(
+        plan,
+        candidates=lossy,
+        flat_candidates=flat,
+        complexity_threshold=settings.best_complexity_threshold,
+        encode_seconds=seconds,
+        isolated=isolated,
+    )

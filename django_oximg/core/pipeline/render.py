@@ -13,6 +13,7 @@ from django_oximg.core.limits.deadlines import Deadline
 from django_oximg.core.options import Options
 from django_oximg.core.options.geometry import plan_geometry
 from django_oximg.core.pipeline import animation, steps
+from django_oximg.core.pipeline.best import encode_best
 from django_oximg.core.pipeline.encode import check_format, encode
 from django_oximg.core.pipeline.isolated import render_isolated
 from django_oximg.core.pipeline.libvips import Image, ensure_configured, failure, watched
@@ -85,6 +86,9 @@ def render_loaded(
         # The attention crop reads the frame twice: compute it once, watched.
         loaded = Loaded(watched(loaded.image, watch).copy_memory(), True)
     image, frames, frame_height = process_frames(loaded.image, plan)
+    if plan.candidates:
+        encoded, fmt = encode_best(image, plan, settings, watch)
+        return Rendered(encoded, fmt, int(image.width), int(frame_height), frames)
     encoded = encode(image, plan, settings, watch, loaded.in_memory)
     return Rendered(encoded, plan.format, int(image.width), int(frame_height), frames)
 

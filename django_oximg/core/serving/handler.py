@@ -65,6 +65,8 @@ class ThumbnailerConfig:
     presets: Mapping[str, str] = field(default_factory=dict)
     allow_unsigned: bool = defaults.ALLOW_UNSIGNED
     auto_format: bool = defaults.AUTO_FORMAT
+    #: A URL without a format is ``format:best`` (``FORMAT_BEST_BY_DEFAULT``).
+    best_by_default: bool = defaults.FORMAT_BEST_BY_DEFAULT
     #: How long a request waits for a peer process's render of the same key
     #: (:meth:`~django_oximg.core.limits.timeouts.RequestTimeouts.peer_wait`).
     peer_wait: float = RequestTimeouts(
@@ -145,6 +147,7 @@ class Thumbnailer:
             extensions=limits.render.extensions,
             allow_unsigned=config.allow_unsigned,
             auto_format=config.auto_format,
+            best_by_default=config.best_by_default,
             client_hints=config.client_hints,
             watermark=limits.render.watermark is not None,
             max_result_dimension=limits.render.max_result_dimension,

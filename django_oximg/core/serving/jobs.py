@@ -19,12 +19,12 @@ from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from django_oximg.core import errors, keys
-from django_oximg.core.options import Extension, URLRules, build_path, parse_path
+from django_oximg.core.options import BEST_FORMAT, Extension, URLRules, build_path, parse_path
 from django_oximg.core.options.signing import URLSigner, verified_rest
 from django_oximg.core.serving import info as info_endpoint
 from django_oximg.core.serving import replies
 from django_oximg.core.serving.client_hints import NO_HINTS, ClientHints, with_hints
-from django_oximg.core.serving.negotiation import VARY_ACCEPT, output_format
+from django_oximg.core.serving.negotiation import VARY_ACCEPT, best_formats, output_format
 from django_oximg.core.serving.staging import InfoWork, RenderWork
 from django_oximg.core.stores.protocols import CachedResult
 from django_oximg.core.stores.resolver import Resolved, SourceResolver
@@ -60,10 +60,17 @@ class Job(NamedTuple):
         """This request's answer with ``found``'s content.
 
         Built per request, never shared: requests that share one cache
-        object or one render may still differ in their ``Vary``.
+        object or one render may still differ in their ``Vary``. A
+        ``format:best`` answer's type is read from its first bytes (a
+        stream is read whole for it: thumbnails are small).
         """
+        content_type = self.content_type
+        if keys.is_best_key(self.key):
+            if found.stream is not None:
+                found = found.in_memory()
+            content_type = keys.sniffed_content_type(result_head(found))
         return replies.Result(
-            self.content_type,
+            content_type,
             self.etag,
             self.vary,
             data=found.data,
@@ -73,6 +80,19 @@ class Job(NamedTuple):
             url=found.url,
             disposition=self.disposition,
         )
+
+
+def result_head(found: CachedResult) -> bytes:
+    """The first bytes of ``found`` (its data or its file; none for a URL alone)."""
+    if found.data is not None:
+        return found.data[: keys.SNIFF_BYTES]
+    if found.path is not None:
+        try:
+            with open(found.path, "rb") as handle:
+                return handle.read(keys.SNIFF_BYTES)
+        except OSError:  # gone since the lookup: the reply finds out too
+            return b""
+    return b""
 
 
 class JobReader(NamedTuple):
@@ -92,6 +112,8 @@ class JobReader(NamedTuple):
     allow_unsigned: bool
     #: Whether a URL without a format negotiates one from ``Accept``.
     auto_format: bool
+    #: Whether a URL without a format is ``format:best`` (``FORMAT_BEST_BY_DEFAULT``).
+    best_by_default: bool
     #: Whether ``DPR``/``Width`` client hints fill in ``dpr``/``width``.
     client_hints: bool
     #: Whether a watermark image is configured (``WATERMARK``).
@@ -120,10 +142,17 @@ class JobReader(NamedTuple):
                 detail="watermark: OXIMG['WATERMARK'] is not set", public="Invalid watermark"
             )
         source = self.sources.resolve(parsed.source)
-        fmt, negotiated = output_format(options, source.name, accept, self.auto_format)
+        fmt, negotiated = output_format(
+            options, source.name, accept, self.auto_format, self.best_by_default
+        )
         # The canonical request: what decides the bytes. ``expires`` decides
         # only whether there is an answer, so URLs that differ in it share one.
         canonical = build_path(options._replace(format=fmt, expires=0), parsed.source)
+        accepted: tuple[str, ...] = ()
+        if fmt == BEST_FORMAT:
+            # The formats best may choose decide the bytes too: one object per class.
+            accepted = best_formats(accept, self.auto_format)
+            canonical += "\nbest:" + ":".join(accepted)
         key = keys.result_key(parsed.source, canonical, self.version, fmt)
         vary = (VARY_ACCEPT if negotiated else ()) + hinted
         disposition = ""
@@ -131,7 +160,8 @@ class JobReader(NamedTuple):
             disposition = replies.content_disposition(
                 parsed.source, options.filename, fmt, attachment=options.return_attachment
             )
-        return Job(source, RenderWork(options, fmt), key, vary, options.expires, disposition)
+        work = RenderWork(options, fmt, accepted)
+        return Job(source, work, key, vary, options.expires, disposition)
 
     def info_job(self, signed: str) -> Job:
         """An ``/info`` path (after ``/info``) into its job."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import posixpath
 
-from django_oximg.core.options import Options
+from django_oximg.core.options import BEST_FORMAT, Options
 
 #: Source names that may hold an animation: never negotiated to AVIF.
 ANIMATED_SOURCE_EXTENSIONS = frozenset({".gif", ".webp"})
@@ -31,20 +31,40 @@ VARY_ACCEPT = ("Accept",)
 ACCEPT_CLASSES_KEPT = 256
 
 
-def output_format(options: Options, name: str, accept: str, auto_format: bool) -> tuple[str, bool]:
+def output_format(
+    options: Options, name: str, accept: str, auto_format: bool, best_by_default: bool = False
+) -> tuple[str, bool]:
     """The output format for source ``name`` and whether it was negotiated from ``accept``.
 
     ``raw`` answers, and ``skip_processing`` answers for a format the
     source's name says, are the source itself: in the format of its name,
     never negotiated (the name is all there is before the source is read).
-    ``auto_format`` off (``AUTO_FORMAT``) never negotiates.
+    ``auto_format`` off (``AUTO_FORMAT``) never negotiates. ``best`` (the
+    URL's, or any URL without a format with ``best_by_default``,
+    ``FORMAT_BEST_BY_DEFAULT``) is chosen per image among the formats of
+    :func:`best_formats`: negotiated when ``auto_format`` is on.
     """
-    if options.format:
+    if options.format and options.format != BEST_FORMAT:
         return options.format, False
     fallback = FALLBACK_FORMATS.get(posixpath.splitext(name)[1].lower(), "jpeg")
-    if not auto_format or options.raw or fallback in options.skip_processing:
+    if options.raw or fallback in options.skip_processing:
+        return fallback, False
+    if options.format == BEST_FORMAT or best_by_default:
+        return BEST_FORMAT, auto_format
+    if not auto_format:
         return fallback, False
     return negotiate(accept, fallback, may_be_animated(name)), True
+
+
+def best_formats(accept: str, auto_format: bool) -> tuple[str, ...]:
+    """The formats besides JPEG and PNG that ``format:best`` may choose for ``accept``.
+
+    As imgproxy, AVIF and WebP only when the client names them and
+    negotiation is on (``AUTO_FORMAT``); a source's alpha and animation,
+    which decide the rest, are known only once it is read
+    (:func:`django_oximg.core.pipeline.plan.plan_best`).
+    """
+    return tuple(accept_class(accept).split()) if auto_format else ()
 
 
 def accepted_types(accept: str) -> set[str]:

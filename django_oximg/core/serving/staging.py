@@ -26,7 +26,7 @@ from typing import ClassVar, NamedTuple
 
 from django_oximg.core import defaults, errors, pipeline
 from django_oximg.core.limits import source_limits
-from django_oximg.core.options import Options, lowered_limit
+from django_oximg.core.options import BEST_FORMAT, Options, lowered_limit
 from django_oximg.core.pipeline.budget import estimate_peak_bytes
 from django_oximg.core.serving import info as info_endpoint
 
@@ -173,6 +173,9 @@ class RenderWork:
 
     options: Options
     format: str
+    #: ``format:best``: the formats besides JPEG and PNG it may choose
+    #: (:func:`~django_oximg.core.serving.negotiation.best_formats`).
+    accepted: tuple[str, ...] = ()
 
     #: Counted among the renders once made (``oximg_renders_total``).
     is_render: ClassVar[bool] = True
@@ -194,10 +197,15 @@ class RenderWork:
         info = source.info
         if options.enforce_thumbnail:
             info = pipeline.embedded_thumbnail(source.data, info)
-        frames = limits.frames_to_render(info, self.format, options)
-        limits.check_resolution(info, frames, options)
         # Planned once: the estimate and the render share the plan.
-        plan = pipeline.plan_render(info, options, self.format, limits.render)
+        if self.format == BEST_FORMAT:
+            plan = pipeline.plan_best(info, options, self.accepted, limits.render)
+            frames = limits.frames_to_render(info, plan.format, options)
+            limits.check_resolution(info, frames, options)
+        else:
+            frames = limits.frames_to_render(info, self.format, options)
+            limits.check_resolution(info, frames, options)
+            plan = pipeline.plan_render(info, options, self.format, limits.render)
         limits.check_encode_time(plan)
         cost = estimate_peak_bytes(plan, frames, source.data)
         return StagedRender(
