@@ -31,6 +31,7 @@ from django_oximg.core import defaults
 from django_oximg.core.errors import InvalidOptions
 from django_oximg.core.keys import output_fingerprint as output_fingerprint_of
 from django_oximg.core.options import OPTION_NAMES, OUTPUT_FORMATS, Extension, parse_path
+from django_oximg.core.options.autoquality import AUTOQUALITY_OFF, AutoQualitySettings
 from django_oximg.core.options.signing import pairs_from_hex
 from django_oximg.setting_values import check_type
 
@@ -309,6 +310,12 @@ class OximgSettings:
     option (``qm:high``, ``qm:standard``; the tags' ``quality_mode``) wins
     over this. Changing it gives new cache keys and tag URLs."""
 
+    AUTOQUALITY: AutoQualitySettings = AUTOQUALITY_OFF
+    """A quality per image: a dict of imgproxy's ``IMGPROXY_AUTOQUALITY_*`` less the
+    prefix (``METHOD`` ``size``/``dssim``, ``TARGET``, ``MIN``, ``MAX``, ``FORMAT_MIN``,
+    ``FORMAT_MAX``, ``ALLOWED_ERROR``, ``MAX_RESOLUTION``), which a URL's ``autoquality``
+    redefines. Off by default: a miss encodes up to 7 times (docs/quality.md); new keys."""
+
     COORDINATION_CACHE: str = ""
     """Alias in ``CACHES`` (Redis or Memcached) through which processes that
     share a result cache agree who renders a hot key, so it is rendered once
@@ -481,6 +488,7 @@ OUTPUT_SETTINGS = (
     "WATERMARK",
     "WATERMARK_OPACITY",
     "EXTENSIONS",
+    "AUTOQUALITY",
 )
 
 #: Output settings that matter only with a ``WATERMARK``: in the fingerprint
@@ -489,7 +497,7 @@ OUTPUT_SETTINGS = (
 WATERMARK_SETTINGS = ("WATERMARK", "WATERMARK_OPACITY")
 
 #: Output settings that :func:`output_fingerprint` writes its own way.
-SPECIAL_OUTPUT_SETTINGS = (*WATERMARK_SETTINGS, "EXTENSIONS", "JPEG_PROGRESSIVE")
+SPECIAL_OUTPUT_SETTINGS = (*WATERMARK_SETTINGS, "EXTENSIONS", "JPEG_PROGRESSIVE", "AUTOQUALITY")
 
 #: Keys whose value may be given as one string or a list of strings.
 LIST_KEYS = ("KEY", "SALT", "HTTP_SOURCES", "ALLOWED_PROCESSING_OPTIONS")
@@ -567,8 +575,8 @@ def build_settings(raw: Mapping[str, Any]) -> OximgSettings:
         if name == "TAG_DEFAULTS":
             values[name] = setting_values.tag_defaults(value, values["EXTENSIONS"])
             continue
-        if name == "RENDER_AHEAD":
-            values[name] = setting_values.render_ahead(value)
+        if name in ("RENDER_AHEAD", "AUTOQUALITY"):
+            values[name] = getattr(setting_values, name.lower())(value)
             continue
         if name == "FALLBACK_IMAGE_PATH":
             value = setting_values.file_path(name, value)
@@ -722,7 +730,7 @@ def output_fingerprint(settings: OximgSettings, watermark_version: str = "") -> 
     stands for its code by its ``version``, beside its names and place;
     its order counts (steps at one place run in it). Like the watermark,
     no extensions add nothing, so a site without them keeps its keys;
-    so does ``JPEG_PROGRESSIVE`` while it is off.
+    so does ``JPEG_PROGRESSIVE`` while it is off, ``AUTOQUALITY`` while it is.
     """
     values: dict[str, object] = {
         name: getattr(settings, name)
@@ -736,6 +744,8 @@ def output_fingerprint(settings: OximgSettings, watermark_version: str = "") -> 
         ]
     if settings.JPEG_PROGRESSIVE:
         values["JPEG_PROGRESSIVE"] = True
+    if settings.AUTOQUALITY != AUTOQUALITY_OFF:
+        values["AUTOQUALITY"] = settings.AUTOQUALITY._asdict()
     if settings.EXTENSIONS:
         values["EXTENSIONS"] = [
             [*extension.names, extension.after, extension.version]

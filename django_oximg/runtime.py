@@ -255,6 +255,7 @@ def limits(settings: conf.OximgSettings, watermark: WatermarkImage | None = None
             watermark_opacity=settings.WATERMARK_OPACITY,
             quality_mode=settings.QUALITY_MODE,
             extensions=settings.EXTENSIONS,
+            autoquality=settings.AUTOQUALITY,
         ),
         max_src_resolution=settings.MAX_SRC_RESOLUTION,
         max_src_file_size=settings.MAX_SRC_FILE_SIZE,

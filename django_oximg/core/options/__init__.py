@@ -39,6 +39,7 @@ from django_oximg.core.options.extensions import (
 )
 from django_oximg.core.options.model import (
     ANY_URL,
+    AUTOQUALITY_METHODS,
     GRAVITY_TYPES,
     MAX_APPLIED_OPTIONS,
     MAX_DIMENSION,
@@ -52,6 +53,7 @@ from django_oximg.core.options.model import (
     QUALITY_MODES,
     RESIZING_TYPES,
     WATERMARK_POSITIONS,
+    AutoQuality,
     Crop,
     Draft,
     Gravity,
@@ -68,6 +70,7 @@ from django_oximg.core.options.values import BOOLEANS, FORMAT_NAMES, INTEGER_TEX
 
 __all__ = [
     "ANY_URL",
+    "AUTOQUALITY_METHODS",
     "BOOLEANS",
     "FORMAT_NAMES",
     "GRAVITY_TYPES",
@@ -89,6 +92,7 @@ __all__ = [
     "RESIZING_TYPES",
     "WATERMARK_POSITIONS",
     "Arguments",
+    "AutoQuality",
     "Choice",
     "Crop",
     "Draft",

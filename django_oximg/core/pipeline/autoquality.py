@@ -1,0 +1,170 @@
+"""``autoquality``: the quality searched for one image, by size or by DSSIM.
+
+The search encodes the same pixels (the thumbnail, already resized and in
+memory) at a few qualities and keeps one: for ``size`` the highest quality
+whose result fits the target in bytes, for ``dssim`` the lowest whose
+result is at most the target's DSSIM from the pixels it encodes, or within
+``allowed_error`` of it (imgproxy's methods). It is a binary search between
+the bounds, so it takes at most :data:`MAX_ENCODES` encodes (a range of 11
+qualities, imgproxy's default 70-80, takes at most 4), stops as soon as a
+result is close enough, and stops at the render deadline with the best
+result it has.
+
+DSSIM is computed here with libvips operations on the luma of both images:
+SSIM with a Gaussian window of sigma 1.5 (Wang et al.'s constants for 8-bit
+values), averaged over the image, and DSSIM = 1/SSIM - 1, the scale of
+kornelski's ``dssim`` that imgproxy's targets are given on (0.02 by
+default). The reference's planes are computed once per search; each encode
+then costs a decode and five blurs of the thumbnail (``bench/autoquality.py
+metric`` measures it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import pyvips
+
+from django_oximg.core.limits.deadlines import Deadline
+from django_oximg.core.options.autoquality import MAX_ENCODES, QualityTarget
+from django_oximg.core.pipeline.libvips import Image
+
+#: SSIM's Gaussian window and its constants for 8-bit values (Wang et al. 2004).
+SSIM_SIGMA = 1.5
+SSIM_C1 = (0.01 * 255) ** 2
+SSIM_C2 = (0.03 * 255) ** 2
+
+#: Rec. 601 luma weights: the channel DSSIM is measured on.
+LUMA = [[0.299, 0.587, 0.114]]
+
+
+class Chosen(NamedTuple):
+    """The result a search kept."""
+
+    data: bytes
+    quality: int
+    #: Encodes the search made (at most :data:`MAX_ENCODES`).
+    encodes: int
+    #: The result's DSSIM (``dssim``) or size in bytes (``size``).
+    score: float
+
+
+def luma(image: Image) -> Image:
+    """The float luma of an 8-bit image (grey, grey and alpha, RGB or RGBA)."""
+    if image.bands >= 3:
+        return image.extract_band(0, n=3).recomb(LUMA)
+    return image.extract_band(0).cast("float")
+
+
+def blurred(image: Image) -> Image:
+    return image.gaussblur(SSIM_SIGMA, precision="float")
+
+
+class Reference:
+    """The pixels a search encodes, as SSIM needs them: luma, its mean and variance.
+
+    Computed into memory once, so each candidate costs only its own side.
+    """
+
+    def __init__(self, image: Image) -> None:
+        self.width, self.height = image.width, image.height
+        self.luma = luma(image).copy_memory()
+        self.mean = blurred(self.luma).copy_memory()
+        self.variance = (blurred(self.luma * self.luma) - self.mean * self.mean).copy_memory()
+
+    def dssim(self, encoded: bytes) -> float:
+        """DSSIM (1/SSIM - 1) of ``encoded`` against these pixels; 0 is identical."""
+        candidate = pyvips.Image.new_from_buffer(encoded, "", access="sequential")
+        y = luma(candidate)
+        if (y.width, y.height) != (self.width, self.height):
+            raise ValueError("the encoded image is not the reference's size")
+        x, mean_x, var_x = self.luma, self.mean, self.variance
+        mean_y = blurred(y)
+        var_y = blurred(y * y) - mean_y * mean_y
+        covariance = blurred(x * y) - mean_x * mean_y
+        numerator = (mean_x * mean_y * 2 + SSIM_C1) * (covariance * 2 + SSIM_C2)
+        denominator = (mean_x * mean_x + mean_y * mean_y + SSIM_C1) * (var_x + var_y + SSIM_C2)
+        ssim = float((numerator / denominator).avg())
+        return 1.0 / ssim - 1.0 if ssim > 0 else float("inf")
+
+
+def search(
+    encode_at: Callable[[int], bytes],
+    target: QualityTarget,
+    reference: Reference | None = None,
+    deadline: Deadline | None = None,
+) -> Chosen:
+    """The quality ``target`` asks for, found by encoding with ``encode_at(quality)``.
+
+    ``reference`` (the pixels ``encode_at`` encodes) is needed for ``dssim``.
+    Between encodes the search stops once ``deadline`` has passed, keeping
+    its best result so far (the first encode always runs).
+    """
+    if target.method == "size":
+        return search_size(encode_at, target, deadline)
+    if reference is None:
+        raise ValueError("a DSSIM search needs the reference pixels")
+    return search_dssim(encode_at, reference, target, deadline)
+
+
+def search_size(
+    encode_at: Callable[[int], bytes], target: QualityTarget, deadline: Deadline | None
+) -> Chosen:
+    """The highest quality whose result fits ``target.target`` bytes; else the lowest tried.
+
+    The maximum is tried first: a small thumbnail that fits at once costs
+    one encode.
+    """
+    low, high = target.min_quality, target.max_quality
+    fits: Chosen | None = None
+    over: Chosen | None = None
+    encodes = 0
+    while low <= high and encodes < MAX_ENCODES and not _expired(deadline, encodes):
+        quality = high if encodes == 0 else (low + high) // 2
+        data = encode_at(quality)
+        encodes += 1
+        chosen = Chosen(data, quality, encodes, float(len(data)))
+        if len(data) <= target.target:
+            fits, low = chosen, quality + 1
+        else:
+            over, high = chosen, quality - 1
+    best = fits or over
+    assert best is not None  # the first encode always runs
+    return best._replace(encodes=encodes)
+
+
+def search_dssim(
+    encode_at: Callable[[int], bytes],
+    reference: Reference,
+    target: QualityTarget,
+    deadline: Deadline | None,
+) -> Chosen:
+    """The lowest quality whose DSSIM is at most ``target.target``, or within the allowed error.
+
+    When no quality within the bounds reaches the target, the highest tried
+    (the maximum, unless the deadline or :data:`MAX_ENCODES` came first).
+    """
+    low, high = target.min_quality, target.max_quality
+    passing: Chosen | None = None
+    failing: Chosen | None = None
+    encodes = 0
+    while low <= high and encodes < MAX_ENCODES and not _expired(deadline, encodes):
+        quality = (low + high) // 2
+        data = encode_at(quality)
+        encodes += 1
+        chosen = Chosen(data, quality, encodes, reference.dssim(data))
+        if abs(chosen.score - target.target) <= target.allowed_error:
+            return chosen
+        if chosen.score < target.target:
+            passing, high = chosen, quality - 1
+        else:
+            failing, low = chosen, quality + 1
+    best = passing or failing
+    assert best is not None  # the first encode always runs
+    return best._replace(encodes=encodes)
+
+
+def _expired(deadline: Deadline | None, encodes: int) -> bool:
+    """Whether to stop before another encode: never before the first."""
+    return encodes > 0 and deadline is not None and deadline.expired
