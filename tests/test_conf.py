@@ -358,6 +358,7 @@ OUTPUT_CHANGES: dict[str, tuple[Any, str, str]] = {
     "WATERMARK": ("mark.png", "/w:50/plain/a.jpg@jpeg", ""),
     "WATERMARK_OPACITY": (0.5, "/w:50/plain/a.jpg@jpeg", ""),
     "EXTENSIONS": (["tests.site_extensions.SEPIA"], "/w:50/plain/a.jpg@jpeg", ""),
+    "AUTOQUALITY": ({"METHOD": "dssim"}, "/w:50/plain/a.jpg@jpeg", ""),
     # Through the options they expand to, not the fingerprint.
     "PRESETS": ({"p": "w:60"}, "/pr:p/plain/a.jpg@jpeg", ""),
     "CLIENT_HINTS": (True, "/plain/a.jpg@jpeg", ""),

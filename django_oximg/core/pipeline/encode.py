@@ -97,12 +97,11 @@ def encode(
     )
     encode_at = libvips if pillow is None else partial(pillow_or_libvips, pillow, libvips)
     if target is None:
-        return Encoded(encode_within_limit(encode_at, plan))
+        return Encoded(encode_within_limit(encode_at, plan)[0])
     reference = Reference(image) if target.method == "dssim" else None
     chosen = search(encode_at, target, reference, deadline)
     if plan.options.max_bytes and len(chosen.data) > plan.options.max_bytes:
-        data = encode_within_limit(encode_at, plan, chosen.quality, chosen.data)
-        return Encoded(data, chosen.quality)
+        return Encoded(*encode_within_limit(encode_at, plan, chosen.quality, chosen.data))
     return Encoded(chosen.data, chosen.quality)
 
 
@@ -270,11 +269,12 @@ def encode_within_limit(
     plan: Plan,
     quality: int | None = None,
     data: bytes | None = None,
-) -> bytes:
+) -> tuple[bytes, int]:
     """Encode with ``encode_at(quality)``, lowering the quality until it fits ``max_bytes``.
 
     ``quality`` and ``data``: where to start (``autoquality``'s choice and
-    its bytes), instead of :attr:`Plan.quality`.
+    its bytes), instead of :attr:`Plan.quality`. Returns the bytes and
+    their quality.
     """
     max_bytes = plan.options.max_bytes
     if quality is None:
@@ -282,10 +282,10 @@ def encode_within_limit(
     if data is None:
         data = encode_at(quality)
     if not max_bytes:
-        return data
+        return data, quality
     while len(data) > max_bytes:
         if plan.format not in LOSSY_FORMATS or quality <= MIN_QUALITY:
             raise ResultTooLarge(f"{len(data)} bytes > max_bytes {max_bytes}")
         quality = max(MIN_QUALITY, next_quality(quality, len(data), max_bytes))
         data = encode_at(quality)
-    return data
+    return data, quality
