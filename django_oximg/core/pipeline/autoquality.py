@@ -10,12 +10,13 @@ qualities, imgproxy's default 70-80, takes at most 4), stops as soon as a
 result is close enough, and stops at the render deadline with the best
 result it has.
 
-DSSIM is computed here with libvips operations on the luma of both images:
-SSIM with a Gaussian window of sigma 1.5 (Wang et al.'s constants for 8-bit
-values), averaged over the image, and DSSIM = 1/SSIM - 1, the scale of
-kornelski's ``dssim`` that imgproxy's targets are given on (0.02 by
-default). The reference's planes are computed once per search; each encode
-then costs a decode and five blurs of the thumbnail (``bench/autoquality.py
+DSSIM is computed here with libvips operations on the lightness of both
+images (:func:`lightness`), at several scales as kornelski's ``dssim``
+(whose scale imgproxy's targets are given on, 0.02 by default) is: SSIM with a
+Gaussian window of sigma 1.5 (Wang et al.'s constants), averaged over the
+image at :data:`SCALES` scales, and DSSIM = 1/SSIM - 1. Chroma is left
+out. The reference's planes are computed once per search; each encode
+then costs a decode and one blur per scale (``bench/autoquality.py
 metric`` measures it).
 """
 
@@ -30,13 +31,22 @@ from django_oximg.core.limits.deadlines import Deadline
 from django_oximg.core.options.autoquality import MAX_ENCODES, QualityTarget
 from django_oximg.core.pipeline.libvips import Image
 
-#: SSIM's Gaussian window and its constants for 8-bit values (Wang et al. 2004).
+#: SSIM's Gaussian window, and its constants for values of 0..100 (CIE L*):
+#: Wang et al.'s K1 = 0.01 and K2 = 0.03 of the range, squared.
 SSIM_SIGMA = 1.5
-SSIM_C1 = (0.01 * 255) ** 2
-SSIM_C2 = (0.03 * 255) ** 2
+SSIM_C1 = (0.01 * 100) ** 2
+SSIM_C2 = (0.03 * 100) ** 2
 
-#: Rec. 601 luma weights: the channel DSSIM is measured on.
-LUMA = [[0.299, 0.587, 0.114]]
+#: Scales SSIM is averaged over: the thumbnail, then each halving. At the
+#: thumbnail's own scale SSIM misses what a viewer sees in smooth areas
+#: (banding, 8x8 blocks in a dark sky); on the 14 photos of docs/quality.md,
+#: three scales gave the worst photo 7 more SSIMULACRA2 points than one,
+#: at the same median.
+SCALES = 3
+
+
+#: Rec. 601 luma weights, scaled from 0..255 to 0..100.
+LUMA = [[0.299 * 100 / 255, 0.587 * 100 / 255, 0.114 * 100 / 255]]
 
 
 class Chosen(NamedTuple):
@@ -50,48 +60,66 @@ class Chosen(NamedTuple):
     score: float
 
 
-def luma(image: Image) -> Image:
-    """The float luma of an 8-bit image (grey, grey and alpha, RGB or RGBA)."""
+def lightness(image: Image) -> Image:
+    """Lightness (0..100, float) of an 8-bit image, its alpha ignored.
+
+    Rec. 601 luma of the sRGB values, whose gamma already spaces them about
+    as CIE L* does (libvips' conversion to L*a*b* took twice the CPU of
+    the whole DSSIM for the same ranking of photos).
+    """
     if image.bands >= 3:
         return image.extract_band(0, n=3).recomb(LUMA)
-    return image.extract_band(0).cast("float")
+    return image.extract_band(0).linear(100 / 255, 0.0)
 
 
 def blurred(image: Image) -> Image:
     return image.gaussblur(SSIM_SIGMA, precision="float")
 
 
-class Reference:
-    """The pixels a search encodes, as SSIM needs them: luma, its mean and variance.
+def halved(image: Image) -> Image:
+    return image.shrink(2, 2)
 
-    Computed into memory once, so each candidate costs only its own side.
-    The candidate's three local means (of y, y² and xy) are one blur of a
-    three-band image: with libvips' operation cache off, each blur costs
-    more to set up (about 1.7 ms) than to run on a thumbnail.
+
+class Reference:
+    """The pixels a search encodes, as SSIM needs them: L*, its means and variances.
+
+    Computed into memory once, at every scale, so each candidate costs only
+    its own side. A candidate's three local means per scale (of y, y² and
+    xy) are one blur of a three-band image: with libvips' operation cache
+    off, setting up a blur costs more than running it on a thumbnail.
     """
 
     def __init__(self, image: Image) -> None:
         self.width, self.height = image.width, image.height
-        self.luma = luma(image).copy_memory()
-        means = blurred(self.luma.bandjoin(self.luma * self.luma)).copy_memory()
-        self.mean = means[0]
-        self.variance = (means[1] - self.mean * self.mean).copy_memory()
+        self.scales: list[tuple[Image, Image, Image]] = []
+        x = lightness(image).copy_memory()
+        for scale in range(SCALES):
+            if scale:
+                if min(x.width, x.height) < 16:
+                    break
+                x = halved(x).copy_memory()
+            means = blurred(x.bandjoin(x * x)).copy_memory()
+            variance = (means[1] - means[0] * means[0]).copy_memory()
+            self.scales.append((x, means[0].copy_memory(), variance))
 
     def dssim(self, encoded: bytes) -> float:
-        """DSSIM (1/SSIM - 1) of ``encoded`` against these pixels; 0 is identical."""
-        # Into memory first: the blur reads it three times over, which a
-        # sequential decode would serve through its cache at more CPU.
-        y = luma(pyvips.Image.new_from_buffer(encoded, "")).copy_memory()
+        """DSSIM (1/SSIM - 1, SSIM averaged over the scales) of ``encoded``; 0 is identical."""
+        # Into memory first: each scale's blur reads it three times over.
+        y = lightness(pyvips.Image.new_from_buffer(encoded, "")).copy_memory()
         if (y.width, y.height) != (self.width, self.height):
             raise ValueError("the encoded image is not the reference's size")
-        x, mean_x, var_x = self.luma, self.mean, self.variance
-        means = blurred(y.bandjoin([y * y, x * y]))
-        mean_y = means[0]
-        var_y = means[1] - mean_y * mean_y
-        covariance = means[2] - mean_x * mean_y
-        numerator = (mean_x * mean_y * 2 + SSIM_C1) * (covariance * 2 + SSIM_C2)
-        denominator = (mean_x * mean_x + mean_y * mean_y + SSIM_C1) * (var_x + var_y + SSIM_C2)
-        ssim = float((numerator / denominator).avg())
+        total = 0.0
+        for scale, (x, mean_x, var_x) in enumerate(self.scales):
+            if scale:
+                y = halved(y).copy_memory()
+            means = blurred(y.bandjoin([y * y, x * y]))
+            mean_y = means[0]
+            var_y = means[1] - mean_y * mean_y
+            covariance = means[2] - mean_x * mean_y
+            numerator = (mean_x * mean_y * 2 + SSIM_C1) * (covariance * 2 + SSIM_C2)
+            denominator = (mean_x * mean_x + mean_y * mean_y + SSIM_C1) * (var_x + var_y + SSIM_C2)
+            total += float((numerator / denominator).avg())
+        ssim = total / len(self.scales)
         return 1.0 / ssim - 1.0 if ssim > 0 else float("inf")
 
 
