@@ -167,7 +167,7 @@ def test_dssim_is_zero_for_the_same_pixels_and_grows_as_quality_falls() -> None:
     reference = autoquality.Reference(image)
     lossless = bytes(image.pngsave_buffer())
     scores = [reference.dssim(save(image, "jpeg", q, keep=0)) for q in (90, 60, 20)]
-    assert reference.dssim(lossless) == pytest.approx(0.0, abs=1e-9)
+    assert reference.dssim(lossless) == pytest.approx(0.0, abs=1e-6)
     assert 0 < scores[0] < scores[1] < scores[2]
 
 
@@ -217,6 +217,15 @@ def test_the_size_search_gives_the_lowest_quality_when_nothing_fits() -> None:
     asked, encode_at = counted(noise(64, 48).copy_memory())
     chosen = autoquality.search(encode_at, QualityTarget("size", 1, 70, 80, 0.0))
     assert chosen.quality == 70 == min(asked)
+
+
+@pytest.mark.parametrize(("width", "height"), [(1, 1), (4, 3), (17, 40), (33, 33)])
+def test_small_thumbnails_are_measured_at_the_scales_they_have(width: int, height: int) -> None:
+    image = photo(width, height).copy_memory()
+    reference = autoquality.Reference(image)
+    assert reference.count == autoquality.scale_count(width, height) <= autoquality.SCALES
+    assert reference.dssim(bytes(image.pngsave_buffer())) == pytest.approx(0.0, abs=1e-6)
+    assert reference.dssim(save(image, "jpeg", 20, keep=0)) >= 0
 
 
 def test_the_search_stops_at_the_deadline_after_its_first_encode() -> None:

@@ -76,50 +76,81 @@ def blurred(image: Image) -> Image:
     return image.gaussblur(SSIM_SIGMA, precision="float")
 
 
-def halved(image: Image) -> Image:
-    return image.shrink(2, 2)
+#: Zero pixels between the scales' tiles of :func:`packed`: more than the
+#: blur's reach, so no tile's means see another's pixels.
+TILE_GAP = 8
+
+
+def scale_count(width: int, height: int) -> int:
+    """How many of :data:`SCALES` a ``width`` x ``height`` image has (halvings of 8 px and up)."""
+    count = 1
+    while count < SCALES and min(width, height) >> count >= 8:
+        count += 1
+    return count
+
+
+def packed(image: Image, count: int, weights: bool = False) -> Image:
+    """``image`` and its first ``count - 1`` halvings side by side on one zero canvas.
+
+    One canvas makes every scale's SSIM one libvips pipeline: with the
+    operation cache off, each operation's set-up costs more than its work
+    on a thumbnail, so one chain over three tiles costs about a third of
+    three chains. ``weights``: each tile filled with 1 / (``count`` x its
+    pixels) instead, so that the canvas's sum of an SSIM map is the mean of
+    the scales' means.
+    """
+    tiles = [image]
+    for _ in range(1, count):
+        tiles.append(tiles[-1].shrink(2, 2))
+    if weights:
+        tiles = [tile * 0.0 + 1.0 / (count * tile.width * tile.height) for tile in tiles]
+    width, height = image.width, image.height
+    canvas = tiles[0].embed(0, 0, width + TILE_GAP + (width >> 1) + TILE_GAP, height)
+    top = 0
+    for tile in tiles[1:]:
+        canvas = canvas.insert(tile, width + TILE_GAP, top)
+        top += tile.height + TILE_GAP
+    return canvas
 
 
 class Reference:
-    """The pixels a search encodes, as SSIM needs them: L*, its means and variances.
+    """The pixels a search encodes, as SSIM needs them: lightness, its means and variances.
 
-    Computed into memory once, at every scale, so each candidate costs only
-    its own side. A candidate's three local means per scale (of y, y² and
-    xy) are one blur of a three-band image: with libvips' operation cache
-    off, setting up a blur costs more than running it on a thumbnail.
+    Computed into memory once, every scale packed on one canvas
+    (:func:`packed`), so each candidate costs only its own side. A
+    candidate's three local means (of y, y² and xy) are one blur of a
+    three-band image. ``weights`` make the canvas's sum the mean of the
+    scales' mean SSIMs (zero in the gaps).
     """
 
     def __init__(self, image: Image) -> None:
         self.width, self.height = image.width, image.height
-        self.scales: list[tuple[Image, Image, Image]] = []
-        x = lightness(image).copy_memory()
-        for scale in range(SCALES):
-            if scale:
-                if min(x.width, x.height) < 16:
-                    break
-                x = halved(x).copy_memory()
-            means = blurred(x.bandjoin(x * x)).copy_memory()
-            variance = (means[1] - means[0] * means[0]).copy_memory()
-            self.scales.append((x, means[0].copy_memory(), variance))
+        self.count = scale_count(self.width, self.height)
+        self.x = packed(lightness(image), self.count).copy_memory()
+        means = blurred(self.x.bandjoin(self.x * self.x)).copy_memory()
+        mean_x = means[0]
+        self.mean_x = mean_x.copy_memory()
+        #: The reference's parts of SSIM's two denominators.
+        self.luminance = (mean_x * mean_x + SSIM_C1).copy_memory()
+        self.contrast = (means[1] - mean_x * mean_x + SSIM_C2).copy_memory()
+        blank = pyvips.Image.black(self.width, self.height)
+        self.weights = packed(blank, self.count, weights=True).copy_memory()
 
     def dssim(self, encoded: bytes) -> float:
         """DSSIM (1/SSIM - 1, SSIM averaged over the scales) of ``encoded``; 0 is identical."""
-        # Into memory first: each scale's blur reads it three times over.
+        # Into memory first: the blur reads it three times over.
         y = lightness(pyvips.Image.new_from_buffer(encoded, "")).copy_memory()
         if (y.width, y.height) != (self.width, self.height):
             raise ValueError("the encoded image is not the reference's size")
-        total = 0.0
-        for scale, (x, mean_x, var_x) in enumerate(self.scales):
-            if scale:
-                y = halved(y).copy_memory()
-            means = blurred(y.bandjoin([y * y, x * y]))
-            mean_y = means[0]
-            var_y = means[1] - mean_y * mean_y
-            covariance = means[2] - mean_x * mean_y
-            numerator = (mean_x * mean_y * 2 + SSIM_C1) * (covariance * 2 + SSIM_C2)
-            denominator = (mean_x * mean_x + mean_y * mean_y + SSIM_C1) * (var_x + var_y + SSIM_C2)
-            total += float((numerator / denominator).avg())
-        ssim = total / len(self.scales)
+        y = packed(y, self.count).copy_memory()
+        means = blurred(y.bandjoin([y * y, self.x * y]))
+        mean_y = means[0]
+        mean_xy = self.mean_x * mean_y
+        numerator = (mean_xy * 2 + SSIM_C1) * ((means[2] - mean_xy) * 2 + SSIM_C2)
+        mean_y2 = mean_y * mean_y
+        denominator = (self.luminance + mean_y2) * (self.contrast + means[1] - mean_y2)
+        weighted = numerator / denominator * self.weights
+        ssim = float(weighted.avg()) * weighted.width * weighted.height
         return 1.0 / ssim - 1.0 if ssim > 0 else float("inf")
 
 
