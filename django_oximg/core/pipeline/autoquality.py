@@ -104,11 +104,14 @@ def packed(image: Image, count: int, weights: bool = False) -> Image:
         tiles.append(tiles[-1].shrink(2, 2))
     if weights:
         tiles = [tile * 0.0 + 1.0 / (count * tile.width * tile.height) for tile in tiles]
-    width, height = image.width, image.height
-    canvas = tiles[0].embed(0, 0, width + TILE_GAP + (width >> 1) + TILE_GAP, height)
+    width = image.width + TILE_GAP
+    if count > 1:
+        width += tiles[1].width + TILE_GAP
+    height = max(image.height, sum(tile.height + TILE_GAP for tile in tiles[1:]))
+    canvas = tiles[0].embed(0, 0, width, height)
     top = 0
     for tile in tiles[1:]:
-        canvas = canvas.insert(tile, width + TILE_GAP, top)
+        canvas = canvas.insert(tile, image.width + TILE_GAP, top)
         top += tile.height + TILE_GAP
     return canvas
 
