@@ -116,11 +116,11 @@ stress: $(STAMP)
 # docs/settings.md is generated from django_oximg/conf.py; regenerate it
 # first (tests/test_conf.py fails when the committed copy is stale).
 docs: $(DOCS_STAMP)
-	$(PY) -m django_oximg.conf > docs/settings.md
+	$(PY) -m django_oximg.settings_reference > docs/settings.md
 	$(VENV)/bin/mkdocs build --strict
 
 docs-serve: $(DOCS_STAMP)
-	$(PY) -m django_oximg.conf > docs/settings.md
+	$(PY) -m django_oximg.settings_reference > docs/settings.md
 	$(VENV)/bin/mkdocs serve --strict --dev-addr 127.0.0.1:8001
 
 lint: $(STAMP)

@@ -10,13 +10,9 @@ generated from it (``docs/settings.md``, ``python -m django_oximg.conf``).
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import functools
-import inspect
-import itertools
 import re
-import sys
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -31,6 +27,7 @@ from django_oximg.core import defaults
 from django_oximg.core.errors import InvalidOptions
 from django_oximg.core.keys import output_fingerprint as output_fingerprint_of
 from django_oximg.core.options import OPTION_NAMES, OUTPUT_FORMATS, Extension, parse_path
+from django_oximg.core.options.autoquality import AUTOQUALITY_OFF, AutoQualitySettings
 from django_oximg.core.options.signing import pairs_from_hex
 from django_oximg.setting_values import check_type
 
@@ -321,6 +318,12 @@ class OximgSettings:
     option (``qm:high``, ``qm:standard``; the tags' ``quality_mode``) wins
     over this. Changing it gives new cache keys and tag URLs."""
 
+    AUTOQUALITY: AutoQualitySettings = AUTOQUALITY_OFF
+    """A quality per image: a dict of imgproxy's ``IMGPROXY_AUTOQUALITY_*`` less the
+    prefix (``METHOD`` ``size``/``dssim``, ``TARGET``, ``MIN``, ``MAX``, ``FORMAT_MIN``,
+    ``FORMAT_MAX``, ``ALLOWED_ERROR``, ``MAX_RESOLUTION``), which a URL's ``autoquality``
+    redefines. Off by default: a miss encodes up to 7 times (docs/quality.md); new keys."""
+
     COORDINATION_CACHE: str = ""
     """Alias in ``CACHES`` (Redis or Memcached) through which processes that
     share a result cache agree who renders a hot key, so it is rendered once
@@ -495,6 +498,7 @@ OUTPUT_SETTINGS = (
     "WATERMARK",
     "WATERMARK_OPACITY",
     "EXTENSIONS",
+    "AUTOQUALITY",
 )
 
 #: Output settings that matter only with a ``WATERMARK``: in the fingerprint
@@ -508,6 +512,7 @@ SPECIAL_OUTPUT_SETTINGS = (
     *setting_values.FORMAT_BEST_SETTINGS,
     "EXTENSIONS",
     "JPEG_PROGRESSIVE",
+    "AUTOQUALITY",
 )
 
 #: Keys whose value may be given as one string or a list of strings.
@@ -567,8 +572,8 @@ def build_settings(raw: Mapping[str, Any]) -> OximgSettings:
         if name == "TAG_DEFAULTS":
             values[name] = setting_values.tag_defaults(value, values["EXTENSIONS"])
             continue
-        if name == "RENDER_AHEAD":
-            values[name] = setting_values.render_ahead(value)
+        if name in ("RENDER_AHEAD", "AUTOQUALITY"):
+            values[name] = getattr(setting_values, name.lower())(value)
             continue
         if name == "FALLBACK_IMAGE_PATH":
             value = setting_values.file_path(name, value)
@@ -724,8 +729,8 @@ def output_fingerprint(settings: OximgSettings, watermark_version: str = "") -> 
     stands for its code by its ``version``, beside its names and place;
     its order counts (steps at one place run in it). Like the watermark,
     no extensions add nothing, so a site without them keeps its keys;
-    so do ``JPEG_PROGRESSIVE`` while it is off and the ``FORMAT_BEST_*``
-    settings at their defaults.
+    so do ``JPEG_PROGRESSIVE`` while it is off, ``AUTOQUALITY`` while it is,
+    and the ``FORMAT_BEST_*`` settings at their defaults.
     """
     values: dict[str, object] = {
         name: getattr(settings, name)
@@ -742,6 +747,8 @@ def output_fingerprint(settings: OximgSettings, watermark_version: str = "") -> 
     best = [getattr(settings, name) for name in setting_values.FORMAT_BEST_SETTINGS]
     if best != [getattr(OximgSettings, name) for name in setting_values.FORMAT_BEST_SETTINGS]:
         values["FORMAT_BEST"] = best
+    if settings.AUTOQUALITY != AUTOQUALITY_OFF:
+        values["AUTOQUALITY"] = settings.AUTOQUALITY._asdict()
     if settings.EXTENSIONS:
         values["EXTENSIONS"] = [
             [*extension.names, extension.after, extension.version]
@@ -750,46 +757,9 @@ def output_fingerprint(settings: OximgSettings, watermark_version: str = "") -> 
     return output_fingerprint_of(values)
 
 
-def settings_reference() -> str:
-    """The settings reference in Markdown, from the field docstrings above.
-
-    Reads only this module's source and the dataclass defaults, never
-    Django's settings, so ``python -m django_oximg.conf`` works anywhere.
-    ``docs/settings.md`` is this text; a test keeps the two equal.
-    """
-    lines = [
-        "# Settings reference",
-        "",
-        "All keys of the `OXIMG` dict in `settings.py`. Generated from",
-        "`django_oximg/conf.py`: `python -m django_oximg.conf > docs/settings.md`.",
-        "",
-    ]
-    for name, doc in field_docs().items():
-        lines += [f"## `{name}`", "", f"Default: `{default_of(name)!r}`", "", doc, ""]
-    return "\n".join(lines)
-
-
-def field_docs() -> dict[str, str]:
-    """Each field's docstring (the string literal after it), in declaration order."""
-    tree = ast.parse(inspect.getsource(OximgSettings))
-    body = tree.body[0].body  # type: ignore[attr-defined]
-    docs: dict[str, str] = {}
-    for node, following in itertools.pairwise(body):
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            text = ""
-            if isinstance(following, ast.Expr) and isinstance(following.value, ast.Constant):
-                text = inspect.cleandoc(str(following.value.value))
-            docs[node.target.id] = text
-    return docs
-
-
 def default_of(name: str) -> Any:
     """The default of field ``name``, calling its factory if it has one."""
     spec = OximgSettings.__dataclass_fields__[name]
     if spec.default_factory is not dataclasses.MISSING:
         return spec.default_factory()
     return spec.default
-
-
-if __name__ == "__main__":  # pragma: no cover - exercised by a subprocess test
-    sys.stdout.write(settings_reference())

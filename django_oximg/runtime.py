@@ -257,6 +257,7 @@ def limits(settings: conf.OximgSettings, watermark: WatermarkImage | None = None
             quality_mode=settings.QUALITY_MODE,
             extensions=settings.EXTENSIONS,
             best_complexity_threshold=settings.FORMAT_BEST_COMPLEXITY_THRESHOLD,
+            autoquality=settings.AUTOQUALITY,
         ),
         max_src_resolution=settings.MAX_SRC_RESOLUTION,
         max_src_file_size=settings.MAX_SRC_FILE_SIZE,

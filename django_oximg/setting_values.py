@@ -18,7 +18,8 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
-from django_oximg.core.options import Extension
+from django_oximg.core.options import AUTOQUALITY_METHODS, OUTPUT_FORMATS, Extension
+from django_oximg.core.options.autoquality import AutoQualitySettings
 from django_oximg.core.options.extensions import problems
 
 #: Non-negative limits (0 means "choose for me" or "no limit", as documented).
@@ -174,6 +175,66 @@ def size_pairs(sizes: Any) -> tuple[tuple[str, str], ...]:
         if not isinstance(name, str) or not isinstance(size, str) or not size.strip():
             raise ValueError(f"sizes and their names are strings, not {name!r}: {size!r}")
     return pairs
+
+
+#: ``AUTOQUALITY``'s keys: imgproxy's ``IMGPROXY_AUTOQUALITY_*`` settings less the prefix.
+AUTOQUALITY_KEYS = {
+    "METHOD": "method",
+    "TARGET": "target",
+    "MIN": "min_quality",
+    "MAX": "max_quality",
+    "FORMAT_MIN": "format_min",
+    "FORMAT_MAX": "format_max",
+    "ALLOWED_ERROR": "allowed_error",
+    "MAX_RESOLUTION": "max_resolution",
+}
+
+
+def autoquality(value: Any) -> AutoQualitySettings:
+    """``AUTOQUALITY`` read over imgproxy's defaults; ``FORMAT_MIN``/``FORMAT_MAX`` merge
+    over theirs, as imgproxy's per-format settings do."""
+    if not isinstance(value, Mapping) or set(value) - set(AUTOQUALITY_KEYS):
+        raise ImproperlyConfigured(
+            f"OXIMG: AUTOQUALITY must be a dict of {', '.join(AUTOQUALITY_KEYS)}, not {value!r}."
+        )
+    defaults = AutoQualitySettings()
+    read: dict[str, Any] = {}
+    for key, given in value.items():
+        name, default = AUTOQUALITY_KEYS[key], getattr(defaults, AUTOQUALITY_KEYS[key])
+        if key.startswith("FORMAT_"):
+            read[name] = _format_qualities(key, given, default)
+            continue
+        check_type(f"AUTOQUALITY[{key!r}]", given, type(default))
+        read[name] = given
+    result = defaults._replace(**read)
+    qualities = [result.min_quality, result.max_quality]
+    qualities += [q for _, q in result.format_min + result.format_max]
+    if result.method not in AUTOQUALITY_METHODS:
+        raise ImproperlyConfigured(
+            f"OXIMG: AUTOQUALITY['METHOD'] must be one of {', '.join(AUTOQUALITY_METHODS)}."
+        )
+    if not all(1 <= quality <= 100 for quality in qualities):
+        raise ImproperlyConfigured("OXIMG: AUTOQUALITY qualities must be between 1 and 100.")
+    if result.target < 0 or result.max_resolution < 0 or not 0 <= result.allowed_error <= 1:
+        raise ImproperlyConfigured(
+            "OXIMG: AUTOQUALITY TARGET and MAX_RESOLUTION must not be negative, "
+            "ALLOWED_ERROR must be between 0 and 1."
+        )
+    return result
+
+
+def _format_qualities(
+    key: str, value: Any, default: tuple[tuple[str, int], ...]
+) -> tuple[tuple[str, int], ...]:
+    """A ``{"avif": 60}`` dict merged over ``default``, as sorted pairs."""
+    if not isinstance(value, Mapping) or not all(
+        fmt in OUTPUT_FORMATS and _is_instance(quality, int) for fmt, quality in value.items()
+    ):
+        raise ImproperlyConfigured(
+            f"OXIMG: AUTOQUALITY[{key!r}] must be a dict of output format -> quality, "
+            f"not {value!r}."
+        )
+    return tuple(sorted({**dict(default), **value}.items()))
 
 
 def check_type(name: str, value: Any, hint: Any) -> None:

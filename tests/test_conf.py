@@ -13,9 +13,10 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from django_oximg import conf, runtime, storage
-from django_oximg.conf import OximgSettings, build_settings, get_settings, settings_reference
+from django_oximg.conf import OximgSettings, build_settings, get_settings
 from django_oximg.core.keys import output_fingerprint
 from django_oximg.core.serving.client_hints import ClientHints
+from django_oximg.settings_reference import field_docs, settings_reference
 from tests import images
 from tests.constants import KEY, SALT
 
@@ -306,7 +307,7 @@ def test_settings_are_built_once_until_changed() -> None:
 
 def test_the_reference_documents_every_field_with_its_docstring() -> None:
     reference = settings_reference()
-    docs = conf.field_docs()
+    docs = field_docs()
     for spec in dataclasses.fields(OximgSettings):
         assert f"## `{spec.name}`" in reference
         assert docs[spec.name], f"{spec.name} has no docstring"
@@ -324,15 +325,15 @@ def test_docs_settings_md_is_the_generated_reference() -> None:
     committed = SETTINGS_DOC.read_text(encoding="utf-8") if SETTINGS_DOC.exists() else ""
     assert committed == settings_reference(), (
         "docs/settings.md is out of date with django_oximg/conf.py; regenerate it with "
-        "`python -m django_oximg.conf > docs/settings.md`"
+        "`python -m django_oximg.settings_reference > docs/settings.md`"
     )
 
 
 def test_the_reference_is_printed_without_django_settings() -> None:
-    """``python -m django_oximg.conf`` runs with no DJANGO_SETTINGS_MODULE at all."""
+    """``python -m django_oximg.settings_reference`` runs with no DJANGO_SETTINGS_MODULE at all."""
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO_ROOT)}
     printed = subprocess.run(
-        [sys.executable, "-m", "django_oximg.conf"],
+        [sys.executable, "-m", "django_oximg.settings_reference"],
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,
@@ -360,6 +361,7 @@ OUTPUT_CHANGES: dict[str, tuple[Any, str, str]] = {
     "WATERMARK": ("mark.png", "/w:50/plain/a.jpg@jpeg", ""),
     "WATERMARK_OPACITY": (0.5, "/w:50/plain/a.jpg@jpeg", ""),
     "EXTENSIONS": (["tests.site_extensions.SEPIA"], "/w:50/plain/a.jpg@jpeg", ""),
+    "AUTOQUALITY": ({"METHOD": "dssim"}, "/w:50/plain/a.jpg@jpeg", ""),
     # Through the options they expand to, not the fingerprint.
     "PRESETS": ({"p": "w:60"}, "/pr:p/plain/a.jpg@jpeg", ""),
     "CLIENT_HINTS": (True, "/plain/a.jpg@jpeg", ""),

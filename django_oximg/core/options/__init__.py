@@ -39,6 +39,7 @@ from django_oximg.core.options.extensions import (
 )
 from django_oximg.core.options.model import (
     ANY_URL,
+    AUTOQUALITY_METHODS,
     GRAVITY_TYPES,
     MAX_APPLIED_OPTIONS,
     MAX_DIMENSION,
@@ -52,6 +53,7 @@ from django_oximg.core.options.model import (
     QUALITY_MODES,
     RESIZING_TYPES,
     WATERMARK_POSITIONS,
+    AutoQuality,
     Crop,
     Draft,
     Gravity,
@@ -74,6 +76,7 @@ from django_oximg.core.options.values import (
 
 __all__ = [
     "ANY_URL",
+    "AUTOQUALITY_METHODS",
     "BEST_FORMAT",
     "BOOLEANS",
     "FORMAT_NAMES",
@@ -96,6 +99,7 @@ __all__ = [
     "RESIZING_TYPES",
     "WATERMARK_POSITIONS",
     "Arguments",
+    "AutoQuality",
     "Choice",
     "Crop",
     "Draft",

@@ -30,6 +30,15 @@ OUTPUT_FORMATS = ("jpeg", "png", "webp", "avif", "gif")
 #: "high" resizes in linear light from a decode of at least twice the target.
 QUALITY_MODES = ("standard", "high")
 
+#: ``autoquality`` methods, as imgproxy names them. ``ml`` predicts a first
+#: quality with a neural network in imgproxy; without one it is ``dssim``,
+#: which is what it is here.
+AUTOQUALITY_METHODS = ("none", "size", "dssim", "ml")
+
+#: Largest ``autoquality`` target: a size in bytes, or a DSSIM far above
+#: any image's (DSSIM 1 is an SSIM of 0.5).
+MAX_AUTOQUALITY_TARGET = 10.0**12
+
 
 class Gravity(NamedTuple):
     """Where to anchor a crop or an extension.
@@ -71,6 +80,26 @@ class Watermark(NamedTuple):
     x: float = 0.0
     y: float = 0.0
     scale: float = 0.0
+
+
+class AutoQuality(NamedTuple):
+    """A URL's ``autoquality:%method:%target:%min_quality:%max_quality:%allowed_error``.
+
+    Each argument redefines the site's ``AUTOQUALITY`` setting of the same
+    meaning, as imgproxy's do; one left out (empty here, or None) keeps it.
+    The quality bounds given in a URL hold for every format, where the
+    setting's ``FORMAT_MIN``/``FORMAT_MAX`` would bound each one.
+    """
+
+    #: One of :data:`AUTOQUALITY_METHODS`, or "" for the site's.
+    method: str = ""
+    #: Bytes for ``size``, DSSIM for ``dssim``; None for the site's.
+    target: float | None = None
+    #: 1..100; 0 for the site's (per format).
+    min_quality: int = 0
+    max_quality: int = 0
+    #: How far from the DSSIM target is close enough; None for the site's.
+    allowed_error: float | None = None
 
 
 class Options(NamedTuple):
@@ -157,6 +186,8 @@ class Options(NamedTuple):
     max_result_dimension: int = 0
     #: One of :data:`QUALITY_MODES`, or "" for the site's ``QUALITY_MODE``.
     quality_mode: str = ""
+    #: ``autoquality``: the quality searched per image; all unset: the site's.
+    autoquality: AutoQuality = AutoQuality()
     #: The site's own options (``OXIMG["EXTENSIONS"]``) a request gives, as
     #: sorted (short name, canonical arguments) pairs, none at its default
     #: (:mod:`.extensions`).

@@ -24,7 +24,9 @@ from types import MappingProxyType
 from typing import Any, NamedTuple, TypeVar
 
 from django_oximg.core.options.model import (
+    AUTOQUALITY_METHODS,
     DEFAULTS,
+    MAX_AUTOQUALITY_TARGET,
     MAX_DIMENSION,
     MAX_FILENAME_LENGTH,
     MAX_TRIM_THRESHOLD,
@@ -32,6 +34,7 @@ from django_oximg.core.options.model import (
     QUALITY_MODES,
     RESIZING_TYPES,
     WATERMARK_POSITIONS,
+    AutoQuality,
     Crop,
     Draft,
     Gravity,
@@ -369,6 +372,50 @@ def _format_quality_text(options: Options) -> str | None:
     return ":".join(f"{name}:{quality}" for name, quality in options.format_quality)
 
 
+def _read_autoquality(draft: Draft, args: list[str]) -> None:
+    """``aq:%method:%target:%min_quality:%max_quality:%allowed_error``.
+
+    Every argument may be left out or empty, keeping what an earlier
+    ``aq`` (or the site's setting) says. A minimum above the maximum, both
+    given, is refused: no quality meets it.
+    """
+    if len(args) > 5:
+        raise invalid("autoquality", ":".join(args), "too many arguments")
+    args = args + [""] * (5 - len(args))
+    current: AutoQuality = draft["autoquality"]
+    changes: dict[str, Any] = {}
+    if args[0]:
+        if args[0] not in AUTOQUALITY_METHODS:
+            why = f"expected one of {', '.join(AUTOQUALITY_METHODS)}"
+            raise invalid("autoquality", args[0], why)
+        changes["method"] = args[0]
+    if args[1]:
+        changes["target"] = real("autoquality", args[1], 0.0, MAX_AUTOQUALITY_TARGET)
+    for field, text in (("min_quality", args[2]), ("max_quality", args[3])):
+        if text:
+            changes[field] = integer("autoquality", text, 1, 100)
+    if args[4]:
+        changes["allowed_error"] = real("autoquality", args[4], 0.0, 1.0)
+    value = current._replace(**changes)
+    if value.min_quality and value.max_quality and value.min_quality > value.max_quality:
+        raise invalid("autoquality", ":".join(args), "min_quality above max_quality")
+    draft["autoquality"] = value
+
+
+def _autoquality_text(options: Options) -> str | None:
+    value = options.autoquality
+    if value == DEFAULTS.autoquality:
+        return None
+    args = [
+        value.method,
+        "" if value.target is None else number(value.target),
+        str(value.min_quality or ""),
+        str(value.max_quality or ""),
+        "" if value.allowed_error is None else number(value.allowed_error),
+    ]
+    return trailing_defaults_dropped(args, [""] * 5)
+
+
 def _read_filename(draft: Draft, args: list[str]) -> None:
     """``fn:%filename:%encoded``: the name, or its URL-safe base64 when ``encoded``."""
     if len(args) > 2:
@@ -443,6 +490,7 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         ("format_quality", "fq"), ("format_quality",), _read_format_quality, _format_quality_text
     ),
+    Option(("autoquality", "aq"), ("autoquality",), _read_autoquality, _autoquality_text),
     # The format is the path's extension (which wins over this option, as in imgproxy).
     single(("format", "f", "ext"), "format", FORMAT, in_path=False),
     single(("strip_metadata", "sm"), "strip_metadata", BOOLEAN),

@@ -120,7 +120,7 @@ def encode_best(
             effort=winner.effort,
             progressive=settings.jpeg_progressive,
         )
-        data = encode_within_limit(
+        data, _ = encode_within_limit(
             lambda quality: encode_at(quality=quality),
             replace(plan, format=winner.format, quality=winner.quality),
         )

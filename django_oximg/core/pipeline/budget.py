@@ -60,6 +60,13 @@ BASE_BYTES = 12 * MIB
 #: keep the processed image in memory as well, within these.
 OUTPUT_BYTES_PER_PIXEL = {"jpeg": 6.5, "png": 5.0, "webp": 10.0, "avif": 24.0, "gif": 16.0}
 
+#: What an ``autoquality`` search holds on top, in bytes per output pixel:
+#: the processed image in memory (4), the best result so far and the one
+#: being encoded (up to 3 each at quality 100), and for ``dssim`` the
+#: reference's three float planes (12) and a candidate's decode and planes
+#: as libvips computes them in strips (rounded up to 12).
+AUTOQUALITY_BYTES_PER_PIXEL = {"size": 10.0, "dssim": 34.0}
+
 #: The same for a result with an alpha channel, where it costs more: libwebp
 #: compresses the alpha plane apart (measured 29.9), libheif encodes it as
 #: a second image (measured 33.1).
@@ -408,6 +415,8 @@ def output_bytes(plan: Plan, sizes: Sizes, frames: int, source: bytes) -> float:
         # format:best holds the thumbnail's pixels for every encoding, and the
         # smallest result so far while the next is made (at most one pixel's worth).
         per_pixel += BEST_HELD_BYTES_PER_PIXEL
+    if plan.quality_target is not None:
+        per_pixel += AUTOQUALITY_BYTES_PER_PIXEL[plan.quality_target.method]
     held = per_pixel * sizes.output_pixels
     if frames > 1:
         per_frame = (

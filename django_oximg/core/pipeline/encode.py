@@ -7,13 +7,16 @@ instead computed on the render thread with region fetches and encoded by
 :mod:`django_oximg.core.pipeline.encoder` (Pillow) with libvips' settings and the
 same output: two render threads then keep two cores busy, where libvips'
 savers left a fifth of them idle (docs/design.md). With ``max_bytes`` the
-same pixels are encoded again at lower qualities until the result fits.
+same pixels are encoded again at lower qualities until the result fits;
+with ``autoquality`` they are encoded at the qualities its search tries
+(:mod:`~django_oximg.core.pipeline.autoquality`), before ``max_bytes``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
+from typing import NamedTuple
 
 import pyvips
 
@@ -21,7 +24,9 @@ from django_oximg.core import exif, keys
 from django_oximg.core.errors import ResultTooLarge, UnsupportedFormat
 from django_oximg.core.limits.deadlines import Deadline
 from django_oximg.core.options import OUTPUT_FORMATS, Options
+from django_oximg.core.options.autoquality import QualityTarget
 from django_oximg.core.pipeline import encoder
+from django_oximg.core.pipeline.autoquality import Chosen, Reference, search
 from django_oximg.core.pipeline.libvips import (
     EXIF_FIELD,
     EXIF_PREVIEW_FIELD,
@@ -53,13 +58,25 @@ def check_format(fmt: str) -> None:
         raise UnsupportedFormat(f"unknown output format {fmt!r}")
 
 
+class Encoded(NamedTuple):
+    """An encoded result and the quality it was encoded at."""
+
+    data: bytes
+    #: The quality ``autoquality`` chose; 0 when it did not run.
+    chosen_quality: int = 0
+
+
 def encode(
     image: Image, plan: Plan, settings: RenderSettings, deadline: Deadline, in_memory: bool
-) -> bytes:
+) -> Encoded:
     """``image`` encoded as ``plan`` says, in Pillow when ``in_memory`` allows, else libvips."""
     image, keep, exif_block = strip_metadata(image, plan.options)
     image = watched(image, deadline)
-    if in_memory and plan.linear_light:
+    target = plan.quality_target
+    if target is not None:
+        # The search encodes the same pixels several times and compares them.
+        image = watched(image.copy_memory(), deadline)
+    elif in_memory and plan.linear_light:
         # Float pixels pulled through region fetches 64 rows at a time took
         # twice the CPU of one libvips pass (25 against 13 ms for a 2560 px
         # photo into 500 px): compute the 8-bit result once, then fetch it.
@@ -67,7 +84,7 @@ def encode(
     pillow = None
     if in_memory:
         pillow = in_memory_encoder(image, plan.format, keep, exif_block, settings)
-    if pillow is None and plan.options.max_bytes:
+    if pillow is None and plan.options.max_bytes and target is None:
         # The max_bytes loop may encode again: decode and process only once.
         image = watched(image.copy_memory(), deadline)
     libvips = partial(
@@ -79,7 +96,28 @@ def encode(
         progressive=settings.jpeg_progressive,
     )
     encode_at = libvips if pillow is None else partial(pillow_or_libvips, pillow, libvips)
-    return encode_within_limit(encode_at, plan)
+    if target is None:
+        return Encoded(encode_within_limit(encode_at, plan)[0])
+    reference = Reference(image) if target.method == "dssim" else None
+    chosen = search(encode_at, target, reference, deadline)
+    if plan.options.max_bytes and len(chosen.data) > plan.options.max_bytes:
+        return Encoded(*encode_within_limit(encode_at, plan, chosen.quality, chosen.data))
+    return Encoded(chosen.data, chosen.quality)
+
+
+def encode_at_target(
+    image: Image, fmt: str, target: QualityTarget, deadline: Deadline | None = None
+) -> Chosen:
+    """``image`` encoded in ``fmt`` at the quality ``target`` asks for, by libvips' savers.
+
+    For callers that hold a processed image and compare formats at one
+    perceptual target: metadata is stripped, the encoder settings are the
+    pipeline's (:func:`save`; AVIF at its slow effort).
+    """
+    image = image.copy_memory()
+    reference = Reference(image) if target.method == "dssim" else None
+    keep = int(pyvips.enums.ForeignKeep.NONE)
+    return search(partial(save, image, fmt, keep=keep), target, reference, deadline)
 
 
 def strip_metadata(image: Image, options: Options) -> tuple[Image, int, bytes | None]:
@@ -226,15 +264,28 @@ def next_quality(quality: int, size: int, max_bytes: int) -> int:
     return int(quality * factor)
 
 
-def encode_within_limit(encode_at: Callable[[int], bytes], plan: Plan) -> bytes:
-    """Encode with ``encode_at(quality)``, lowering the quality until it fits ``max_bytes``."""
-    quality, max_bytes = plan.quality, plan.options.max_bytes
-    data = encode_at(quality)
+def encode_within_limit(
+    encode_at: Callable[[int], bytes],
+    plan: Plan,
+    quality: int | None = None,
+    data: bytes | None = None,
+) -> tuple[bytes, int]:
+    """Encode with ``encode_at(quality)``, lowering the quality until it fits ``max_bytes``.
+
+    ``quality`` and ``data``: where to start (``autoquality``'s choice and
+    its bytes), instead of :attr:`Plan.quality`. Returns the bytes and
+    their quality.
+    """
+    max_bytes = plan.options.max_bytes
+    if quality is None:
+        quality = plan.quality
+    if data is None:
+        data = encode_at(quality)
     if not max_bytes:
-        return data
+        return data, quality
     while len(data) > max_bytes:
         if plan.format not in LOSSY_FORMATS or quality <= MIN_QUALITY:
             raise ResultTooLarge(f"{len(data)} bytes > max_bytes {max_bytes}")
         quality = max(MIN_QUALITY, next_quality(quality, len(data), max_bytes))
         data = encode_at(quality)
-    return data
+    return data, quality

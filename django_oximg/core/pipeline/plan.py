@@ -25,6 +25,13 @@ from typing import Any, NamedTuple
 
 from django_oximg.core import defaults
 from django_oximg.core.options import Extension, Options, lowered_limit
+from django_oximg.core.options.autoquality import (
+    AUTOQUALITY_OFF,
+    AutoQualitySettings,
+    QualityTarget,
+    planned_encodes,
+    quality_target,
+)
 from django_oximg.core.options.geometry import Geometry, plan_geometry
 from django_oximg.core.pipeline import encoder
 from django_oximg.core.pipeline.probe import SourceInfo
@@ -88,6 +95,8 @@ class RenderSettings:
     #: ``format:best`` tries lossless formats too for a thumbnail with fewer
     #: than this per cent of its pixels on an edge (``FORMAT_BEST_COMPLEXITY_THRESHOLD``).
     best_complexity_threshold: float = defaults.FORMAT_BEST_COMPLEXITY_THRESHOLD
+    #: The quality searched per image (``AUTOQUALITY``); a URL's ``autoquality`` redefines it.
+    autoquality: AutoQualitySettings = AUTOQUALITY_OFF
 
 
 class Candidate(NamedTuple):
@@ -126,6 +135,9 @@ class Plan:
     #: The site's steps this request runs, each with its option's value
     #: (:func:`site_steps`), in the order of ``EXTENSIONS``.
     site_steps: tuple[tuple[Extension, Any], ...] = ()
+    #: ``autoquality``: the search the encoder makes between its bounds (and
+    #: :attr:`quality` is then its maximum); None: one encode at :attr:`quality`.
+    quality_target: QualityTarget | None = None
 
     @property
     def trims(self) -> bool:
@@ -193,14 +205,19 @@ def plan_render(info: SourceInfo, options: Options, fmt: str, settings: RenderSe
     animated = keeps_animation(info, fmt, settings, options)
     frames = info.frames if animated else 1
     alpha = info.has_alpha and fmt != "jpeg" and options.background is None
-    effort, seconds, isolated = plan_encoder(fmt, geometry.width * geometry.height, frames, alpha)
+    pixels = geometry.width * geometry.height
+    effort, seconds, isolated = plan_encoder(fmt, pixels, frames, alpha)
+    target = None if animated else quality_target(options, fmt, settings.autoquality, pixels)
+    if target is not None:
+        # The encodes of the search run one after another.
+        seconds *= planned_encodes(target)
     return Plan(
         source=info,
         options=options,
         format=fmt,
         geometry=geometry,
         animated=animated,
-        quality=quality_for(fmt, options, settings),
+        quality=quality_for(fmt, options, settings) if target is None else target.max_quality,
         watermark=watermark,
         watermark_opacity=options.watermark.opacity * settings.watermark_opacity,
         alpha=alpha,
@@ -209,6 +226,7 @@ def plan_render(info: SourceInfo, options: Options, fmt: str, settings: RenderSe
         isolated=isolated,
         linear_light=resizes_in_linear_light(options, animated, settings),
         site_steps=site_steps(options, settings),
+        quality_target=target,
     )
 
 

@@ -87,10 +87,17 @@ def render_loaded(
         loaded = Loaded(watched(loaded.image, watch).copy_memory(), True)
     image, frames, frame_height = process_frames(loaded.image, plan)
     if plan.candidates:
-        encoded, fmt = encode_best(image, plan, settings, watch)
-        return Rendered(encoded, fmt, int(image.width), int(frame_height), frames)
+        best, fmt = encode_best(image, plan, settings, watch)
+        return Rendered(best, fmt, int(image.width), int(frame_height), frames)
     encoded = encode(image, plan, settings, watch, loaded.in_memory)
-    return Rendered(encoded, plan.format, int(image.width), int(frame_height), frames)
+    return Rendered(
+        encoded.data,
+        plan.format,
+        int(image.width),
+        int(frame_height),
+        frames,
+        encoded.chosen_quality,
+    )
 
 
 def trim_and_replan(

@@ -23,6 +23,9 @@ class Rendered(NamedTuple):
     height: int
     #: Frames in the output (1 unless an animation was kept).
     frames: int = 1
+    #: The quality ``autoquality`` chose (sent as ``X-Oximg-Quality``); 0
+    #: when the result was encoded at its fixed quality.
+    quality: int = 0
 
     @property
     def content_type(self) -> str:
