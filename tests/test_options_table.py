@@ -16,6 +16,7 @@ from hypothesis import given, settings
 
 from django_oximg.core.options import (
     OPTION_NAMES,
+    AutoQuality,
     Crop,
     Gravity,
     Options,
@@ -126,6 +127,7 @@ def everything(*, raw: bool) -> Options:
         quality=80,
         quality_mode="high",
         format_quality=(("avif", 50), ("webp", 70)),
+        autoquality=AutoQuality("dssim", 0.02, 60, 85, 0.001),
         format="" if raw else "webp",
         strip_metadata=False,
         keep_copyright=False,
@@ -152,7 +154,8 @@ def everything(*, raw: bool) -> Options:
 CANONICAL = (
     "/rt:fill-down/w:1/h:2/mw:3/mh:4/dpr:1.5/el:1/ex:1:so:1:0/g:fp:0.5:0.25/c:0.5:10:sm"
     "/pd:1:2:3:4/z:2:0.5/exar:1:we/t:10:ff0000:0:1/bg:0010ff/bl:1.5/sh:0.25/rot:90/fl:1:0"
-    "/pix:8/wm:0.5:re:10/q:80/qm:high/fq:avif:50:webp:70/sm:0/kcr:0/scp:0/ar:0/cb:v%201%2F2"
+    "/pix:8/wm:0.5:re:10/q:80/qm:high/fq:avif:50:webp:70/aq:dssim:0.02:60:85:0.001/sm:0/kcr:0"
+    "/scp:0/ar:0/cb:v%201%2F2"
     "/exp:4102444800/mb:1000/fn:cGhvdG8gMQ:1/att:1{raw}/eth:1{skp}/msr:1.5/mafr:0.25"
     "/msfs:5000/maf:3/mrd:640/plain/dir/a%20b.jpg{ext}"
 )
