@@ -193,8 +193,11 @@ def sorl_file(url: str) -> pyvips.Image:
 
 
 def comparable(html: str) -> str:
-    """The page without its image URLs and CSRF tokens (new on each response)."""
+    """The page without its image URLs, CSRF tokens (new on each response) and
+    the time Oscar's layout stamps it with (``<meta name="created">``, to the
+    minute: two renders a second apart may fall either side of one)."""
     html = re.sub(r'src="(/img/|/media/)[^"]*"', "src=URL", html)
+    html = re.sub(r'<meta name="created" content="[^"]*"', "CREATED", html)
     return re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"', "CSRF", html)
 
 
