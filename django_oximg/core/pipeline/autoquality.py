@@ -155,7 +155,9 @@ class Reference:
         denominator = (self.luminance + mean_y2) * (self.contrast + means[1] - mean_y2)
         weighted = numerator / denominator * self.weights
         ssim = float(weighted.avg()) * weighted.width * weighted.height
-        return 1.0 / ssim - 1.0 if ssim > 0 else float("inf")
+        # Float sums put an identical image's SSIM a rounding error either
+        # side of 1; DSSIM is never below 0.
+        return max(0.0, 1.0 / ssim - 1.0) if ssim > 0 else float("inf")
 
 
 def search(
