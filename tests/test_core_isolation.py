@@ -70,11 +70,14 @@ def environment_without_django() -> dict[str, str]:
     return env
 
 
-def test_importing_every_core_module_loads_no_django() -> None:
-    """In a fresh interpreter: pytest-django has already imported Django into this one."""
+def django_modules_after_importing(names: list[str]) -> list[str]:
+    """The Django modules a fresh interpreter has loaded once it has imported ``names``.
+
+    In a fresh interpreter: pytest-django has already imported Django into this one.
+    """
     script = (
         "import importlib, json, sys\n"
-        f"for name in {[*core_module_names(), *DJANGO_FREE_OUTSIDE_CORE]!r}:\n"
+        f"for name in {names!r}:\n"
         "    importlib.import_module(name)\n"
         "print(json.dumps(sorted(m for m in sys.modules if m == 'django' "
         "or m.startswith('django.'))))\n"
@@ -89,7 +92,13 @@ def test_importing_every_core_module_loads_no_django() -> None:
         env=environment_without_django(),
     )
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+    loaded: list[str] = json.loads(result.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+def test_importing_every_core_module_loads_no_django() -> None:
+    names = [*core_module_names(), *DJANGO_FREE_OUTSIDE_CORE]
+    assert django_modules_after_importing(names) == []
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -224,24 +233,7 @@ def test_the_django_free_test_modules_import_no_django() -> None:
     nothing they run depends on which Django is installed.
     """
     names = sorted(reachable_modules(django_free_test_modules()))
-    script = (
-        "import importlib, json, sys\n"
-        f"for name in {names!r}:\n"
-        "    importlib.import_module(name)\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m == 'django' "
-        "or m.startswith('django.'))))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=REPO_DIR,
-        env={**environment_without_django(), "PYTHONPATH": str(REPO_DIR)},
-    )
-    assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+    assert django_modules_after_importing(names) == []
 
 
 def test_nothing_a_django_free_test_module_reaches_imports_django_even_lazily() -> None:
