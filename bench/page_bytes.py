@@ -69,20 +69,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-CHROMIUM = "/usr/bin/chromium"
+from tests.chromium import CHROMIUM_ARGS, VIEWPORT  # noqa: E402
 
-#: As tests/test_browser.py: no sandbox (root in CI), no GPU, no background traffic.
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-VIEWPORT = {"width": 1280, "height": 900}
+CHROMIUM = "/usr/bin/chromium"
 
 #: Bound on one visit, in milliseconds: a first visit makes every thumbnail
 #: (AVIF among them) on a shared machine; never reached when it works.

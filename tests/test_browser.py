@@ -31,6 +31,7 @@ import pyvips
 
 from django_oximg.core.options.geometry import place
 from django_oximg.core.options.model import Gravity
+from tests.chromium import CHROMIUM_ARGS, VIEWPORT
 from tests.services import require_program
 from tests.test_example_project import (  # noqa: F401 (fixtures)
     EMPTY_ID,
@@ -50,22 +51,6 @@ pytestmark = pytest.mark.one_django(
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, FloatRect, Page, Request, Response, Route
-
-#: Flags for a quiet, reproducible headless run as root in CI: no sandbox
-#: (root), no GPU, no background traffic to Google's services.
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-#: A desktop window; the page's grid puts three or four figures in a row.
-VIEWPORT = {"width": 1280, "height": 900}
 
 #: Bound, in milliseconds, on the page and every image loading. A cold
 #: server renders every thumbnail, two of them AVIF, on first request, and
