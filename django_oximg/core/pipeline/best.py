@@ -120,8 +120,8 @@ def encode_best(
             effort=winner.effort,
             progressive=settings.jpeg_progressive,
         )
+        # The loop starts from the bytes already encoded at the winner's quality.
         data, _ = encode_within_limit(
-            lambda quality: encode_at(quality=quality),
-            replace(plan, format=winner.format, quality=winner.quality),
+            encode_at, replace(plan, format=winner.format), winner.quality, data
         )
     return data, winner.format
