@@ -33,7 +33,7 @@ from django.http import HttpRequest, HttpResponseBase
 
 from django_oximg import conf, runtime
 from django_oximg.core.serving import replies
-from django_oximg.core.serving.middleware import path_after_prefix, raw_request_path
+from django_oximg.core.serving.middleware import rest_under_prefix
 from django_oximg.core.serving.replies import Reply
 from django_oximg.views import asgi_environ, django_response, reply_in_memory
 
@@ -55,9 +55,7 @@ def is_thumbnail_request(request: HttpRequest) -> bool:
 def thumbnail_path(request: HttpRequest) -> tuple[str | None, str, dict[str, Any]]:
     """The raw path after the prefix (None: not its canonical spelling), the method, the environ."""
     environ = asgi_environ(request)
-    script_name = str(environ.get("SCRIPT_NAME", "")).rstrip("/")
-    prefix = script_name + conf.get_settings().URL_PREFIX
-    rest = path_after_prefix(raw_request_path(environ), prefix)
+    rest = rest_under_prefix(environ, conf.get_settings().URL_PREFIX)
     method = str(environ.get("REQUEST_METHOD", "GET")).upper()
     return rest, method, environ
 

@@ -331,15 +331,16 @@ def build_thumbnailer() -> Thumbnailer:
     settings = conf.get_settings()
     prepare_libvips(settings)
     faults = Faults()
+    watermark = get_watermark()
     return Thumbnailer(
-        thumbnailer_config(settings, get_watermark()),
+        thumbnailer_config(settings, watermark),
         signer(settings),
         get_source_resolver(),
         cache_store(settings),
         executor(settings),
         coordinator=coordinator(settings, faults),
         faults=faults,
-        limits=limits(settings, get_watermark()),
+        limits=limits(settings, watermark),
         reads=source_reads(settings),
     )
 

@@ -70,6 +70,16 @@ def path_after_prefix(raw_path: str, decoded_prefix: str) -> str | None:
     return "/" + "/".join(parts[segments:])
 
 
+def rest_under_prefix(environ: dict[str, Any], prefix: str) -> str | None:
+    """The raw path after ``SCRIPT_NAME`` and ``prefix`` (see :func:`path_after_prefix`).
+
+    For a request whose ``PATH_INFO`` is under ``prefix``: the WSGI
+    middleware and the Django one share this decision.
+    """
+    script_name = str(environ.get("SCRIPT_NAME", "")).rstrip("/")
+    return path_after_prefix(raw_request_path(environ), script_name + prefix)
+
+
 @functools.lru_cache(maxsize=64)
 def canonical_prefix(decoded_prefix: str) -> str:
     """The one raw spelling of ``decoded_prefix``, ending with "/" (a site has one or two)."""
@@ -131,8 +141,7 @@ class ThumbnailMiddleware:
         path_info = str(environ.get("PATH_INFO", ""))
         if not path_info.startswith(prefix):
             return self.app(environ, start_response)
-        script_name = str(environ.get("SCRIPT_NAME", "")).rstrip("/")
-        rest = path_after_prefix(raw_request_path(environ), script_name + prefix)
+        rest = rest_under_prefix(environ, prefix)
         method = str(environ.get("REQUEST_METHOD", "GET")).upper()
         if rest is None:
             reply = replies.not_found()
