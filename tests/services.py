@@ -17,6 +17,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -315,3 +316,32 @@ def nginx_server(config_body: str, directory: Path | None = None) -> Iterator[st
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
+
+
+#: Bound on a test module's run in a pytest of its own (migrations, a few dozen renders).
+OWN_PYTEST_TIMEOUT = 600
+
+
+def own_pytest(module: str, settings: str, *options: str) -> subprocess.CompletedProcess[str]:
+    """Run the test module ``module`` (a file) in a pytest of its own with the
+    settings module ``settings``: a site whose settings cannot share a process
+    with the rest of the suite gets a run of its own, driven by one test."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            module,
+            f"--ds={settings}",
+            *options,
+            "-q",
+            "-x",
+            "-p",
+            "no:cacheprovider",
+        ],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=OWN_PYTEST_TIMEOUT,
+        check=False,
+    )

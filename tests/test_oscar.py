@@ -23,8 +23,6 @@ import importlib.util
 import io
 import logging
 import re
-import subprocess
-import sys
 from html import unescape
 from pathlib import Path
 from typing import Any
@@ -37,7 +35,7 @@ from django.template import Context, Template
 
 from django_oximg.thumbnails import ThumbnailError
 from tests import images
-from tests.services import missing
+from tests.services import missing, own_pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -51,9 +49,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:Whoosh does not handle")
 
 #: The Django every run must test Oscar on (`make test`'s LTS venv).
 LTS = (5, 2)
-
-#: Bound on the shop's own pytest (Oscar's tables, a few dozen page renders).
-RUN_TIMEOUT = 600
 
 OURS = "django_oximg.contrib.oscar.SorlThumbnail"
 OSCARS = "oscar.core.thumbnails.SorlThumbnail"
@@ -80,26 +75,12 @@ def test_the_oscar_shop() -> None:
             # The Makefile installs the group only beside a Django Oscar supports.
             pytest.skip(f"{message}: django-oscar may not support Django {django.__version__}")
         missing(message)
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            __file__,
-            "--ds=tests.oscar_shop.settings",
-            # Oscar's tables made from its models: its 150-odd migrations take
-            # a minute here, and their history is not what these tests are about.
-            "--nomigrations",
-            "-q",
-            "-x",
-            "-p",
-            "no:cacheprovider",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT,
-        check=False,
+    result = own_pytest(
+        __file__,
+        "tests.oscar_shop.settings",
+        # Oscar's tables made from its models: its 150-odd migrations take
+        # a minute here, and their history is not what these tests are about.
+        "--nomigrations",
     )
     assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-4000:]
     assert " passed" in result.stdout and " failed" not in result.stdout

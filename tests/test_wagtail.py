@@ -25,8 +25,6 @@ import functools
 import importlib.util
 import io
 import re
-import subprocess
-import sys
 from html import escape, unescape
 from pathlib import Path
 from typing import Any
@@ -37,6 +35,7 @@ from django.conf import settings
 from django.template import Context, Engine, Template, TemplateSyntaxError
 
 from django_oximg.arguments import ThumbnailError
+from tests.services import own_pytest
 from tests.test_pipeline import flat, photo
 
 REPO = Path(__file__).resolve().parent.parent
@@ -49,9 +48,6 @@ site_only = pytest.mark.skipif(not WAGTAIL_SITE, reason="runs in test_the_wagtai
 # Wagtail's rendition writer leaves a SpooledTemporaryFile for the garbage
 # collector to close, which pytest reports as an unraisable ResourceWarning.
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
-
-#: Bound on the Wagtail site's own pytest (migrations, a few dozen renders).
-RUN_TIMEOUT = 600
 
 #: Every filter-spec family Wagtail ships, with and without the focal point.
 SPECS = [
@@ -84,24 +80,7 @@ def test_the_wagtail_site() -> None:
         pytest.skip("this is the Wagtail site's run")
     if importlib.util.find_spec("wagtail") is None:
         pytest.skip("wagtail is not installed")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            __file__,
-            "--ds=tests.wagtail_settings",
-            "-q",
-            "-x",
-            "-p",
-            "no:cacheprovider",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT,
-        check=False,
-    )
+    result = own_pytest(__file__, "tests.wagtail_settings")
     assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-4000:]
     assert " passed" in result.stdout and " failed" not in result.stdout
 
