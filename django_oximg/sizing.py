@@ -131,6 +131,18 @@ def sorl_scaled(source: Size, box: Size, crop: bool, enlarge: bool) -> Size:
     return source
 
 
+def compass_percents(gravity: Gravity) -> tuple[int, int] | None:
+    """How far across and down (0, 50 or 100 %) a compass gravity places a crop.
+
+    None for any other gravity, and for one with offsets of its own.
+    """
+    if gravity.type not in COMPASS_GRAVITIES or gravity.x or gravity.y:
+        return None
+    across = 0 if gravity.type in WEST_GRAVITIES else 100 if gravity.type in EAST_GRAVITIES else 50
+    down = 0 if gravity.type in NORTH_GRAVITIES else 100 if gravity.type in SOUTH_GRAVITIES else 50
+    return across, down
+
+
 def sorl_crop_offset(slack: int, percent: int) -> int:
     """sorl-thumbnail's ``parse_crop``: ``percent`` of the pixels to lose, truncated."""
     return int(max(0, min(slack * percent / 100.0, slack)))
@@ -144,10 +156,10 @@ def sorl_crop_gravity(scaled: Size, window: Size, gravity: Gravity) -> Gravity |
     placement. Offsets from the top-left corner say sorl's place exactly
     (0 stays 0: a gravity offset below 1 is a fraction of the image).
     """
-    if gravity.type not in COMPASS_GRAVITIES or gravity.x or gravity.y:
+    percents = compass_percents(gravity)
+    if percents is None:
         return None
-    across = 0 if gravity.type in WEST_GRAVITIES else 100 if gravity.type in EAST_GRAVITIES else 50
-    down = 0 if gravity.type in NORTH_GRAVITIES else 100 if gravity.type in SOUTH_GRAVITIES else 50
+    across, down = percents
     left = sorl_crop_offset(scaled[0] - window[0], across)
     top = sorl_crop_offset(scaled[1] - window[1], down)
     return Gravity("nowe", float(left), float(top))
@@ -210,24 +222,19 @@ def easy_crop_gravity(scaled: Size, target: Size, gravity: Gravity) -> Gravity |
     compass gravities (no offsets of their own) and a focus point; None for
     the rest.
     """
+    percents: tuple[float, float] | None
     if gravity.type == "fp":
         # Rounded to a billionth: 0.29 * 100 is 28.999999999999996.
-        across, down = round(gravity.x * 100, 9), round(gravity.y * 100, 9)
-    elif gravity.type in COMPASS_GRAVITIES and not (gravity.x or gravity.y):
-        across, down = 50.0, 50.0
+        percents = round(gravity.x * 100, 9), round(gravity.y * 100, 9)
     else:
+        # 0 % keeps the near edge and 100 % the far one (the offset is kept inside).
+        percents = compass_percents(gravity)
+    if percents is None:
         return None
+    across, down = percents
     window = (min(scaled[0], target[0]), min(scaled[1], target[1]))
     left = easy_crop_offset(scaled[0], window[0], across)
     top = easy_crop_offset(scaled[1], window[1], down)
-    if gravity.type in WEST_GRAVITIES:
-        left = 0
-    elif gravity.type in EAST_GRAVITIES:
-        left = scaled[0] - window[0]
-    if gravity.type in NORTH_GRAVITIES:
-        top = 0
-    elif gravity.type in SOUTH_GRAVITIES:
-        top = scaled[1] - window[1]
     return Gravity("nowe", float(left), float(top))
 
 

@@ -47,19 +47,21 @@ def app_of(path: str) -> PurePath:
 
 
 def places(findings: Iterable[Finding]) -> str:
+    """``path:line`` of each of ``findings``, once each, in order."""
     return ", ".join(dict.fromkeys(f"{finding.path}:{finding.line}" for finding in findings))
 
 
 def paired(findings: list[Finding]) -> list[Finding]:
     """``findings``, each field's and admin's advice naming the other's places in its app."""
+    # Each finding's app, worked out once: (library, app) -> its findings, in order.
+    by_app: dict[tuple[str, PurePath], list[tuple[int, Finding]]] = {}
+    for index, finding in enumerate(findings):
+        by_app.setdefault((finding.library, app_of(finding.path)), []).append((index, finding))
     changed: dict[int, Finding] = {}
     for library, fields, admins in PAIRS:
-        for app in {app_of(finding.path) for finding in findings}:
-            here = [
-                (index, finding)
-                for index, finding in enumerate(findings)
-                if finding.library == library and app_of(finding.path) == app
-            ]
+        for (found_in, _app), here in by_app.items():
+            if found_in != library:
+                continue
             field_places = [(i, f) for i, f in here if fields & set(f.features)]
             admin_places = [(i, f) for i, f in here if admins & set(f.features)]
             if not (field_places and admin_places):
