@@ -37,8 +37,6 @@ from django_oximg.thumbnails import ThumbnailError
 from tests import images
 from tests.services import missing, own_pytest
 
-REPO = Path(__file__).resolve().parent.parent
-
 #: Whether this process runs the Oscar shop's settings.
 OSCAR_SHOP = settings.SETTINGS_MODULE == "tests.oscar_shop.settings"
 
