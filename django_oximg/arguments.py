@@ -20,6 +20,7 @@ from django_oximg.core.options import (
     FORMAT_NAMES,
     OUTPUT_FORMATS,
     QUALITY_MODES,
+    AutoQuality,
     Extension,
     Gravity,
     Options,
@@ -90,6 +91,7 @@ KEYWORDS = frozenset(
         "padding_color",
         "sizing",
         "quality_mode",
+        "autoquality",
         "focal_point",
         *NUMBER_KEYWORDS,
         *EFFECT_KEYWORDS,
@@ -186,6 +188,8 @@ def tag_options(
     sizing(kwargs.get("sizing"))
     if kwargs.get("quality_mode"):
         options = options._replace(quality_mode=quality_mode(kwargs["quality_mode"]))
+    if kwargs.get("autoquality"):
+        options = options._replace(autoquality=autoquality(kwargs["autoquality"]))
     options = effect_keywords(options, kwargs)
     return extension_keywords(options, kwargs, extensions) if extensions else options
 
@@ -218,6 +222,21 @@ def quality_mode(value: Any) -> str:
     if value not in QUALITY_MODES:
         raise ThumbnailError(f"bad quality_mode {value!r}: use {' or '.join(QUALITY_MODES)}")
     return str(value)
+
+
+def autoquality(value: Any) -> AutoQuality:
+    """``autoquality="dssim:0.008"``: the URL's ``aq`` arguments (docs/urls.md), as text.
+
+    Read by the URL's own parser, so a tag and a URL can never disagree on
+    what a value means; ``"none"`` turns a site-wide ``AUTOQUALITY`` off for
+    the tag.
+    """
+    text = str(value).strip().strip(":")
+    try:
+        parsed = parse_path(f"/aq:{text}/plain/x")
+    except InvalidOptions as exc:
+        raise ThumbnailError(f"bad autoquality {value!r}: {exc.detail}") from exc
+    return parsed.options.autoquality
 
 
 def effect_keywords(options: Options, kwargs: Mapping[str, Any]) -> Options:

@@ -611,6 +611,13 @@ def test_warm_makes_exactly_what_the_tag_asks_for(media: Path) -> None:
     assert not served_from_cache(get_thumbnail(LANDSCAPE, "121x90", format="webp").url)
 
 
+def test_warm_with_autoquality_makes_the_tags_searched_result(media: Path) -> None:
+    aq = "size:3000:5:80"
+    run("oximg_warm", "--source", LANDSCAPE, "--geometry", "120x90", "--autoquality", aq)
+    assert served_from_cache(get_thumbnail(LANDSCAPE, "120x90", autoquality=aq).url)
+    assert not served_from_cache(get_thumbnail(LANDSCAPE, "120x90").url)
+
+
 def test_warm_with_auto_format_makes_every_negotiated_result(media: Path, cache_root: Path) -> None:
     out, _ = run("oximg_warm", "--source", LANDSCAPE, "--geometry", "64", "--format", "auto")
     assert "Rendered 3," in out

@@ -339,6 +339,36 @@ def test_quality_mode_goes_into_the_url(media: Path) -> None:
         get_thumbnail(LANDSCAPE, "300", quality_mode="best")
 
 
+def served_bytes(thumbnail: Thumbnail) -> int:
+    response = Client().get(thumbnail.url)
+    assert response.status_code == 200
+    size = int(response.headers["Content-Length"])
+    response.close()
+    return size
+
+
+def test_autoquality_goes_into_the_url_and_the_search(media: Path) -> None:
+    """``autoquality="size:..."``: the URL's ``aq``, and a result within its byte target."""
+    fixed = get_thumbnail(LANDSCAPE, "300", format="jpeg")
+    fixed_bytes = served_bytes(fixed)
+    target = fixed_bytes // 2
+    searched = get_thumbnail(LANDSCAPE, "300", format="jpeg", autoquality=f"size:{target}:5:80")
+    aq = options_of(searched).autoquality
+    assert (aq.method, aq.target, aq.min_quality, aq.max_quality) == ("size", target, 5, 80)
+    assert searched.url != fixed.url
+    assert served_bytes(searched) <= target
+    with pytest.raises(ThumbnailError, match="autoquality"):
+        get_thumbnail(LANDSCAPE, "300", autoquality="fancy")
+
+
+def test_autoquality_none_turns_the_site_setting_off_for_a_tag(media: Path, settings: Any) -> None:
+    settings.OXIMG = {**settings.OXIMG, "AUTOQUALITY": {"METHOD": "size", "TARGET": 1000, "MIN": 5}}
+    site_wide = get_thumbnail(LANDSCAPE, "300", format="jpeg")
+    off = get_thumbnail(LANDSCAPE, "300", format="jpeg", autoquality="none")
+    assert options_of(off).autoquality.method == "none"
+    assert served_bytes(site_wide) <= 1000 < served_bytes(off)
+
+
 def test_effects_and_dpr(media: Path) -> None:
     thumbnail = get_thumbnail(
         LANDSCAPE, "200", blur=1.5, sharpen="0.5", dpr=2, background="#FF8000"

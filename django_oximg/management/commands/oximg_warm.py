@@ -124,6 +124,10 @@ class Command(BaseCommand):
         )
         parser.add_argument("--quality", type=int, help="As the tag: 1..100.")
         parser.add_argument(
+            "--autoquality",
+            help='As the tag: the URL\'s aq arguments, e.g. "dssim" or "size:20480:40:80".',
+        )
+        parser.add_argument(
             "--jobs",
             type=int,
             default=0,
@@ -190,7 +194,7 @@ def variants_from(options: dict[str, Any]) -> list[Variant]:
             )
     shared = [
         (name, str(options[name]))
-        for name in ("crop", "format", "quality")
+        for name in ("crop", "format", "quality", "autoquality")
         if options.get(name) is not None
     ]
     variants = []
