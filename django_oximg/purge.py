@@ -41,7 +41,7 @@ from django.db.models.fields.files import FieldFile
 from django.db.models.signals import post_delete, post_save, pre_save
 
 from django_oximg import conf, runtime
-from django_oximg.core.keys import RESULT_KEY, source_directory
+from django_oximg.core.keys import RESULT_KEY, is_quality_key, source_directory
 from django_oximg.core.logs import printable
 from django_oximg.core.stores.protocols import CacheEntry, CacheStore
 from django_oximg.core.stores.resolver import source_for
@@ -86,6 +86,39 @@ def purge_source(source: str, store: CacheStore | None = None) -> Purged:
 def result_entries(store: CacheStore) -> Iterator[CacheEntry]:
     """The store's entries whose keys have the form of a result key."""
     return (entry for entry in store.iter_entries() if RESULT_KEY.fullmatch(entry.key))
+
+
+def cache_entries(store: CacheStore) -> Iterator[CacheEntry]:
+    """The store's results and their quality sidecars (:func:`~django_oximg.core.keys.quality_key`).
+
+    One listing for both: a clean removes a result's sidecar with it.
+    """
+    return (
+        entry
+        for entry in store.iter_entries()
+        if RESULT_KEY.fullmatch(entry.key) or is_quality_key(entry.key)
+    )
+
+
+def sidecars_to_clean(
+    victims: Iterable[CacheEntry],
+    results: Iterable[CacheEntry],
+    sidecars: Mapping[str, CacheEntry],
+    cutoff: float,
+) -> list[CacheEntry]:
+    """The quality sidecars a clean removes: its ``victims``' own, and the orphans.
+
+    ``sidecars`` maps a result's key to its sidecar's entry. An orphan (a
+    sidecar whose result is not stored: its write failed after the
+    sidecar's) goes once last modified before ``cutoff``; a younger one may
+    belong to a write in progress.
+    """
+    chosen = [sidecars[entry.key] for entry in victims if entry.key in sidecars]
+    stored = {entry.key for entry in results}
+    chosen.extend(
+        entry for key, entry in sidecars.items() if key not in stored and entry.modified < cutoff
+    )
+    return chosen
 
 
 def select_for_clean(

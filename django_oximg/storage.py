@@ -33,7 +33,7 @@ from django_oximg.core.errors import (
     SourceTooLarge,
     SourceUnavailable,
 )
-from django_oximg.core.keys import SNIFF_BYTES, content_type
+from django_oximg.core.keys import QUALITY_SUFFIX, SNIFF_BYTES, content_type
 from django_oximg.core.stores.disk import FileSystemCacheStore, FileSystemSourceStore
 from django_oximg.core.stores.protocols import (
     TEMP_PREFIX,
@@ -180,11 +180,14 @@ class StorageCacheStore:
         self.storage.delete(jail_name(key))
 
     def delete_prefix(self, prefix: str) -> int:
-        """Remove every result under the directory ``prefix`` (listed first, then deleted)."""
+        """Remove every result under the directory ``prefix`` (listed first, then deleted).
+
+        Quality sidecars go with them, uncounted: the count is of results.
+        """
         keys = list(self._keys_under(jail_name(prefix.rstrip("/"))))
         for key in keys:
             self.storage.delete(key)
-        return len(keys)
+        return sum(not key.endswith(QUALITY_SUFFIX) for key in keys)
 
     def iter_entries(self) -> Iterator[CacheEntry]:
         """Every result, by ``listdir`` recursion, then ``size`` and ``get_modified_time``.

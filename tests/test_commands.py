@@ -25,7 +25,7 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from django_oximg import management, runtime
-from django_oximg.core.keys import source_directory
+from django_oximg.core.keys import quality_key, source_directory
 from django_oximg.core.options import parse_path
 from django_oximg.core.options.signing import split_signed_path
 from django_oximg.core.stores.disk import FileSystemCacheStore
@@ -194,6 +194,22 @@ def test_storage_store_lists_and_deletes_by_prefix() -> None:
     store.delete("ab/abcd/3.webp")
     assert list(store.iter_entries()) == []
     assert store.delete_prefix("zz/none") == 0
+
+
+@pytest.mark.parametrize("kind", ["disk", "storage"])
+def test_delete_prefix_removes_quality_sidecars_and_counts_results_only(
+    tmp_path: Path, kind: str
+) -> None:
+    store = (
+        FileSystemCacheStore(tmp_path) if kind == "disk" else StorageCacheStore(InMemoryStorage())
+    )
+    result = result_key(LANDSCAPE, 1, "jpeg")
+    store.put(quality_key(result), b"72")
+    store.put(result, b"data")
+    store.put(result_key(LANDSCAPE, 2), b"data")
+
+    assert store.delete_prefix(source_directory(LANDSCAPE)) == 2
+    assert list(store.iter_entries()) == []
 
 
 # -- purge module: key form and selection ----------------------------------------------
@@ -446,6 +462,21 @@ def test_purge_removes_exactly_one_sources_variants_and_metadata(
     assert "Purged 2 cached result(s) of 1 source(s)." in out
 
 
+def test_purge_removes_the_quality_sidecars_autoquality_wrote(
+    media: Path, cache_root: Path, settings: Any
+) -> None:
+    settings.OXIMG = {**settings.OXIMG, "AUTOQUALITY": {"METHOD": "size", "TARGET": 3000}}
+    run("oximg_warm", "--source", LANDSCAPE, "--geometry", "60x60", "--geometry", "30")
+    stored = results_of(cache_root, LANDSCAPE)
+    assert len(stored) == 4  # rendered ahead: each result and its sidecar
+    assert sum(name.endswith(".quality") for name in stored) == 2
+
+    out, _ = run("oximg_purge", LANDSCAPE)
+
+    assert results_of(cache_root, LANDSCAPE) == []
+    assert "Purged 2 cached result(s) of 1 source(s)." in out
+
+
 def test_purged_thumbnails_are_rendered_again(media: Path) -> None:
     url = get_thumbnail(LANDSCAPE, "50x50").url
     assert not served_from_cache(url)
@@ -535,6 +566,29 @@ def test_clean_older_than_deletes_old_results_and_orphans(cache_root: Path) -> N
         in out
     )
     assert old not in out  # listed only with -v 2
+
+
+def test_clean_deletes_a_results_quality_sidecar_with_it_and_old_orphan_sidecars(
+    cache_root: Path,
+) -> None:
+    old, new = result_key(LANDSCAPE, 1, "jpeg"), result_key(LANDSCAPE, 2, "jpeg")
+    put_result(cache_root, quality_key(old), 2, LONG_AGO)
+    put_result(cache_root, old, 100, LONG_AGO)
+    put_result(cache_root, quality_key(new), 2, LONG_AGO)  # written before its result
+    put_result(cache_root, new, 50, time.time())
+    orphan = quality_key(result_key(ALPHA, 3, "webp"))  # its result's write failed
+    put_result(cache_root, orphan, 2, LONG_AGO)
+    young = quality_key(result_key(ALPHA, 4, "webp"))  # its result may be on its way
+    put_result(cache_root, young, 2, time.time())
+
+    out, _ = run("oximg_clean", "--older-than", "30d")
+
+    assert not (cache_root / old).exists() and not (cache_root / quality_key(old)).exists()
+    assert (cache_root / new).exists() and (cache_root / quality_key(new)).exists()
+    assert not (cache_root / orphan).exists()
+    assert (cache_root / young).exists()
+    # Sidecars are not counted as results; their bytes as freed.
+    assert "Deleted 1 result(s) and 0 orphan temporary file(s), 104 B; 1 result(s)" in out
 
 
 def test_clean_lists_deletions_at_verbosity_2(cache_root: Path) -> None:

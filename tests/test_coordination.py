@@ -194,6 +194,24 @@ def test_a_result_a_peer_just_stored_is_read_once_not_made_again(
     assert cache.lookups == 1
 
 
+def test_a_searched_result_a_peer_stored_comes_with_its_quality(
+    dirs: tuple[Path, Path], shared_cache: Any
+) -> None:
+    sources, cache_dir = dirs
+    searched = "/rs:fit:120:120/aq:size:3000:40:90/plain/photo.jpg@jpeg"
+    peer = make(sources, cache_dir, CacheCoordinator(shared_cache, timeout=5.0))
+    late = make(sources, cache_dir, CacheCoordinator(shared_cache, timeout=5.0))
+    job = late.job_for(SIGNER.signed_path(searched), "")
+    made = peer.reply(SIGNER.signed_path(searched), "GET", {})
+    quality = dict(made.headers)["X-Oximg-Quality"]
+
+    with late.executor.admit() as admission:
+        content = late.lookup.cached_or_made(job, late.maker.made, admission)
+
+    assert late.peer_results == 1 and late.renders == 0
+    assert content.size == len(made.body) and str(content.quality) == quality
+
+
 class FakeClock:
     def __init__(self) -> None:
         self.now = 1000.0

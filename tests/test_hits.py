@@ -143,6 +143,35 @@ def test_a_remembered_hit_answers_exactly_as_the_lookup_does(
     assert expected.status in (200, 206, 304, 416)
 
 
+#: FIXED with its quality searched: its answers carry X-Oximg-Quality.
+SEARCHED = "/rs:fit:200:200/aq:size:5000:40:90/plain/photos/landscape.jpg@jpeg"
+
+
+@pytest.mark.parametrize("request_name", sorted(REQUESTS))
+def test_a_remembered_hit_sends_the_searched_quality_as_the_lookup_does(
+    remembering: Thumbnailer,
+    looking_up: Thumbnailer,
+    monkeypatch: pytest.MonkeyPatch,
+    request_name: str,
+) -> None:
+    """The header is built into the entry: a remembered hit reads no sidecar (nor anything)."""
+    filled = remembered_hit(remembering, SEARCHED)
+    quality = header(filled, "X-Oximg-Quality")
+    assert quality is not None and 40 <= int(quality) <= 90
+    method, headers = REQUESTS[request_name]
+    headers = {k: header(filled, "ETag") or "" if v == ITS_ETAG else v for k, v in headers.items()}
+    expected = ask(looking_up, SEARCHED, method, **headers)
+    full_path_refused(remembering, monkeypatch)
+    answer = ask(remembering, SEARCHED, method, **headers)
+    assert (answer.status, answer.headers, answer.body) == (
+        expected.status,
+        expected.headers,
+        expected.body,
+    )
+    if answer.status in (200, 206):
+        assert header(answer, "X-Oximg-Quality") == quality
+
+
 @pytest.mark.parametrize("accept_name", sorted(ACCEPTS))
 def test_a_negotiated_url_is_remembered_per_format_class(
     remembering: Thumbnailer,

@@ -162,6 +162,22 @@ def test_requests_cache_lookups_renders_and_render_time_are_counted(
     assert value(series, "oximg_render_seconds_sum") > 0
 
 
+def test_autoquality_searches_and_their_encodes_are_counted_by_method(
+    thumbnailer: Thumbnailer,
+) -> None:
+    fits_at_once = "/rs:fit:200:200/aq:size:1000000:40:90/plain/photos/landscape.jpg@jpeg"
+    dssim = "/rs:fit:120:120/aq:dssim:0.02:40:90/plain/photos/landscape.jpg@webp"
+    for path in (fits_at_once, fits_at_once, dssim, CONTROL):  # one hit: no search
+        assert get(thumbnailer, path).status == 200
+    series = scrape(thumbnailer)
+    assert value(series, "oximg_autoquality_searches_total", method="size") == 1
+    # The maximum fits: one encode.
+    assert value(series, "oximg_autoquality_encodes_total", method="size") == 1
+    assert value(series, "oximg_autoquality_searches_total", method="dssim") == 1
+    assert 1 <= value(series, "oximg_autoquality_encodes_total", method="dssim") <= 7
+    assert thumbnailer.renders == 3
+
+
 def test_scrapes_and_health_checks_are_not_counted_as_requests(thumbnailer: Thumbnailer) -> None:
     get(thumbnailer, "/health")
     get(thumbnailer, "/metrics")

@@ -463,6 +463,43 @@ def test_a_hit_streams_identical_bytes_and_honours_head_and_if_none_match(
     assert s3_server.count("PUT", s3_cache.cache) == 1
 
 
+#: CONTROL with its quality searched.
+SEARCHED = "/rs:fit:200:200/aq:size:5000:40:90/plain/photos/landscape.jpg@jpeg"
+
+
+def test_the_searched_quality_is_stored_beside_the_result_and_sent_on_hits(
+    s3_cache: Buckets, s3_server: S3Server, client: Client
+) -> None:
+    miss = fetch(client, signed(SEARCHED))
+    quality = miss.headers["x-oximg-quality"]
+    assert 40 <= int(quality) <= 90
+    keys = s3_server.keys(s3_cache.cache)
+    [result] = [key for key in keys if key.endswith(".jpeg")]
+    assert sorted(keys) == sorted([result, result + ".quality"])
+    hit = fetch(client, signed(SEARCHED))
+    assert (hit.status, hit.body) == (200, miss.body)
+    assert hit.streamed
+    assert hit.headers["x-oximg-quality"] == quality
+    # The miss's lookup; the hit's, and its sidecar's.
+    assert s3_server.count("GET", s3_cache.cache) == 3
+    assert s3_server.count("PUT", s3_cache.cache) == 2  # the sidecar, then the result
+    plain = [fetch(client, signed(CONTROL)) for _ in range(2)]
+    assert all("x-oximg-quality" not in reply.headers for reply in plain)
+    assert s3_server.count("GET", s3_cache.cache) == 5  # one lookup each
+
+
+def test_a_redirected_hit_reads_no_quality_sidecar(
+    s3_cache: Buckets, s3_server: S3Server, client: Client, settings: Any
+) -> None:
+    settings.OXIMG = {**settings.OXIMG, "CACHE_REDIRECT": True}
+    miss = fetch(client, signed(SEARCHED))
+    assert "x-oximg-quality" in miss.headers
+    hit = fetch(client, signed(SEARCHED))
+    assert hit.status == 302 and "x-oximg-quality" not in hit.headers
+    assert s3_server.count("HEAD", s3_cache.cache) == 2  # the miss's lookup and the hit's
+    assert s3_server.count("GET", s3_cache.cache) == 0
+
+
 def test_cache_redirect_answers_302_to_the_object(
     s3_cache: Buckets, s3_server: S3Server, client: Client, settings: Any
 ) -> None:

@@ -20,6 +20,7 @@ from django_oximg.core.serving.info import InfoRequest
 from django_oximg.core.serving.staging import (
     InfoWork,
     Limits,
+    Made,
     RenderWork,
     SourceRead,
     StagedBytes,
@@ -61,7 +62,7 @@ def test_a_render_is_staged_with_the_estimate_of_the_plan_it_runs() -> None:
     alone = pipeline.render(
         source.data, staged.plan.options, "webp", LIMITS.render, deadline=None, plan=staged.plan
     )
-    assert result == alone.data
+    assert result == Made(alone.data)
 
 
 def test_a_failed_render_is_timed_too() -> None:
@@ -79,7 +80,7 @@ def test_an_unprocessed_answer_is_the_source_itself_costing_its_bytes(options: s
     data = images.png_with_alpha(64, 48)
     staged = work_for(f"/{options}/plain/a.png@png").stage(read(data), LIMITS, pytest.fail)
     assert staged == StagedBytes(len(data), data)
-    assert staged.run() is data
+    assert staged.run().data is data
 
 
 def test_an_unprocessed_answer_is_checked_as_a_render_is() -> None:
@@ -107,7 +108,7 @@ def test_an_info_document_from_the_header_is_made_at_once_and_costs_nothing() ->
     assert not work.needs_worker and not work.is_render
     staged = work.stage(source, LIMITS, pytest.fail)
     assert isinstance(staged, StagedBytes) and staged.cost == 0
-    document = json.loads(staged.run())
+    document = json.loads(staged.run().data)
     assert (document["width"], document["height"]) == (320, 240)
 
 
@@ -119,7 +120,7 @@ def test_an_info_summary_is_staged_with_its_own_small_estimate() -> None:
     assert isinstance(staged, StagedSummary)
     plan = pipeline.summary_plan(source.info, LIMITS.render)
     assert staged.cost == estimate_peak_bytes(plan, 1, source.data)
-    document = json.loads(staged.run())
+    document = json.loads(staged.run().data)
     assert document["blurhash"] and document["dominant_color"]
 
 
@@ -138,3 +139,15 @@ def test_the_executor_reserves_a_staged_works_cost_and_runs_it() -> None:
             too_small.shutdown()
     finally:
         executor.shutdown()
+
+
+def test_a_searched_render_gives_its_quality_and_what_the_search_cost() -> None:
+    source = read(images.jpeg(800, 600))
+    searched = work_for("/rs:fit:200:150/aq:size:4000:30:90/plain/a.jpg@jpeg")
+    made = searched.stage(source, LIMITS, lambda seconds: None).run()
+    assert isinstance(made, Made)
+    assert 30 <= made.quality <= 90 and made.search == "size"
+    assert 1 <= made.search_encodes <= 7
+    assert len(made.data) <= 4000 or made.quality == 30
+    fixed = work_for("/rs:fit:200:150/q:70/plain/a.jpg@jpeg").stage(source, LIMITS, lambda s: None)
+    assert fixed.run() == Made(fixed.run().data)  # no quality, no search

@@ -65,9 +65,12 @@ class CountingCacheStore:
     def __init__(self, root: Path) -> None:
         self.inner = FileSystemCacheStore(root)
         self.puts = 0
+        #: Every key looked up, in order.
+        self.gets: list[str] = []
         self.after_get: Callable[[CachedResult | None], None] = lambda found: None
 
     def get(self, key: str) -> CachedResult | None:
+        self.gets.append(key)
         found = self.inner.get(key)
         self.after_get(found)
         return found
@@ -680,6 +683,123 @@ def test_a_cache_root_that_is_a_file_still_serves_from_memory(
     assert reply.status == 200
     assert decode(reply.body).width == 200
     assert blocker.read_bytes() == b""
+
+
+# -- the quality autoquality chose ----------------------------------------------------
+
+#: Sizes of CONTROL whose quality ``autoquality`` searches, by each method.
+SEARCHED = {
+    "size": "/rs:fit:200:200/aq:size:5000:40:90/plain/photos/landscape.jpg@jpeg",
+    "dssim": "/rs:fit:200:200/aq:dssim:0.02:40:90/plain/photos/landscape.jpg@webp",
+}
+
+
+def sidecar_of(cache_dir: Path) -> Path:
+    """The quality sidecar beside the one result under ``cache_dir``."""
+    [result] = [path for path in cached_files(cache_dir) if path.suffix != ".quality"]
+    return result.with_name(result.name + ".quality")
+
+
+@pytest.mark.parametrize("method", sorted(SEARCHED))
+def test_the_searched_quality_is_sent_on_the_miss_and_on_every_hit(
+    make: Callable[..., Thumbnailer], cache_dir: Path, method: str
+) -> None:
+    thumbnailer = make()
+    path = SEARCHED[method]
+    miss = get(thumbnailer, path)
+    quality = header(miss, "X-Oximg-Quality")
+    assert quality is not None and 40 <= int(quality) <= 90
+    assert sidecar_of(cache_dir).read_bytes() == quality.encode()
+    full = get(thumbnailer, path)  # the full path's hit, which the hit map then keeps
+    remembered = get(thumbnailer, path)
+    assert len(thumbnailer.hits) == 1
+    head = get(thumbnailer, path, "HEAD")
+    for hit in (full, remembered, head):
+        assert hit.status == 200 and header(hit, "Last-Modified") is not None  # hits
+        assert header(hit, "X-Oximg-Quality") == quality
+    assert full.body == remembered.body == miss.body
+    assert thumbnailer.renders == 1
+
+
+def test_the_sidecar_is_read_only_for_answers_whose_quality_is_searched(
+    make: Callable[..., Thumbnailer], cache: CountingCacheStore
+) -> None:
+    thumbnailer = make(hit_cache_bytes=0)  # every hit takes the full path
+    for _ in range(2):
+        plain = get(thumbnailer, CONTROL)
+        assert header(plain, "X-Oximg-Quality") is None
+    assert len(cache.gets) == 2 and cache.puts == 1  # one lookup each; one result
+    cache.gets.clear()
+    for _ in range(2):
+        searched = get(thumbnailer, SEARCHED["size"])
+    assert header(searched, "X-Oximg-Quality") is not None
+    assert cache.puts == 3  # the result and its sidecar
+    # The miss's lookup; the hit's lookup and its sidecar's.
+    assert [key.endswith(".quality") for key in cache.gets] == [False, False, True]
+
+
+class BytesCacheStore:
+    """A result cache that answers with bytes, as any Django storage does (storage.py)."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, bytes] = {}
+
+    def get(self, key: str) -> CachedResult | None:
+        data = self.objects.get(key)
+        return None if data is None else CachedResult(size=len(data), data=data)
+
+    def put(self, key: str, data: bytes) -> None:
+        self.objects[key] = data
+
+
+def test_the_searched_quality_is_sent_on_hits_from_a_store_of_bytes(
+    make: Callable[..., Thumbnailer],
+) -> None:
+    store = BytesCacheStore()
+    thumbnailer = make(cache=store)
+    miss = get(thumbnailer, SEARCHED["size"])
+    hit = get(thumbnailer, SEARCHED["size"])
+    assert hit.body == miss.body and thumbnailer.renders == 1
+    quality = header(miss, "X-Oximg-Quality")
+    assert quality is not None and header(hit, "X-Oximg-Quality") == quality
+    assert [key.endswith(".quality") for key in sorted(store.objects)] == [False, True]
+
+
+@pytest.mark.parametrize("content", [None, b"", b"abc", b"0", b"101", b"7" * 30, b"\xff\x00"])
+def test_a_missing_or_garbled_sidecar_gives_no_header_and_no_error(
+    make: Callable[..., Thumbnailer], cache_dir: Path, content: bytes | None
+) -> None:
+    thumbnailer = make(hit_cache_bytes=0)
+    miss = get(thumbnailer, SEARCHED["size"])
+    assert header(miss, "X-Oximg-Quality") is not None
+    sidecar = sidecar_of(cache_dir)
+    if content is None:
+        sidecar.unlink()
+    else:
+        sidecar.write_bytes(content)
+    hit = get(thumbnailer, SEARCHED["size"])
+    assert hit.status == 200 and hit.body == miss.body
+    assert header(hit, "X-Oximg-Quality") is None
+    assert thumbnailer.renders == 1
+
+
+def test_a_sidecar_that_cannot_be_written_stores_no_result(
+    make: Callable[..., Thumbnailer], cache: CountingCacheStore, cache_dir: Path
+) -> None:
+    """No result is stored without its quality: it would be served without the header."""
+
+    def refuse_sidecars(key: str, data: bytes) -> None:
+        if key.endswith(".quality"):
+            raise OSError("sidecar refused")
+        FileSystemCacheStore(cache_dir).put(key, data)
+
+    cache.put = refuse_sidecars  # type: ignore[method-assign]
+    thumbnailer = make()
+    reply = get(thumbnailer, SEARCHED["size"])
+    assert reply.status == 200 and header(reply, "X-Oximg-Quality") is not None
+    assert cached_files(cache_dir) == []
+    assert get(thumbnailer, CONTROL).status == 200
+    assert len(cached_files(cache_dir)) == 1  # answers without a search are stored
 
 
 # -- when the source is read ----------------------------------------------------------

@@ -12,6 +12,12 @@ the fingerprint of every setting that changes output bytes
 (:func:`output_fingerprint`), so a changed setting or an upgrade never serves
 a stale result. The ETag is that request hash: rendering is deterministic, so
 it is a strong validator, the same on a miss and on a hit.
+
+A result whose quality ``autoquality`` searched has a sidecar beside it,
+``<result key>.quality``, holding that quality as ASCII digits
+(:func:`quality_key`, :func:`quality_bytes`, :func:`quality_from`). It is
+written before the result, so the result's presence commits it; it does
+not have the form of :data:`RESULT_KEY`, so listings of results skip it.
 """
 
 from __future__ import annotations
@@ -61,6 +67,40 @@ def result_key(source: str, request: str, version: str, extension: str) -> str:
     """The key of one answer: ``request`` is the canonical request text, ``version``
     what else decides its bytes (:func:`cache_version`)."""
     return f"{source_directory(source)}/{sha256_hex(version, request)[:40]}.{extension}"
+
+
+#: Appended to a result's key to name its quality sidecar.
+QUALITY_SUFFIX = ".quality"
+
+#: Longest sidecar content read ("100" is three bytes; more is garbled).
+QUALITY_BYTES = 8
+
+
+def quality_key(key: str) -> str:
+    """The key of the sidecar holding the quality ``autoquality`` chose for ``key``'s result."""
+    return key + QUALITY_SUFFIX
+
+
+def is_quality_key(key: str) -> bool:
+    """Whether ``key`` names a quality sidecar (of a key of :data:`RESULT_KEY`'s form)."""
+    return (
+        key.endswith(QUALITY_SUFFIX)
+        and RESULT_KEY.fullmatch(key.removesuffix(QUALITY_SUFFIX)) is not None
+    )
+
+
+def quality_bytes(quality: int) -> bytes:
+    """A sidecar's content: the quality in ASCII digits."""
+    return str(quality).encode("ascii")
+
+
+def quality_from(data: bytes) -> int:
+    """The quality a sidecar holds; 0 (none) for anything but a quality of 1..100."""
+    text = data.strip()
+    if not text.isdigit() or len(text) > 3:
+        return 0
+    quality = int(text)
+    return quality if 1 <= quality <= 100 else 0
 
 
 def etag(key: str) -> str:

@@ -38,6 +38,7 @@ from django_oximg.core.pipeline.batch import BatchStats, render_batch, shared_de
 from django_oximg.core.pipeline.budget import estimate_shared_decode_peak_bytes
 from django_oximg.core.serving.handler import Thumbnailer
 from django_oximg.core.serving.jobs import Job
+from django_oximg.core.serving.making import store_result
 from django_oximg.core.serving.staging import RenderWork, SourceRead, StagedRender
 from django_oximg.core.stores.protocols import CacheStore
 
@@ -153,7 +154,7 @@ def render_ahead(thumbnailer: Thumbnailer, requests: Sequence[AheadRequest]) -> 
             if isinstance(result, errors.OximgError):
                 outcome.record(key, result)
                 continue
-            thumbnailer.cache.put(key, result.data)
+            store_result(thumbnailer.cache, key, result.data, result.quality)
             outcome.rendered += 1
     return outcome
 

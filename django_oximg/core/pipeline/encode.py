@@ -64,6 +64,8 @@ class Encoded(NamedTuple):
     data: bytes
     #: The quality ``autoquality`` chose; 0 when it did not run.
     chosen_quality: int = 0
+    #: Encodes the ``autoquality`` search made; 0 when it did not run.
+    search_encodes: int = 0
 
 
 def encode(
@@ -101,8 +103,9 @@ def encode(
     reference = Reference(image) if target.method == "dssim" else None
     chosen = search(encode_at, target, reference, deadline)
     if plan.options.max_bytes and len(chosen.data) > plan.options.max_bytes:
-        return Encoded(*encode_within_limit(encode_at, plan, chosen.quality, chosen.data))
-    return Encoded(chosen.data, chosen.quality)
+        data, quality = encode_within_limit(encode_at, plan, chosen.quality, chosen.data)
+        return Encoded(data, quality, chosen.encodes)
+    return Encoded(chosen.data, chosen.quality, chosen.encodes)
 
 
 def encode_at_target(

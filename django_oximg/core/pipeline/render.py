@@ -97,6 +97,7 @@ def render_loaded(
         int(frame_height),
         frames,
         encoded.chosen_quality,
+        encoded.search_encodes,
     )
 
 

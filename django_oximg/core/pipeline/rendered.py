@@ -26,6 +26,9 @@ class Rendered(NamedTuple):
     #: The quality ``autoquality`` chose (sent as ``X-Oximg-Quality``); 0
     #: when the result was encoded at its fixed quality.
     quality: int = 0
+    #: Encodes the ``autoquality`` search made (0 when it did not run):
+    #: what the search cost, for the metrics.
+    search_encodes: int = 0
 
     @property
     def content_type(self) -> str:

@@ -151,6 +151,7 @@ class Thumbnailer:
             client_hints=config.client_hints,
             watermark=limits.render.watermark is not None,
             max_result_dimension=limits.render.max_result_dimension,
+            autoquality=limits.render.autoquality,
         )
         self.maker = Maker(
             cache, executor, limits, self.reads, self.source_reads, self.metrics, self.faults

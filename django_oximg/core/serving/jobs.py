@@ -19,7 +19,19 @@ from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from django_oximg.core import errors, keys
-from django_oximg.core.options import BEST_FORMAT, Extension, URLRules, build_path, parse_path
+from django_oximg.core.options import (
+    BEST_FORMAT,
+    Extension,
+    Options,
+    URLRules,
+    build_path,
+    parse_path,
+)
+from django_oximg.core.options.autoquality import (
+    AUTOQUALITY_OFF,
+    AutoQualitySettings,
+    quality_target,
+)
 from django_oximg.core.options.signing import URLSigner, verified_rest
 from django_oximg.core.serving import info as info_endpoint
 from django_oximg.core.serving import replies
@@ -42,6 +54,9 @@ class Job(NamedTuple):
     expires: int = 0
     #: ``Content-Disposition`` of the answer ("": none is sent).
     disposition: str = ""
+    #: Whether ``autoquality`` may search the answer's quality: only then is
+    #: its quality sidecar read on a hit (:mod:`~django_oximg.core.serving.lookup`).
+    searched: bool = False
 
     @property
     def etag(self) -> str:
@@ -79,6 +94,7 @@ class Job(NamedTuple):
             stream=found.stream,
             url=found.url,
             disposition=self.disposition,
+            quality=found.quality,
         )
 
 
@@ -120,6 +136,8 @@ class JobReader(NamedTuple):
     watermark: bool
     #: ``MAX_RESULT_DIMENSION``: no client hint asks for a wider result.
     max_result_dimension: int
+    #: The site's ``AUTOQUALITY`` (whether a URL's quality is searched).
+    autoquality: AutoQualitySettings = AUTOQUALITY_OFF
 
     def job_for(self, path: str, accept: str, hints: ClientHints = NO_HINTS) -> Job:
         """Verify and parse ``path`` into a :class:`Job`. No storage is touched.
@@ -161,7 +179,22 @@ class JobReader(NamedTuple):
                 parsed.source, options.filename, fmt, attachment=options.return_attachment
             )
         work = RenderWork(options, fmt, accepted)
-        return Job(source, work, key, vary, options.expires, disposition)
+        return Job(
+            source, work, key, vary, options.expires, disposition, self.searches(options, fmt)
+        )
+
+    def searches(self, options: Options, fmt: str) -> bool:
+        """Whether ``autoquality`` may search the quality of ``options``' answer in ``fmt``.
+
+        From the options and settings alone, as the plan decides it, but for
+        what only the source tells (an animation, a result over
+        ``max_resolution``): those answers have no sidecar, and their hits
+        find none. ``format:best`` encodes each candidate at its fixed
+        quality; ``raw`` encodes nothing.
+        """
+        if fmt == BEST_FORMAT or options.raw:
+            return False
+        return quality_target(options, fmt, self.autoquality, 0) is not None
 
     def info_job(self, signed: str) -> Job:
         """An ``/info`` path (after ``/info``) into its job."""

@@ -23,10 +23,12 @@ content: each request builds its own result from it
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 
+from django_oximg.core import keys
 from django_oximg.core.limits.executor import Admission, Executor
 from django_oximg.core.limits.timeouts import PEER_POLL_FIRST, PEER_POLL_MAX
 from django_oximg.core.serving import metrics, replies
@@ -77,7 +79,7 @@ class Lookup:
         their own.
         """
         made_before = self.maker.made
-        cached = self.looked_up(job.key) if look else None
+        cached = self.looked_up(job) if look else None
         if look:
             self.metrics.count_cache_lookup(hit=cached is not None)
         if cached is not None:
@@ -85,8 +87,15 @@ class Lookup:
         content, _shared = self.flights.do(job.key, lambda: self.admitted(job, made_before))
         return job.result(content)
 
-    def looked_up(self, key: str) -> CachedResult | None:
-        """``cache.get(key)``; a lookup that fails is a miss (reported, logged once a minute)."""
+    def looked_up(self, job: Job) -> CachedResult | None:
+        """``cache.get(key)``; a lookup that fails is a miss (reported, logged once a minute).
+
+        A result found for a job whose quality may be searched
+        (:attr:`Job.searched <django_oximg.core.serving.jobs.Job.searched>`)
+        comes with the quality its sidecar holds (:meth:`stored_quality`);
+        every other lookup is the one ``get``.
+        """
+        key = job.key
         try:
             found = self.cache.get(key)
         except OSError as error:
@@ -94,7 +103,25 @@ class Lookup:
             self.faults.failed(RESULT_CACHE_LOOKUP, str(error), log, logging.ERROR)
             return None
         self.faults.succeeded(RESULT_CACHE_LOOKUP)
+        if found is not None and job.searched and found.url is None:
+            # A redirect (CACHE_REDIRECT) sends no image, so no header either.
+            return found._replace(quality=self.stored_quality(key))
         return found
+
+    def stored_quality(self, key: str) -> int:
+        """The quality in the sidecar of ``key``'s result; 0 when it is missing or garbled.
+
+        Never an error: the header is an aid, and the result is served
+        without it. The sidecar was written before the result
+        (:func:`~django_oximg.core.serving.making.store_result`), so a
+        result found has its sidecar, unless something removed it since.
+        """
+        try:
+            found = self.cache.get(keys.quality_key(key))
+            return keys.quality_from(read_small(found)) if found is not None else 0
+        except OSError as error:
+            logger.debug("quality sidecar of %s unreadable: %s", key, error)
+            return 0
 
     def admitted(self, job: Job, made_before: int) -> CachedResult:
         """The flight's leader: take a place in the executor, then the lease."""
@@ -116,7 +143,7 @@ class Lookup:
             pause = min(max(pause * 2, PEER_POLL_FIRST), PEER_POLL_MAX)
             state = self.coordinator.state(job.key)
             if state is LeaseState.DONE:
-                cached = self.looked_up(job.key)
+                cached = self.looked_up(job)
                 if cached is not None:
                     with self._lock:
                         self.peer_results += 1
@@ -142,7 +169,7 @@ class Lookup:
         saying "done", so it is not looked for here.
         """
         try:
-            cached = self.looked_up(job.key) if self.maker.made != made_before else None
+            cached = self.looked_up(job) if self.maker.made != made_before else None
             result = cached.in_memory() if cached is not None else self.maker.make(job, admission)
         except BaseException:
             self.coordinator.release(job.key)
@@ -154,3 +181,21 @@ class Lookup:
         """Make the answer here, without the lease, after waiting for a peer in vain."""
         admission.restart()
         return self.maker.make(job, admission)
+
+
+def read_small(found: CachedResult) -> bytes:
+    """At most :data:`~django_oximg.core.keys.QUALITY_BYTES` bytes of a small object, as found.
+
+    In memory, on local disk (a path) or as a stream (closed after);
+    nothing for a URL alone.
+    """
+    limit = keys.QUALITY_BYTES + 1  # one more: a longer sidecar is garbled
+    if found.data is not None:
+        return found.data[:limit]
+    if found.stream is not None:
+        with contextlib.closing(found.stream) as stream:
+            return bytes(stream.read(limit))
+    if found.path is not None:
+        with open(found.path, "rb") as handle:
+            return handle.read(limit)
+    return b""

@@ -11,8 +11,9 @@ number of read slots, so a network wait never holds a render slot. Either
 way the read and the header are shared by every job on that source made at
 the same time, then the job's work is staged
 (:mod:`~django_oximg.core.serving.staging`) and run within the memory budget, and
-the result is written to the cache; a failed write is logged and the result
-still served.
+the result is written to the cache (with, for a quality ``autoquality``
+searched, its sidecar first: :func:`store_result`); a failed write is
+logged and the result still served.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import functools
 import logging
 import threading
 
-from django_oximg.core import pipeline
+from django_oximg.core import keys, pipeline
 from django_oximg.core.errors import SourceTimeout, SourceUnavailable
 from django_oximg.core.limits.executor import Admission, Executor
 from django_oximg.core.serving import metrics
@@ -75,18 +76,20 @@ class Maker:
         header alone takes no worker.
         """
         if not job.needs_worker:
-            data = self.stage(job, admission).run()
+            made = self.stage(job, admission).run()
         elif job.source.store.read_on_worker:
-            data = self.executor.run_staged(lambda: self.stage(job, admission), admission=admission)
+            made = self.executor.run_staged(lambda: self.stage(job, admission), admission=admission)
         else:
             staged = self.stage(job, admission)
-            data = self.executor.run(staged.run, cost=staged.cost, admission=admission)
-        self.store(job.key, data)
+            made = self.executor.run(staged.run, cost=staged.cost, admission=admission)
+        if made.search:
+            self.metrics.observe_quality_search(made.search, made.search_encodes)
+        self.store(job.key, made.data, made.quality)
         with self.lock:
             self.made += 1
             if job.work.is_render:
                 self.renders += 1
-        return CachedResult(size=len(data), data=data)
+        return CachedResult(size=len(made.data), data=made.data, quality=made.quality)
 
     def stage(self, job: Job, admission: Admission) -> Staged:
         """Read and check the source; the job's work with its memory estimate."""
@@ -132,13 +135,28 @@ class Maker:
         else:
             self.faults.failed(dependency, error.detail or str(error))
 
-    def store(self, key: str, data: bytes) -> None:
-        """Write to the cache; a failure is reported, logged (rate-limited) and the
-        result still served."""
+    def store(self, key: str, data: bytes, quality: int = 0) -> None:
+        """Write to the cache (:func:`store_result`); a failure is reported, logged
+        (rate-limited) and the result still served."""
         try:
-            self.cache.put(key, data)
+            store_result(self.cache, key, data, quality)
         except OSError as exc:
             log = f"result cache write failed for {key}"
             self.faults.failed(RESULT_CACHE_WRITE, str(exc), log, logging.ERROR)
         else:
             self.faults.succeeded(RESULT_CACHE_WRITE)
+
+
+def store_result(cache: CacheStore, key: str, data: bytes, quality: int = 0) -> None:
+    """Write ``data`` under ``key``, and first the sidecar of its searched ``quality``.
+
+    The sidecar first: the result's presence commits it, so no reader sees
+    a result without the quality it was made at. A sidecar whose result
+    write then fails is harmless (read only beside a result, and
+    overwritten by the next render); a sidecar write that fails stops the
+    result's, so that no result is stored without its header. A result of
+    no searched quality (0) has no sidecar and costs no extra write.
+    """
+    if quality:
+        cache.put(keys.quality_key(key), keys.quality_bytes(quality))
+    cache.put(key, data)

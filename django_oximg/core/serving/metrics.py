@@ -22,7 +22,8 @@ rebuilt one must not collide with (or keep alive) the old one's series.
 Two kinds of series:
 
 * counted as requests happen: requests by status, cache hits and misses,
-  render seconds (a histogram of the time inside the executor job);
+  render seconds (a histogram of the time inside the executor job),
+  ``autoquality`` searches and their encodes by method;
 * read when scraped, from counters the thumbnailer and executor keep anyway:
   renders, source loads, coalesced requests, queue depth, jobs running,
   memory reserved / peak / budget, workers, rejections, failed calls to
@@ -112,6 +113,10 @@ class Recorder(Protocol):
         """Record the time one render job spent inside the executor."""
         ...
 
+    def observe_quality_search(self, method: str, encodes: int) -> None:
+        """Record one ``autoquality`` search by ``method`` and the encodes it made."""
+        ...
+
     def reply(self, method: str, accept: str) -> Reply:
         """The answer to a GET or HEAD of ``/metrics``."""
         ...
@@ -134,6 +139,9 @@ class NoMetrics:
         pass
 
     def observe_render(self, seconds: float) -> None:
+        pass
+
+    def observe_quality_search(self, method: str, encodes: int) -> None:
         pass
 
     def reply(self, method: str, accept: str) -> Reply:
@@ -161,6 +169,9 @@ class PrometheusMetrics:
         #: Renders per bucket of :data:`RENDER_SECONDS_BUCKETS` (the last: above them all).
         self._render_buckets = [0] * (len(RENDER_SECONDS_BUCKETS) + 1)
         self._render_seconds = 0.0
+        #: ``autoquality`` searches and their encodes, by method.
+        self._searches: Counter[str] = Counter()
+        self._search_encodes: Counter[str] = Counter()
         self._registry: CollectorRegistry | None = None
 
     def count_request(self, status: int) -> None:
@@ -176,6 +187,16 @@ class PrometheusMetrics:
         with self._lock:
             self._render_buckets[bucket] += 1
             self._render_seconds += seconds
+
+    def observe_quality_search(self, method: str, encodes: int) -> None:
+        with self._lock:
+            self._searches[method] += 1
+            self._search_encodes[method] += encodes
+
+    def quality_searches(self) -> tuple[dict[str, int], dict[str, int]]:
+        """The ``autoquality`` searches so far and their encodes, by method."""
+        with self._lock:
+            return dict(self._searches), dict(self._search_encodes)
 
     @property
     def registry(self) -> CollectorRegistry:
@@ -258,6 +279,22 @@ class RequestCollector:
             buckets=cumulative,
             sum_value=render_seconds,
         )
+        searches, encodes = self.recorder.quality_searches()
+        by_method = CounterMetricFamily(
+            "oximg_autoquality_searches",
+            "Renders whose quality autoquality searched, by method (size, dssim).",
+            labels=["method"],
+        )
+        encodes_by_method = CounterMetricFamily(
+            "oximg_autoquality_encodes",
+            "Encodes those searches made (at most 7 each; the result is one of them).",
+            labels=["method"],
+        )
+        for method in sorted(searches):
+            by_method.add_metric([method], searches[method])
+            encodes_by_method.add_metric([method], encodes[method])
+        yield by_method
+        yield encodes_by_method
 
 
 def bucket_bound(value: float) -> str:

@@ -52,6 +52,10 @@ NOSNIFF = ("X-Content-Type-Options", "nosniff")
 
 METHODS = ("GET", "HEAD")
 
+#: The quality ``autoquality`` chose for the answer: sent only with answers
+#: whose quality was searched, on the miss and on every hit.
+QUALITY_HEADER = "X-Oximg-Quality"
+
 #: WSGI status lines, made once rather than per answer.
 STATUS_LINES = {status.value: f"{status.value} {status.phrase}" for status in HTTPStatus}
 
@@ -108,6 +112,8 @@ class Result(NamedTuple):
     url: str | None = None
     #: ``Content-Disposition`` ("": none), from ``filename``/``return_attachment``.
     disposition: str = ""
+    #: The quality ``autoquality`` chose (:data:`QUALITY_HEADER`); 0: none searched.
+    quality: int = 0
 
 
 def status_for(error: errors.OximgError) -> int:
@@ -225,6 +231,8 @@ def result_headers(result: Result, cache_control: str) -> list[tuple[str, str]]:
         headers.append(("Vary", ", ".join(result.vary)))
     if result.disposition:
         headers.append(("Content-Disposition", result.disposition))
+    if result.quality:
+        headers.append((QUALITY_HEADER, str(result.quality)))
     return headers
 
 

@@ -102,6 +102,19 @@ class Limits(NamedTuple):
 # -- what a worker runs ---------------------------------------------------------------
 
 
+class Made(NamedTuple):
+    """What a staged work's ``run()`` gives: the answer's bytes, and how its quality was found."""
+
+    data: bytes
+    #: The quality ``autoquality`` chose (sent as ``X-Oximg-Quality``); 0
+    #: when none was searched.
+    quality: int = 0
+    #: The search's method (``size``, ``dssim``); "" when none ran.
+    search: str = ""
+    #: Encodes the search made.
+    search_encodes: int = 0
+
+
 class StagedRender(NamedTuple):
     """A render checked and planned: its estimated peak memory, and the render of that plan."""
 
@@ -113,7 +126,7 @@ class StagedRender(NamedTuple):
     #: Told how long the render took, whether it succeeded or not (the metrics).
     observe: Callable[[float], None]
 
-    def run(self) -> bytes:
+    def run(self) -> Made:
         """Render, stopped at the deadline ``timeout`` seconds from now."""
         started = time.monotonic()
         try:
@@ -125,7 +138,10 @@ class StagedRender(NamedTuple):
                 deadline=started + self.timeout,
                 plan=self.plan,
             )
-            return rendered.data
+            target = self.plan.quality_target
+            if target is None or not rendered.search_encodes:
+                return Made(rendered.data)
+            return Made(rendered.data, rendered.quality, target.method, rendered.search_encodes)
         finally:  # failed and killed renders took their time too
             self.observe(time.monotonic() - started)
 
@@ -138,7 +154,7 @@ class StagedSummary(NamedTuple):
     request: info_endpoint.InfoRequest
     timeout: float
 
-    def run(self) -> bytes:
+    def run(self) -> Made:
         """Summarise the source's pixels (stopped at the deadline) into the document."""
         deadline = time.monotonic() + self.timeout
         summary = pipeline.summarise(
@@ -147,7 +163,7 @@ class StagedSummary(NamedTuple):
             self.request.dominant_color,
             deadline=deadline,
         )
-        return info_endpoint.info_document(self.source.info, len(self.source.data), summary)
+        return Made(info_endpoint.info_document(self.source.info, len(self.source.data), summary))
 
 
 class StagedBytes(NamedTuple):
@@ -156,8 +172,8 @@ class StagedBytes(NamedTuple):
     cost: int
     data: bytes
 
-    def run(self) -> bytes:
-        return self.data
+    def run(self) -> Made:
+        return Made(self.data)
 
 
 #: What staging a job's work gives (an :class:`~django_oximg.core.limits.executor.Staged`).

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from django_oximg.core.errors import SourceNotFound, SourceTooLarge, SourceUnavailable
+from django_oximg.core.keys import QUALITY_SUFFIX
 from django_oximg.core.stores.protocols import (
     TEMP_PREFIX,
     CachedResult,
@@ -180,6 +181,8 @@ class FileSystemCacheStore:
     def delete_prefix(self, prefix: str) -> int:
         """Remove the results under ``prefix``, then the directories left empty.
 
+        Quality sidecars go with them, uncounted: the count is of results.
+
         Temporary files are left alone: one may belong to a write in progress
         (removing it would fail that write); :meth:`remove_orphans` takes them
         once they are old. A directory that is not empty then stays.
@@ -194,7 +197,7 @@ class FileSystemCacheStore:
                     continue
                 with contextlib.suppress(FileNotFoundError):  # a concurrent purge won
                     os.unlink(os.path.join(dirpath, filename))
-                    removed += 1
+                    removed += not filename.endswith(QUALITY_SUFFIX)
             remove_empty_directory(dirpath)
         return removed
 

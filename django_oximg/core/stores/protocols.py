@@ -61,6 +61,10 @@ class CachedResult(NamedTuple):
     stream: BinaryIO | None = None
     #: Where the client may fetch the object itself (``CACHE_REDIRECT``).
     url: str | None = None
+    #: The quality ``autoquality`` chose for it, from its sidecar
+    #: (:func:`~django_oximg.core.keys.quality_key`); 0 when none was
+    #: searched, or none was read. Stores leave it 0: the lookup fills it in.
+    quality: int = 0
 
     def in_memory(self) -> CachedResult:
         """This result with its stream read into ``data`` (and closed).
@@ -72,7 +76,7 @@ class CachedResult(NamedTuple):
             return self
         with contextlib.closing(self.stream) as stream:
             data = stream.read()
-        return CachedResult(size=len(data), data=data, url=self.url)
+        return CachedResult(size=len(data), data=data, url=self.url, quality=self.quality)
 
 
 class CacheEntry(NamedTuple):

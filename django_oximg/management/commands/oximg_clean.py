@@ -8,11 +8,12 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from django_oximg.core.keys import QUALITY_SUFFIX, is_quality_key
 from django_oximg.core.stores.disk import FileSystemCacheStore
 from django_oximg.core.stores.protocols import CacheEntry, CacheStore
 from django_oximg.management.units import format_size, parse_duration, parse_size
 from django_oximg.progress import add_progress_argument, progress_for
-from django_oximg.purge import result_cache, result_entries, select_for_clean
+from django_oximg.purge import cache_entries, result_cache, select_for_clean, sidecars_to_clean
 
 #: Temporary files of cache writes older than this (seconds) are orphans: a
 #: write takes milliseconds, so its process died before renaming it.
@@ -23,7 +24,9 @@ class Command(BaseCommand):
     help = (
         "Delete cached thumbnails older than --older-than, then the least recently "
         "modified ones until the cache is no bigger than --max-size; on local disk, also "
-        "temporary files that crashed writes left behind (older than a minute). Only names "
+        "temporary files that crashed writes left behind (older than a minute). A deleted "
+        "thumbnail's quality sidecar goes with it (and a sidecar left without its thumbnail "
+        "once older than a minute). Only names "
         "of the form the cache uses are touched. Deleted thumbnails are rendered again on "
         "the next request. Lists each deletion with --dry-run, or with -v 2."
     )
@@ -51,23 +54,26 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         store = result_cache()
-        entries = self.scan(store, options)
-        victims = select_for_clean(entries, time.time(), options["older_than"], options["max_size"])
+        entries, sidecars = self.scan(store, options)
+        now = time.time()
+        victims = select_for_clean(entries, now, options["older_than"], options["max_size"])
+        # Deleted after their results: a result never loses its quality first.
+        sidecar_victims = sidecars_to_clean(victims, entries, sidecars, now - ORPHAN_AGE)
         local = store if isinstance(store, FileSystemCacheStore) else None
         orphans = local.orphans(ORPHAN_AGE) if local is not None else []
         dry_run = options["dry_run"]
         if options["verbosity"] >= (1 if dry_run else 2):
             verb = "would delete" if dry_run else "deleting"
-            for entry in [*victims, *orphans]:
+            for entry in [*victims, *sidecar_victims, *orphans]:
                 self.stdout.write(f"{verb} {entry.key} ({format_size(entry.size)})")
         if not dry_run:
-            self.delete(store, victims, options)
+            self.delete(store, [*victims, *sidecar_victims], options)
             if local is not None and orphans:
                 try:
                     local.remove_orphans(ORPHAN_AGE)
                 except OSError as exc:
                     raise CommandError(f"cannot remove orphan temporary files: {exc}") from exc
-        freed = sum(entry.size for entry in [*victims, *orphans])
+        freed = sum(entry.size for entry in [*victims, *sidecar_victims, *orphans])
         kept = sum(entry.size for entry in entries) - sum(entry.size for entry in victims)
         self.stdout.write(
             ("Would delete" if dry_run else "Deleted")
@@ -76,16 +82,23 @@ class Command(BaseCommand):
             + f"{format_size(kept)} remain."
         )
 
-    def scan(self, store: CacheStore, options: dict[str, Any]) -> list[CacheEntry]:
+    def scan(
+        self, store: CacheStore, options: dict[str, Any]
+    ) -> tuple[list[CacheEntry], dict[str, CacheEntry]]:
+        """The results, and their quality sidecars by the result's key."""
         entries = []
+        sidecars = {}
         try:
             with progress_for(self, "scanning", None, options) as progress:
-                for entry in result_entries(store):
-                    entries.append(entry)
-                    progress.advance()
+                for entry in cache_entries(store):
+                    if is_quality_key(entry.key):
+                        sidecars[entry.key.removesuffix(QUALITY_SUFFIX)] = entry
+                    else:
+                        entries.append(entry)
+                        progress.advance()
         except OSError as exc:
             raise CommandError(f"cannot list the result cache: {exc}") from exc
-        return entries
+        return entries, sidecars
 
     def delete(self, store: CacheStore, victims: list[CacheEntry], options: dict[str, Any]) -> None:
         try:
