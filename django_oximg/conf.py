@@ -193,8 +193,9 @@ class OximgSettings:
     FORMAT_BEST_BY_DEFAULT: bool = defaults.FORMAT_BEST_BY_DEFAULT
     """A URL that names no format is ``format:best`` (imgproxy's
     ``BEST_FORMAT_BY_DEFAULT``): each thumbnail encoded in every format the
-    client accepts, the smallest kept. Costs 2-5 encodes per miss
-    (docs/quality.md): suits render ahead and ``oximg_warm``."""
+    client accepts, the smallest kept. Costs 2-5 encodes per miss, up to 13
+    with a DSSIM ``AUTOQUALITY`` (docs/quality.md): suits render ahead and
+    ``oximg_warm``."""
 
     FORMAT_BEST_COMPLEXITY_THRESHOLD: float = defaults.FORMAT_BEST_COMPLEXITY_THRESHOLD
     """``format:best`` also tries palette PNG and lossless WebP for a thumbnail

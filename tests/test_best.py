@@ -220,10 +220,18 @@ def test_the_memory_estimate_and_encode_time_count_every_candidate() -> None:
     assert chosen.encode_seconds > single.encode_seconds
 
 
-def test_a_deadline_passing_between_encodes_stops_the_next() -> None:
-    image = images.logo()
+@pytest.mark.parametrize(
+    ("settings", "make_image"),
+    [(SETTINGS, images.logo), (DSSIM_SETTINGS, images.photo)],
+    ids=["fixed", "dssim"],
+)
+def test_a_deadline_passing_between_encodes_stops_the_next(
+    settings: pipeline.RenderSettings, make_image: Callable[[], pyvips.Image]
+) -> None:
+    """With ``aq:dssim``, a photo's first search stops after one encode, and no other runs."""
+    image = make_image()
     data = bytes(image.pngsave_buffer())
-    plan = pipeline.plan_best(pipeline.probe(data), Options(width=300), ALL_LOSSY, SETTINGS)
+    plan = pipeline.plan_best(pipeline.probe(data), Options(width=300), ALL_LOSSY, settings)
     deadline = Deadline(None)
     encodes = []
     original = best.encode_candidate
@@ -237,7 +245,7 @@ def test_a_deadline_passing_between_encodes_stops_the_next() -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(best, "encode_candidate", expiring)
         with pytest.raises(ProcessingTimeout):
-            best.encode_best(image, plan, SETTINGS, deadline)
+            best.encode_best(image, plan, settings, deadline)
     assert len(encodes) == 1
 
 
@@ -314,6 +322,17 @@ def test_with_dssim_the_searches_count_in_the_bounds() -> None:
         patch.setattr(best, "encode_candidate", counted)
         pipeline.render(data, options, searched.format, DSSIM_SETTINGS, plan=searched)
     assert len(fixed.candidates) < len(encodes) <= searched.encodes
+
+
+def test_max_bytes_lowers_the_searched_quality_of_the_smallest_lossy_result() -> None:
+    """``max_bytes`` still applies after the searches, from the winner's searched quality."""
+    image = images.photo(500, 400)
+    searched = render_best(image, ALL_LOSSY, DSSIM_SETTINGS)
+    limit = len(searched.data) * 2 // 3
+    fitted = render_best(image, ALL_LOSSY, DSSIM_SETTINGS, max_bytes=limit)
+    assert len(fitted.data) <= limit
+    assert fitted.format == searched.format
+    assert 0 < fitted.quality < searched.quality
 
 
 def test_a_size_search_leaves_best_at_its_fixed_qualities() -> None:
