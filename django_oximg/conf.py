@@ -193,14 +193,26 @@ class OximgSettings:
     FORMAT_BEST_BY_DEFAULT: bool = defaults.FORMAT_BEST_BY_DEFAULT
     """A URL that names no format is ``format:best`` (imgproxy's
     ``BEST_FORMAT_BY_DEFAULT``): each thumbnail encoded in every format the
-    client accepts, the smallest kept. Costs 2-5 encodes per miss
-    (docs/quality.md): suits render ahead and ``oximg_warm``."""
+    client accepts, the smallest kept. Costs 2-5 encodes per miss, up to 13
+    with a DSSIM ``AUTOQUALITY`` (docs/quality.md): suits render ahead and
+    ``oximg_warm``."""
 
     FORMAT_BEST_COMPLEXITY_THRESHOLD: float = defaults.FORMAT_BEST_COMPLEXITY_THRESHOLD
     """``format:best`` also tries palette PNG and lossless WebP for a thumbnail
     with fewer than this per cent of its pixels on an edge (0 to 100; flat
     graphics: logos, text, screenshots). imgproxy's
     ``BEST_FORMAT_COMPLEXITY_THRESHOLD`` is on a scale of its own."""
+
+    FORMAT_BEST_MAX_RESOLUTION: float = defaults.FORMAT_BEST_MAX_RESOLUTION
+    """Megapixels (imgproxy's ``BEST_FORMAT_MAX_RESOLUTION``): ``format:best``
+    encodes a larger result once, in the format that usually wins (WebP when
+    accepted; lossless WebP or palette PNG for flat graphics), instead of
+    trying every format. 0: no limit."""
+
+    FORMAT_BEST_ALLOW_SKIPS: bool = defaults.FORMAT_BEST_ALLOW_SKIPS
+    """imgproxy's ``BEST_FORMAT_ALLOW_SKIPS``: ``format:best`` serves a source
+    whose format ``skip_processing`` lists as it is (when the client may
+    get that format). Off: ``best`` always renders."""
 
     PRESETS: Mapping[str, str] = field(default_factory=dict)
     """Named option sets, e.g. ``{"card": "rs:fill:400:300/q:70"}``, used as
@@ -495,6 +507,8 @@ OUTPUT_SETTINGS = (
     "AUTO_FORMAT",
     "FORMAT_BEST_BY_DEFAULT",
     "FORMAT_BEST_COMPLEXITY_THRESHOLD",
+    "FORMAT_BEST_MAX_RESOLUTION",
+    "FORMAT_BEST_ALLOW_SKIPS",
     "WATERMARK",
     "WATERMARK_OPACITY",
     "EXTENSIONS",
@@ -630,6 +644,8 @@ def _validate(conf: OximgSettings) -> None:
         raise ImproperlyConfigured("OXIMG: WATERMARK_OPACITY must be between 0 and 1.")
     if not 0 <= conf.FORMAT_BEST_COMPLEXITY_THRESHOLD <= 100:
         raise ImproperlyConfigured("OXIMG: FORMAT_BEST_COMPLEXITY_THRESHOLD must be 0 to 100.")
+    if conf.FORMAT_BEST_MAX_RESOLUTION < 0:
+        raise ImproperlyConfigured("OXIMG: FORMAT_BEST_MAX_RESOLUTION must not be negative.")
     names = OPTION_NAMES.union(*(extension.names for extension in conf.EXTENSIONS))
     unknown = sorted(set(conf.ALLOWED_PROCESSING_OPTIONS) - names)
     if unknown:

@@ -257,11 +257,13 @@ def limits(settings: conf.OximgSettings, watermark: WatermarkImage | None = None
             quality_mode=settings.QUALITY_MODE,
             extensions=settings.EXTENSIONS,
             best_complexity_threshold=settings.FORMAT_BEST_COMPLEXITY_THRESHOLD,
+            best_max_resolution=settings.FORMAT_BEST_MAX_RESOLUTION,
             autoquality=settings.AUTOQUALITY,
         ),
         max_src_resolution=settings.MAX_SRC_RESOLUTION,
         max_src_file_size=settings.MAX_SRC_FILE_SIZE,
         render_timeout=settings.RENDER_TIMEOUT,
+        best_allows_skips=settings.FORMAT_BEST_ALLOW_SKIPS,
     )
 
 

@@ -43,7 +43,12 @@ COUNTS = (
 
 #: ``format:best``'s settings: in the output fingerprint only when one differs
 #: from its default, so a site that leaves them keeps its keys and URLs.
-FORMAT_BEST_SETTINGS = ("FORMAT_BEST_BY_DEFAULT", "FORMAT_BEST_COMPLEXITY_THRESHOLD")
+FORMAT_BEST_SETTINGS = (
+    "FORMAT_BEST_BY_DEFAULT",
+    "FORMAT_BEST_COMPLEXITY_THRESHOLD",
+    "FORMAT_BEST_MAX_RESOLUTION",
+    "FORMAT_BEST_ALLOW_SKIPS",
+)
 
 
 class InvalidExtension(ImproperlyConfigured):

@@ -16,15 +16,26 @@ from typing import Any
 
 import pytest
 import pyvips
+from django.core.exceptions import ImproperlyConfigured
 
 from django_oximg import conf
 from django_oximg.core import keys, pipeline
 from django_oximg.core.errors import InvalidOptions, ProcessingTimeout
 from django_oximg.core.limits.deadlines import Deadline
-from django_oximg.core.options import Options, parse_path
+from django_oximg.core.options import BEST_FORMAT, Options, parse_path
+from django_oximg.core.options.autoquality import (
+    AutoQualitySettings,
+    QualityTarget,
+    planned_encodes,
+    quality_target,
+)
 from django_oximg.core.pipeline import best
+from django_oximg.core.pipeline.autoquality import Chosen
 from django_oximg.core.pipeline.budget import estimate_peak_bytes
+from django_oximg.core.pipeline.encode import encode_at_target
+from django_oximg.core.pipeline.plan import Candidate
 from django_oximg.core.serving.handler import Thumbnailer
+from django_oximg.core.serving.negotiation import output_format
 from tests import images
 from tests.constants import SIGNER
 
@@ -44,6 +55,10 @@ UNIVERSAL = {"jpeg", "png"}
 ALL_LOSSY = ("avif", "webp")
 
 SETTINGS = pipeline.RenderSettings()
+
+#: The site's ``AUTOQUALITY`` asking for DSSIM, with imgproxy's defaults
+#: (AVIF searched between 60 and 65, the other formats between 70 and 80).
+DSSIM_SETTINGS = pipeline.RenderSettings(autoquality=AutoQualitySettings(method="dssim"))
 
 
 @pytest.fixture(autouse=True)
@@ -67,12 +82,15 @@ def is_lossless(data: bytes) -> bool:
 
 
 def render_best(
-    image: pyvips.Image, accepted: tuple[str, ...], **options: Any
+    image: pyvips.Image,
+    accepted: tuple[str, ...],
+    settings: pipeline.RenderSettings = SETTINGS,
+    **options: Any,
 ) -> pipeline.Rendered:
     data = bytes(image.pngsave_buffer())
     opts = Options(**{"width": 300, **options})
-    plan = pipeline.plan_best(pipeline.probe(data), opts, accepted, SETTINGS)
-    return pipeline.render(data, plan.options, plan.format, SETTINGS, plan=plan)
+    plan = pipeline.plan_best(pipeline.probe(data), opts, accepted, settings)
+    return pipeline.render(data, plan.options, plan.format, settings, plan=plan)
 
 
 # -- the URL ----------------------------------------------------------------------------
@@ -202,10 +220,18 @@ def test_the_memory_estimate_and_encode_time_count_every_candidate() -> None:
     assert chosen.encode_seconds > single.encode_seconds
 
 
-def test_a_deadline_passing_between_encodes_stops_the_next() -> None:
-    image = images.logo()
+@pytest.mark.parametrize(
+    ("settings", "make_image"),
+    [(SETTINGS, images.logo), (DSSIM_SETTINGS, images.photo)],
+    ids=["fixed", "dssim"],
+)
+def test_a_deadline_passing_between_encodes_stops_the_next(
+    settings: pipeline.RenderSettings, make_image: Callable[[], pyvips.Image]
+) -> None:
+    """With ``aq:dssim``, a photo's first search stops after one encode, and no other runs."""
+    image = make_image()
     data = bytes(image.pngsave_buffer())
-    plan = pipeline.plan_best(pipeline.probe(data), Options(width=300), ALL_LOSSY, SETTINGS)
+    plan = pipeline.plan_best(pipeline.probe(data), Options(width=300), ALL_LOSSY, settings)
     deadline = Deadline(None)
     encodes = []
     original = best.encode_candidate
@@ -219,8 +245,152 @@ def test_a_deadline_passing_between_encodes_stops_the_next() -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(best, "encode_candidate", expiring)
         with pytest.raises(ProcessingTimeout):
-            best.encode_best(image, plan, SETTINGS, deadline)
+            best.encode_best(image, plan, settings, deadline)
     assert len(encodes) == 1
+
+
+# -- autoquality: every format at the same measured look ----------------------------------
+
+
+@pytest.mark.parametrize("accepted", [ALL_LOSSY, ("webp",), ()])
+def test_with_dssim_each_format_is_encoded_at_its_searched_quality(
+    accepted: tuple[str, ...],
+) -> None:
+    """Each lossy format is searched within its own bounds, and the smallest result wins.
+
+    The winner's quality is what :func:`encode_at_target` finds for that
+    format on the same pixels (the thumbnail kept lossless); without
+    ``autoquality`` each format is encoded at its fixed ``QUALITY``.
+    """
+    image = images.photo(500, 400)
+    searched: list[tuple[QualityTarget, Chosen]] = []
+    original = best.search
+
+    def spy(*args: Any) -> Chosen:
+        chosen = original(*args)
+        searched.append((args[1], chosen))
+        return chosen
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(best, "search", spy)
+        rendered = render_best(image, accepted, DSSIM_SETTINGS)
+    formats = [*accepted, "jpeg"]
+    pixels = rendered.width * rendered.height
+    wanted = [quality_target(Options(), fmt, DSSIM_SETTINGS.autoquality, pixels) for fmt in formats]
+    assert [target for target, _ in searched] == wanted
+    for target, chosen in searched:
+        assert target.min_quality <= chosen.quality <= target.max_quality
+    winner = min(searched, key=lambda pair: len(pair[1].data))
+    assert rendered.data == winner[1].data
+    assert rendered.quality == winner[1].quality
+    assert rendered.format in formats
+    data = bytes(image.pngsave_buffer())
+    kept = pipeline.render(data, Options(width=300), "png", SETTINGS).data
+    thumbnail = pyvips.Image.new_from_buffer(kept, "")
+    alone = encode_at_target(thumbnail, rendered.format, winner[0])
+    assert rendered.quality == alone.quality
+    fixed = render_best(image, accepted)
+    assert fixed.quality == 0
+    assert fixed.data == best.encode_candidate(
+        thumbnail,
+        Candidate(fixed.format, SETTINGS.quality[fixed.format]),
+        0,
+        False,
+    )
+
+
+def test_with_dssim_the_searches_count_in_the_bounds() -> None:
+    """The encode count, the encoder time and the memory estimate count every search."""
+    data = bytes(images.photo(500, 400).pngsave_buffer())
+    info, options = pipeline.probe(data), Options(width=300)
+    fixed = pipeline.plan_best(info, options, ALL_LOSSY, SETTINGS)
+    searched = pipeline.plan_best(info, options, ALL_LOSSY, DSSIM_SETTINGS)
+    targets = [candidate.target for candidate in searched.candidates]
+    assert all(target is not None and target.method == "dssim" for target in targets)
+    searches = sum(planned_encodes(target) for target in targets if target is not None)
+    assert searched.encodes == searches + len(searched.flat_candidates) > fixed.encodes
+    assert searched.encode_seconds > fixed.encode_seconds
+    assert estimate_peak_bytes(searched, 1, data) > estimate_peak_bytes(fixed, 1, data)
+    encodes = []
+    original = best.encode_candidate
+
+    def counted(*args: Any) -> bytes:
+        encodes.append(args[1])
+        return original(*args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(best, "encode_candidate", counted)
+        pipeline.render(data, options, searched.format, DSSIM_SETTINGS, plan=searched)
+    assert len(fixed.candidates) < len(encodes) <= searched.encodes
+
+
+def test_max_bytes_lowers_the_searched_quality_of_the_smallest_lossy_result() -> None:
+    """``max_bytes`` still applies after the searches, from the winner's searched quality."""
+    image = images.photo(500, 400)
+    searched = render_best(image, ALL_LOSSY, DSSIM_SETTINGS)
+    limit = len(searched.data) * 2 // 3
+    fitted = render_best(image, ALL_LOSSY, DSSIM_SETTINGS, max_bytes=limit)
+    assert len(fitted.data) <= limit
+    assert fitted.format == searched.format
+    assert 0 < fitted.quality < searched.quality
+
+
+def test_a_size_search_leaves_best_at_its_fixed_qualities() -> None:
+    """``aq:size`` has every format fit the same bytes: no look to compare them at."""
+    data = bytes(images.photo(500, 400).pngsave_buffer())
+    options = parse_path("/aq:size:20000/w:300/plain/a.png").options
+    plan = pipeline.plan_best(pipeline.probe(data), options, ALL_LOSSY, SETTINGS)
+    assert [candidate.target for candidate in plan.candidates] == [None] * 3
+    assert [candidate.quality for candidate in plan.candidates] == [65, 75, 80]
+
+
+# -- FORMAT_BEST_MAX_RESOLUTION: one encoding over it -----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("accepted", "photo", "drawing"),
+    [
+        (ALL_LOSSY, "webp", "webp"),
+        (("avif",), "avif", "png"),
+        ((), "jpeg", "png"),
+    ],
+)
+def test_over_the_max_resolution_best_encodes_the_format_that_usually_wins(
+    accepted: tuple[str, ...], photo: str, drawing: str
+) -> None:
+    """0.1 MP: a 500x400 photo or 400x300 logo encodes once, at 300 px wide all are tried."""
+    settings = replace(SETTINGS, best_max_resolution=0.1)
+    encodes: list[Candidate] = []
+    original = best.encode_candidate
+
+    def counted(*args: Any) -> bytes:
+        encodes.append(args[1])
+        return original(*args)
+
+    for image, expected, lossless in (
+        (images.photo(500, 400), photo, False),
+        (images.logo(400, 300), drawing, True),
+    ):
+        data = bytes(image.pngsave_buffer())
+        for width, tries_all in ((500, False), (300, True)):
+            encodes.clear()
+            options = Options(width=width, height=width)
+            plan = pipeline.plan_best(pipeline.probe(data), options, accepted, settings)
+            assert plan.picks_one is not tries_all
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(best, "encode_candidate", counted)
+                rendered = pipeline.render(data, options, plan.format, settings, plan=plan)
+            if tries_all:
+                assert len(encodes) >= len(plan.candidates)
+                continue
+            assert len(encodes) == plan.encodes == 1
+            assert (rendered.format, is_lossless(rendered.data)) == (expected, lossless)
+            assert format_of(rendered.data) == expected
+
+
+def test_the_max_resolution_must_not_be_negative() -> None:
+    with pytest.raises(ImproperlyConfigured, match="FORMAT_BEST_MAX_RESOLUTION"):
+        conf.build_settings({"KEY": "00", "SALT": "00", "FORMAT_BEST_MAX_RESOLUTION": -1})
 
 
 # -- through the thumbnailer: the format accepted, the key and Vary per Accept class -----
@@ -248,12 +418,17 @@ def ask(thumbnailer: Thumbnailer, path: str, accept: str) -> tuple[dict[str, str
 SOURCES = ["landscape.jpg", "alpha.png", "logo.png", "noise.png", "anim.gif"]
 
 
+@pytest.mark.parametrize("render", [SETTINGS, DSSIM_SETTINGS], ids=["fixed", "dssim"])
 @pytest.mark.parametrize("accept", sorted(ACCEPTS))
 @pytest.mark.parametrize("source", SOURCES)
 def test_best_never_sends_a_format_the_request_does_not_accept(
-    make: Callable[..., Thumbnailer], graphics: Path, source: str, accept: str
+    make: Callable[..., Thumbnailer],
+    graphics: Path,
+    source: str,
+    accept: str,
+    render: pipeline.RenderSettings,
 ) -> None:
-    thumbnailer = make()
+    thumbnailer = make(render=render)
     for _ in range(2):  # the render, then the cached file
         headers, body = ask(thumbnailer, f"/rs:fit:200:200/plain/photos/{source}@best", accept)
         fmt = format_of(body)
@@ -310,6 +485,40 @@ def test_best_by_default_makes_a_url_without_a_format_best(
     assert is_lossless(body) and headers["Content-Type"] in {"image/png", "image/webp"}
     # A URL naming its format keeps it.
     headers, body = ask(chosen, path + "@jpeg", "image/webp,*/*")
+    assert format_of(body) == "jpeg"
+
+
+# -- FORMAT_BEST_ALLOW_SKIPS: skip_processing for best ------------------------------------
+
+
+def test_skip_processing_makes_best_no_other_format() -> None:
+    """As in imgproxy: the name's format listed leaves the URL at ``best``."""
+    options = parse_path("/skp:jpg/w:50/plain/a.jpg@best").options
+    assert output_format(options, "a.jpg", "image/avif,*/*", True) == (BEST_FORMAT, True)
+    plain = parse_path("/skp:jpg/w:50/plain/a.jpg").options
+    assert output_format(plain, "a.jpg", "image/avif,*/*", True) == ("jpeg", False)
+
+
+@pytest.mark.parametrize("allow", [False, True])
+def test_allow_skips_serves_a_listed_source_as_it_is(
+    make: Callable[..., Thumbnailer], source_dir: Path, allow: bool
+) -> None:
+    """On, a source in a listed format the client may get is its own answer; off, rendered."""
+    photos = source_dir / "photos"
+    (photos / "photo.webp").write_bytes(bytes(images.photo(300, 200).webpsave_buffer()))
+    thumbnailer = make(best_allows_skips=allow)
+    jpeg = (photos / "landscape.jpg").read_bytes()
+    webp = (photos / "photo.webp").read_bytes()
+    headers, body = ask(thumbnailer, "/skp:jpg:webp/w:100/plain/photos/landscape.jpg@best", "*/*")
+    assert (body == jpeg) is allow
+    assert headers["Content-Type"] == "image/jpeg"
+    headers, body = ask(
+        thumbnailer, "/skp:jpg:webp/w:100/plain/photos/photo.webp@best", "image/webp,*/*"
+    )
+    assert (body == webp) is allow
+    # WebP to a client that does not take it: always rendered, in a format it takes.
+    headers, body = ask(thumbnailer, "/skp:webp/w:100/plain/photos/photo.webp@best", "*/*")
+    assert body != webp
     assert format_of(body) == "jpeg"
 
 

@@ -358,6 +358,8 @@ OUTPUT_CHANGES: dict[str, tuple[Any, str, str]] = {
     "AUTO_FORMAT": (False, "/w:50/plain/a.jpg", "image/webp,*/*"),
     "FORMAT_BEST_BY_DEFAULT": (True, "/w:50/plain/a.jpg", "image/webp,*/*"),
     "FORMAT_BEST_COMPLEXITY_THRESHOLD": (10.0, "/w:50/plain/a.jpg@best", "image/webp,*/*"),
+    "FORMAT_BEST_MAX_RESOLUTION": (0.5, "/w:50/plain/a.jpg@best", "image/webp,*/*"),
+    "FORMAT_BEST_ALLOW_SKIPS": (True, "/w:50/skp:jpg/plain/a.jpg@best", "image/webp,*/*"),
     "WATERMARK": ("mark.png", "/w:50/plain/a.jpg@jpeg", ""),
     "WATERMARK_OPACITY": (0.5, "/w:50/plain/a.jpg@jpeg", ""),
     "EXTENSIONS": (["tests.site_extensions.SEPIA"], "/w:50/plain/a.jpg@jpeg", ""),

@@ -39,6 +39,10 @@ AUTO_FORMAT = True
 FORMAT_BEST_BY_DEFAULT = False
 #: Per cent of a thumbnail's pixels on an edge below which ``best`` tries lossless too.
 FORMAT_BEST_COMPLEXITY_THRESHOLD = 25.0
+#: Megapixels of a result above which ``best`` encodes one format it picks (0: no limit).
+FORMAT_BEST_MAX_RESOLUTION = 0.0
+#: Whether ``best`` keeps ``skip_processing`` (imgproxy's ``BEST_FORMAT_ALLOW_SKIPS``).
+FORMAT_BEST_ALLOW_SKIPS = False
 ALLOW_UNSIGNED = False
 QUEUE_TIMEOUT = 5.0
 RENDER_TIMEOUT = 10.0

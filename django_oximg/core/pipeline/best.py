@@ -3,23 +3,30 @@
 The candidates come from the plan (:func:`~django_oximg.core.pipeline.plan.plan_best`):
 the lossy formats the client accepts and JPEG (or PNG for a result with
 alpha), each at the site's quality for it (``QUALITY``, tuned to a similar
-look), and for flat graphics (logos, screenshots, text) palette PNG and
-lossless WebP too. Whether a thumbnail is flat is measured on its own pixels
+look) or, when ``autoquality`` asks for DSSIM, at the quality its search
+finds for that format (:mod:`~django_oximg.core.pipeline.autoquality`), so
+that the formats are compared at the same measured look; and for flat
+graphics (logos, screenshots, text) palette PNG and lossless WebP too.
+Whether a thumbnail is flat is measured on its own pixels
 (:func:`complexity`), as imgproxy measures an image's complexity before it
 tries lossless encodings. The thumbnail is computed once, into memory, and
-every encoding reads those pixels: nothing is decoded or resized again. The
-number of encodings is the plan's (:attr:`~django_oximg.core.pipeline.plan.Plan.encodes`,
-at most five); the render deadline stops libvips' savers and is checked
-between encodings.
+every encoding reads those pixels: nothing is decoded or resized again, and
+the searches share one DSSIM reference. The number of encodings is the
+plan's (:attr:`~django_oximg.core.pipeline.plan.Plan.encodes`: at most five
+without ``autoquality``, each search's encodes counted with it); the render
+deadline stops libvips' savers, each search between its encodes, and is
+checked between candidates.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 from functools import partial
+from typing import NamedTuple
 
 from django_oximg.core.errors import ProcessingTimeout
 from django_oximg.core.limits.deadlines import Deadline
+from django_oximg.core.pipeline.autoquality import Reference, search
 from django_oximg.core.pipeline.encode import encode_within_limit, save, strip_metadata
 from django_oximg.core.pipeline.libvips import Image, watched
 from django_oximg.core.pipeline.plan import Candidate, Plan, RenderSettings
@@ -82,46 +89,109 @@ def encode_candidate(image: Image, candidate: Candidate, keep: int, progressive:
     )
 
 
-def encode_best(
-    image: Image, plan: Plan, settings: RenderSettings, deadline: Deadline
-) -> tuple[bytes, str]:
-    """The smallest of the plan's encodings of ``image``, and its format.
+class Encoding(NamedTuple):
+    """One candidate's encoding: its bytes, and the quality its search chose (0: none ran)."""
+
+    data: bytes
+    quality: int
+    candidate: Candidate
+
+
+def encode_one(
+    image: Image,
+    candidate: Candidate,
+    keep: int,
+    progressive: bool,
+    reference: Reference | None,
+    deadline: Deadline,
+) -> Encoding:
+    """``image`` as ``candidate``: at its quality, or at the one its DSSIM search finds.
+
+    Every search compares its encodes with the same ``reference`` pixels,
+    computed once for all the formats.
+    """
+    if candidate.target is None or reference is None:
+        return Encoding(encode_candidate(image, candidate, keep, progressive), 0, candidate)
+
+    def encode_at(quality: int) -> bytes:
+        return encode_candidate(image, candidate._replace(quality=quality), keep, progressive)
+
+    chosen = search(encode_at, candidate.target, reference, deadline)
+    return Encoding(chosen.data, chosen.quality, candidate)
+
+
+def encode_best(image: Image, plan: Plan, settings: RenderSettings, deadline: Deadline) -> Encoded:
+    """The smallest of the plan's encodings of ``image``, its format and ``autoquality``'s quality.
 
     For a flat thumbnail (:func:`complexity` under the plan's threshold)
     the lossless encodings are tried too, and the smallest of them wins
     unless a lossy one is under :data:`LOSSLESS_BYTES_MARGIN` times smaller.
-    A tie goes to the earlier candidate. With ``max_bytes``, a winner still
-    too large is replaced by the smallest lossy encoding, whose quality the
-    ``max_bytes`` loop then lowers.
+    A tie goes to the earlier candidate. A plan that
+    :attr:`~django_oximg.core.pipeline.plan.Plan.picks_one` encodes the
+    first flat candidate for a flat thumbnail, else the first lossy one.
+    With ``max_bytes``, a winner still too large is replaced by the smallest
+    lossy encoding, whose quality the ``max_bytes`` loop then lowers.
     """
     image, keep, _ = strip_metadata(image, plan.options)
     image = watched(watched(image, deadline).copy_memory(), deadline)
     tried = plan.candidates
     if plan.flat_candidates and complexity(image) < plan.complexity_threshold:
         tried = plan.flat_candidates + tried
-    results: list[tuple[int, int, bytes, Candidate]] = []
+    if plan.picks_one:
+        tried = tried[:1]
+    searches = any(candidate.target is not None for candidate in plan.candidates)
+    reference = Reference(image) if searches else None
+    results: list[tuple[int, int, Encoding]] = []
     for index, candidate in enumerate(tried):
         if deadline.expired:
             raise ProcessingTimeout(f"render deadline passed after {index} format:best encodings")
-        data = encode_candidate(image, candidate, keep, settings.jpeg_progressive)
-        results.append((len(data), index, data, candidate))
-    size, _, data, winner = min(results)
-    lossless = [result for result in results if result[3].lossless]
-    if lossless and not winner.lossless and min(lossless)[0] <= LOSSLESS_BYTES_MARGIN * size:
-        size, _, data, winner = min(lossless)
+        encoding = encode_one(
+            image, candidate, keep, settings.jpeg_progressive, reference, deadline
+        )
+        results.append((len(encoding.data), index, encoding))
+    size, _, winner = min(results)
+    lossless = [result for result in results if result[2].candidate.lossless]
+    if (
+        lossless
+        and not winner.candidate.lossless
+        and min(lossless)[0] <= (LOSSLESS_BYTES_MARGIN * size)
+    ):
+        size, _, winner = min(lossless)
     max_bytes = plan.options.max_bytes
     if max_bytes and size > max_bytes:
-        _, _, data, winner = min(result for result in results if not result[3].lossless)
+        lossy = [result for result in results if not result[2].candidate.lossless]
+        if not lossy:
+            # A plan that picks one tried a lossless encoding alone.
+            fallback = plan.candidates[0]
+            encoding = encode_one(
+                image, fallback, keep, settings.jpeg_progressive, reference, deadline
+            )
+            lossy = [(len(encoding.data), 0, encoding)]
+        winner = min(lossy)[2]
+        chosen = winner.candidate
         encode_at = partial(
             save,
             image,
-            winner.format,
+            chosen.format,
             keep=keep,
-            effort=winner.effort,
+            effort=chosen.effort,
             progressive=settings.jpeg_progressive,
         )
         # The loop starts from the bytes already encoded at the winner's quality.
-        data, _ = encode_within_limit(
-            encode_at, replace(plan, format=winner.format), winner.quality, data
+        data, quality = encode_within_limit(
+            encode_at,
+            replace(plan, format=chosen.format),
+            winner.quality or chosen.quality,
+            winner.data,
         )
-    return data, winner.format
+        return Encoded(data, chosen.format, quality if winner.quality else 0)
+    return Encoded(winner.data, winner.candidate.format, winner.quality)
+
+
+class Encoded(NamedTuple):
+    """What :func:`encode_best` kept."""
+
+    data: bytes
+    format: str
+    #: The quality ``autoquality`` chose for it; 0 when it was encoded at its fixed quality.
+    quality: int

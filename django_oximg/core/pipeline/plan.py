@@ -95,6 +95,9 @@ class RenderSettings:
     #: ``format:best`` tries lossless formats too for a thumbnail with fewer
     #: than this per cent of its pixels on an edge (``FORMAT_BEST_COMPLEXITY_THRESHOLD``).
     best_complexity_threshold: float = defaults.FORMAT_BEST_COMPLEXITY_THRESHOLD
+    #: ``format:best`` encodes one format it picks for a result of more
+    #: megapixels than this (``FORMAT_BEST_MAX_RESOLUTION``; 0: no limit).
+    best_max_resolution: float = defaults.FORMAT_BEST_MAX_RESOLUTION
     #: The quality searched per image (``AUTOQUALITY``); a URL's ``autoquality`` redefines it.
     autoquality: AutoQualitySettings = AUTOQUALITY_OFF
 
@@ -103,12 +106,21 @@ class Candidate(NamedTuple):
     """One encoding ``format:best`` tries: a format, its quality and effort, lossy or not."""
 
     format: str
-    #: The format's quality (:func:`quality_for`); unused by lossless encodings.
+    #: The format's quality (:func:`quality_for`), or the maximum of its
+    #: :attr:`target`'s search; unused by lossless encodings.
     quality: int
     #: Palette PNG or lossless WebP, tried only for flat graphics.
     lossless: bool = False
     #: The effort of an encoder in :data:`UNSTOPPABLE_ENCODERS` (None: the others).
     effort: int | None = None
+    #: ``autoquality`` by DSSIM: the search for this format's quality (its
+    #: own bounds), so that every format is compared at the same look.
+    target: QualityTarget | None = None
+
+    @property
+    def encodes(self) -> int:
+        """The most encodes this candidate makes: its search's, else one."""
+        return 1 if self.target is None else planned_encodes(self.target)
 
 
 @dataclass(frozen=True)
@@ -169,11 +181,20 @@ class Plan:
     #: (:attr:`RenderSettings.best_complexity_threshold`).
     flat_candidates: tuple[Candidate, ...] = ()
     complexity_threshold: float = 0.0
+    #: ``format:best`` over ``FORMAT_BEST_MAX_RESOLUTION``: one candidate is
+    #: encoded, the first flat one for a flat thumbnail, else the first lossy one.
+    picks_one: bool = False
 
     @property
     def encodes(self) -> int:
-        """How many encodings the render may make at most (``max_bytes`` aside)."""
-        return max(1, len(self.candidates) + len(self.flat_candidates))
+        """How many encodings the render may make at most (``max_bytes`` aside).
+
+        ``format:best`` counts every candidate's, each search's in full.
+        """
+        if not self.candidates:
+            return 1 if self.quality_target is None else planned_encodes(self.quality_target)
+        counts = [candidate.encodes for candidate in self.candidates + self.flat_candidates]
+        return max(counts) if self.picks_one else sum(counts)
 
     @property
     def smart_crop(self) -> bool:
@@ -386,13 +407,19 @@ def plan_best(
     ``accepted`` are the formats the client's ``Accept`` names (of
     :data:`BEST_LOSSY_FORMATS`). An animation that stays one is never made a
     still: animated WebP when accepted, else GIF, one encoding. Otherwise
-    each accepted lossy format at its quality, then JPEG, or PNG when the
-    result keeps an alpha channel JPEG cannot carry; and, for a flat
-    thumbnail (decided on its pixels), palette PNG and lossless WebP. The
-    plan's ``format`` is the first candidate, which the steps see (none of
-    them flattens alpha unless it is JPEG); its encoder's time is the sum of
-    every candidate's, and it runs in a child process when any one encoder
-    alone may outlast :data:`IN_PROCESS_ENCODE_SECONDS`.
+    each accepted lossy format, then JPEG, or PNG when the result keeps an
+    alpha channel JPEG cannot carry; and, for a flat thumbnail (decided on
+    its pixels), palette PNG and lossless WebP. Each lossy format is encoded
+    at its quality, or, when ``autoquality`` asks for DSSIM, at the quality
+    its search finds within the format's own bounds
+    (:func:`~django_oximg.core.options.autoquality.quality_target`): the
+    formats are then compared at the same look. A result of more than
+    :attr:`RenderSettings.best_max_resolution` megapixels is encoded once,
+    in the format that usually wins (:func:`picked`). The plan's ``format``
+    is the first candidate, which the steps see (none of them flattens
+    alpha unless it is JPEG); its encoder's time is the sum of every
+    encode's, and it runs in a child process when any one encoder alone may
+    outlast :data:`IN_PROCESS_ENCODE_SECONDS`.
     """
     if keeps_animation(info, "gif", settings, options):
         return plan_render(info, options, "webp" if "webp" in accepted else "gif", settings)
@@ -401,27 +428,67 @@ def plan_best(
     formats.append("png" if alpha else "jpeg")
     plan = plan_render(info, options, formats[0], settings)
     pixels = plan.geometry.width * plan.geometry.height
-    seconds, isolated = 0.0, False
+    limit = settings.best_max_resolution
+    picks_one = bool(limit) and pixels > limit * 1_000_000
 
     def candidate(fmt: str, lossless: bool = False) -> Candidate:
-        nonlocal seconds, isolated
-        effort, took, alone = plan_encoder(fmt, pixels, 1, plan.alpha)
-        if lossless and fmt == "webp":
-            took *= LOSSLESS_WEBP_FACTOR
-            alone = took > IN_PROCESS_ENCODE_SECONDS
-        seconds += took
-        isolated = isolated or alone
-        return Candidate(fmt, quality_for(fmt, options, settings), lossless, effort)
+        effort, _, _ = plan_encoder(fmt, pixels, 1, plan.alpha)
+        target = None
+        if not lossless:
+            target = quality_target(options, fmt, settings.autoquality, pixels)
+        if target is None or target.method != "dssim":
+            return Candidate(fmt, quality_for(fmt, options, settings), lossless, effort)
+        return Candidate(fmt, target.max_quality, lossless, effort, target)
 
     lossy = tuple(candidate(fmt) for fmt in formats)
     flat: tuple[Candidate, ...] = (candidate("png", True),)
     if "webp" in accepted:
         flat += (candidate("webp", True),)
+    if picks_one:
+        lossy, flat = picked(lossy, flat)
+    seconds, isolated = encode_time(lossy + flat, pixels, plan.alpha, picks_one)
     return replace(
         plan,
+        # Each candidate carries its own search; the plan's is the first format's alone.
+        quality_target=None,
+        quality=lossy[0].quality,
         candidates=lossy,
         flat_candidates=flat,
         complexity_threshold=settings.best_complexity_threshold,
+        picks_one=picks_one,
         encode_seconds=seconds,
         isolated=isolated,
     )
+
+
+def picked(
+    lossy: tuple[Candidate, ...], flat: tuple[Candidate, ...]
+) -> tuple[tuple[Candidate, ...], tuple[Candidate, ...]]:
+    """The one lossy and the one flat candidate ``format:best`` encodes over its resolution limit.
+
+    WebP when the client accepts it, else the first of the others: at
+    ``QUALITY``'s defaults WebP was the smallest for 10 of 14 photos and
+    lossless WebP for every drawn image (docs/BENCHMARKS.md), and it
+    encodes in a fraction of AVIF's time. Lossless WebP, else palette PNG.
+    """
+    webp = [candidate for candidate in lossy if candidate.format == "webp"]
+    return (webp[0] if webp else lossy[0],), (flat[-1],)
+
+
+def encode_time(
+    candidates: tuple[Candidate, ...], pixels: int, alpha: bool, picks_one: bool
+) -> tuple[float, bool]:
+    """The predicted encoder seconds of ``candidates`` and whether any one needs a child process.
+
+    A candidate's search runs its encodes one after another. When
+    ``picks_one``, only the slowest of them runs.
+    """
+    times, isolated = [], False
+    for candidate in candidates:
+        _, took, alone = plan_encoder(candidate.format, pixels, 1, alpha)
+        if candidate.lossless and candidate.format == "webp":
+            took *= LOSSLESS_WEBP_FACTOR
+            alone = took > IN_PROCESS_ENCODE_SECONDS
+        times.append(took * candidate.encodes)
+        isolated = isolated or alone
+    return (max(times) if picks_one else sum(times)), isolated

@@ -87,8 +87,10 @@ def render_loaded(
         loaded = Loaded(watched(loaded.image, watch).copy_memory(), True)
     image, frames, frame_height = process_frames(loaded.image, plan)
     if plan.candidates:
-        best, fmt = encode_best(image, plan, settings, watch)
-        return Rendered(best, fmt, int(image.width), int(frame_height), frames)
+        best = encode_best(image, plan, settings, watch)
+        return Rendered(
+            best.data, best.format, int(image.width), int(frame_height), frames, best.quality
+        )
     encoded = encode(image, plan, settings, watch, loaded.in_memory)
     return Rendered(
         encoded.data,

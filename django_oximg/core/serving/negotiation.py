@@ -42,15 +42,21 @@ def output_format(
     ``auto_format`` off (``AUTO_FORMAT``) never negotiates. ``best`` (the
     URL's, or any URL without a format with ``best_by_default``,
     ``FORMAT_BEST_BY_DEFAULT``) is chosen per image among the formats of
-    :func:`best_formats`: negotiated when ``auto_format`` is on.
+    :func:`best_formats`: negotiated when ``auto_format`` is on. As in
+    imgproxy, ``skip_processing`` does not make it the name's format: a
+    source in a listed format is served as it is only with
+    ``FORMAT_BEST_ALLOW_SKIPS``, decided on the source's bytes
+    (:mod:`~django_oximg.core.serving.staging`).
     """
     if options.format and options.format != BEST_FORMAT:
         return options.format, False
     fallback = FALLBACK_FORMATS.get(posixpath.splitext(name)[1].lower(), "jpeg")
-    if options.raw or fallback in options.skip_processing:
+    if options.raw:
         return fallback, False
     if options.format == BEST_FORMAT or best_by_default:
         return BEST_FORMAT, auto_format
+    if fallback in options.skip_processing:
+        return fallback, False
     if not auto_format:
         return fallback, False
     return negotiate(accept, fallback, may_be_animated(name)), True

@@ -33,6 +33,10 @@ from django_oximg.core.serving import info as info_endpoint
 #: Formats that can carry animation.
 ANIMATED_FORMATS = frozenset({"webp", "gif"})
 
+#: Formats ``format:best`` may answer any client with (it makes JPEG and PNG,
+#: and keeps an animation GIF), whatever its ``Accept``.
+BEST_UNIVERSAL_FORMATS = frozenset({"jpeg", "png", "gif"})
+
 
 class SourceRead(NamedTuple):
     """A source's bytes and its header: read once, shared by the jobs in flight on it."""
@@ -54,6 +58,9 @@ class Limits(NamedTuple):
     max_src_file_size: int = defaults.MAX_SRC_FILE_SIZE
     #: Seconds a render (or an ``/info`` summary) may take once it has started.
     render_timeout: float = defaults.RENDER_TIMEOUT
+    #: ``format:best`` serves a source in a format ``skip_processing`` lists
+    #: as it is (``FORMAT_BEST_ALLOW_SKIPS``).
+    best_allows_skips: bool = defaults.FORMAT_BEST_ALLOW_SKIPS
 
     def max_frames(self, options: Options) -> int:
         """The most frames an animation is served with (the URL may lower the setting)."""
@@ -233,21 +240,28 @@ class RenderWork:
 
         As imgproxy: when its format is one named, and is the output format.
         An animation with more frames than allowed is rendered instead (as
-        its first frame).
+        its first frame). For ``format:best``, only with
+        ``FORMAT_BEST_ALLOW_SKIPS``, and only in a format ``best`` may
+        answer this request with (:data:`BEST_UNIVERSAL_FORMATS` or one the
+        client accepts).
         """
         found = pipeline.web_format(info)
-        return (
-            found in self.options.skip_processing
-            and found == self.format
-            and info.frames <= limits.max_frames(self.options)
-        )
+        if found not in self.options.skip_processing or info.frames > limits.max_frames(
+            self.options
+        ):
+            return False
+        if self.format == BEST_FORMAT:
+            return limits.best_allows_skips and (
+                found in BEST_UNIVERSAL_FORMATS or found in self.accepted
+            )
+        return found == self.format
 
     def stage_unprocessed(self, source: SourceRead, limits: Limits) -> StagedBytes:
         """``raw`` and ``skip_processing``: the source's bytes, once checked as
         a render's source is (every frame counted, as the client decodes them all)."""
         info = source.info
         found = pipeline.web_format(info)
-        if found != self.format:
+        if found != self.format and self.format != BEST_FORMAT:
             raise errors.UnsupportedFormat(
                 f"raw: the source is {found or info.format}, its name says {self.format}"
             )
