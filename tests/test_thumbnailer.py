@@ -691,6 +691,8 @@ def test_a_cache_root_that_is_a_file_still_serves_from_memory(
 SEARCHED = {
     "size": "/rs:fit:200:200/aq:size:5000:40:90/plain/photos/landscape.jpg@jpeg",
     "dssim": "/rs:fit:200:200/aq:dssim:0.02:40:90/plain/photos/landscape.jpg@webp",
+    # format:best searches each candidate format; the winner's quality is sent.
+    "best": "/rs:fit:200:200/aq:dssim:0.02:40:90/plain/photos/landscape.jpg@best",
 }
 
 

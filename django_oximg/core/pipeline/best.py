@@ -95,6 +95,8 @@ class Encoding(NamedTuple):
     data: bytes
     quality: int
     candidate: Candidate
+    #: Encodes its search made (0: none ran).
+    encodes: int = 0
 
 
 def encode_one(
@@ -117,7 +119,7 @@ def encode_one(
         return encode_candidate(image, candidate._replace(quality=quality), keep, progressive)
 
     chosen = search(encode_at, candidate.target, reference, deadline)
-    return Encoding(chosen.data, chosen.quality, candidate)
+    return Encoding(chosen.data, chosen.quality, candidate, chosen.encodes)
 
 
 def encode_best(image: Image, plan: Plan, settings: RenderSettings, deadline: Deadline) -> Encoded:
@@ -149,6 +151,7 @@ def encode_best(image: Image, plan: Plan, settings: RenderSettings, deadline: De
             image, candidate, keep, settings.jpeg_progressive, reference, deadline
         )
         results.append((len(encoding.data), index, encoding))
+    encodes = sum(result[2].encodes for result in results)
     size, _, winner = min(results)
     lossless = [result for result in results if result[2].candidate.lossless]
     if (
@@ -184,8 +187,8 @@ def encode_best(image: Image, plan: Plan, settings: RenderSettings, deadline: De
             winner.quality or chosen.quality,
             winner.data,
         )
-        return Encoded(data, chosen.format, quality if winner.quality else 0)
-    return Encoded(winner.data, winner.candidate.format, winner.quality)
+        return Encoded(data, chosen.format, quality if winner.quality else 0, encodes)
+    return Encoded(winner.data, winner.candidate.format, winner.quality, encodes)
 
 
 class Encoded(NamedTuple):
@@ -195,3 +198,5 @@ class Encoded(NamedTuple):
     format: str
     #: The quality ``autoquality`` chose for it; 0 when it was encoded at its fixed quality.
     quality: int
+    #: Encodes the candidates' searches made together (0: none ran).
+    encodes: int = 0

@@ -89,7 +89,13 @@ def render_loaded(
     if plan.candidates:
         best = encode_best(image, plan, settings, watch)
         return Rendered(
-            best.data, best.format, int(image.width), int(frame_height), frames, best.quality
+            best.data,
+            best.format,
+            int(image.width),
+            int(frame_height),
+            frames,
+            best.quality,
+            best.encodes,
         )
     encoded = encode(image, plan, settings, watch, loaded.in_memory)
     return Rendered(

@@ -29,6 +29,7 @@ from django_oximg.core.options import (
 )
 from django_oximg.core.options.autoquality import (
     AUTOQUALITY_OFF,
+    SEARCHED_FORMATS,
     AutoQualitySettings,
     quality_target,
 )
@@ -189,11 +190,17 @@ class JobReader(NamedTuple):
         From the options and settings alone, as the plan decides it, but for
         what only the source tells (an animation, a result over
         ``max_resolution``): those answers have no sidecar, and their hits
-        find none. ``format:best`` encodes each candidate at its fixed
-        quality; ``raw`` encodes nothing.
+        find none. ``format:best`` searches only for DSSIM (a byte target
+        leaves its candidates at their fixed qualities); ``raw`` encodes
+        nothing.
         """
-        if fmt == BEST_FORMAT or options.raw:
+        if options.raw:
             return False
+        if fmt == BEST_FORMAT:
+            targets = (
+                quality_target(options, lossy, self.autoquality, 0) for lossy in SEARCHED_FORMATS
+            )
+            return any(target is not None and target.method == "dssim" for target in targets)
         return quality_target(options, fmt, self.autoquality, 0) is not None
 
     def info_job(self, signed: str) -> Job:

@@ -146,9 +146,13 @@ class StagedRender(NamedTuple):
                 plan=self.plan,
             )
             target = self.plan.quality_target
-            if target is None or not rendered.search_encodes:
+            # format:best searches each candidate, for DSSIM only (its plan has no target).
+            method = (
+                target.method if target is not None else "dssim" if self.plan.candidates else ""
+            )
+            if not method or not rendered.search_encodes:
                 return Made(rendered.data)
-            return Made(rendered.data, rendered.quality, target.method, rendered.search_encodes)
+            return Made(rendered.data, rendered.quality, method, rendered.search_encodes)
         finally:  # failed and killed renders took their time too
             self.observe(time.monotonic() - started)
 
