@@ -73,7 +73,7 @@ def lightness(image: Image) -> Image:
     the whole DSSIM for the same ranking of photos).
     """
     if image.bands >= 3:
-        return image.extract_band(0, n=3).recomb(LUMA)
+        return (image if image.bands == 3 else image.extract_band(0, n=3)).recomb(LUMA)
     return image.extract_band(0).linear(100 / 255, 0.0)
 
 
@@ -126,19 +126,23 @@ class Reference:
         self.width, self.height = image.width, image.height
         self.count = scale_count(self.width, self.height)
         self.x = lightness(image).copy_memory()
-        bands: list[Image] = []
+        # Every scale's block means of x and x^2 as bands of one image (the
+        # smaller scales padded by copying their edges, as the blur itself
+        # pads), so the blur and the rest are one operation each.
+        blocks: list[Image] = []
         x = self.x
         for scale in range(self.count):
             if scale:
                 x = x.shrink(2, 2)
-            blocks = x.bandjoin(x * x).shrink(2, 2)
-            means = blocks.gaussblur(SSIM_SIGMA / 2, precision="float")
-            mean = means[0]
-            variance = means[1] - mean * mean
-            spread = self.count * blocks.width * blocks.height
-            bands.append(variance.linear(2.0 * spread, SSIM_C2 * spread) ** -1)
-        self.blocks = bands[0].width, bands[0].height
-        self.weights = _joined(bands, self.blocks).copy_memory()
+            blocks.append(x.bandjoin(x * x).shrink(2, 2))
+        self.blocks = blocks[0].width, blocks[0].height
+        means = _joined(blocks, self.blocks, "copy").gaussblur(SSIM_SIGMA / 2, precision="float")
+        # Bands 0, 2, 4...: the means of x; 1, 3, 5...: of x^2.
+        mean = means.recomb(_every_other(self.count, 0))
+        variance = means.recomb(_every_other(self.count, 1)) - mean * mean
+        spread = [self.count * block.width * block.height for block in blocks]
+        weights = variance.linear([2.0 * n for n in spread], [SSIM_C2 * n for n in spread]) ** -1
+        self.weights = weights.copy_memory()
         #: How much of the image is texture rather than flat (0..0.5): the
         #: mean of var(x) / (2 var(x) + C2) at the first scale, which
         #: predicts the metric (:func:`first_quality`). It is
@@ -162,12 +166,21 @@ class Reference:
         return float((_joined(bands, self.blocks) * self.weights).stats()(2, 0)[0])
 
 
-def _joined(bands: list[Image], size: tuple[int, int]) -> Image:
-    """``bands`` (the largest first) zero-padded to ``size`` and joined as one image's bands."""
+def _joined(bands: list[Image], size: tuple[int, int], extend: str = "black") -> Image:
+    """``bands`` (the largest first) padded to ``size`` and joined as one image's bands."""
     padded = [
-        band.embed(0, 0, *size) if (band.width, band.height) != size else band for band in bands
+        band.embed(0, 0, *size, extend=extend) if (band.width, band.height) != size else band
+        for band in bands
     ]
     return padded[0].bandjoin(padded[1:]) if len(padded) > 1 else padded[0]
+
+
+def _every_other(count: int, first: int) -> list[list[float]]:
+    """A ``recomb`` matrix picking bands ``first``, ``first + 2``... of ``2 * count``."""
+    return [
+        [1.0 if band == 2 * row + first else 0.0 for band in range(2 * count)]
+        for row in range(count)
+    ]
 
 
 def search(
