@@ -254,6 +254,34 @@ def test_the_dssim_search_interpolates_in_few_encodes(
     assert chosen.encodes <= 4
 
 
+class Cliff:
+    """A stand-in reference whose metric drops at one quality: interpolation creeps up to it."""
+
+    texture = 0.0
+
+    def __init__(self, edge: int) -> None:
+        self.edge = edge
+
+    def dssim(self, encoded: bytes) -> float:
+        return 0.05 if int(encoded) < self.edge else 0.001
+
+
+@pytest.mark.parametrize("edge", [72, 76, 77])
+def test_the_dssim_search_makes_no_more_encodes_than_a_bisection_would(edge: int) -> None:
+    asked: list[int] = []
+
+    def encode_at(quality: int) -> bytes:
+        asked.append(quality)
+        return str(quality).encode()
+
+    goal = QualityTarget("dssim", 0.01, 70, 80, 0.0)
+    chosen = autoquality.search(encode_at, goal, Cliff(edge))  # type: ignore[arg-type]
+    assert chosen.encodes == len(asked) <= planned_encodes(goal)
+    # Its best so far: a passing quality at or above the edge.
+    assert edge <= chosen.quality <= 80
+    assert chosen.score < goal.target
+
+
 def test_the_size_search_keeps_the_highest_quality_that_fits() -> None:
     image = noise(120, 90).copy_memory()
     asked, encode_at = counted(image)

@@ -33,7 +33,7 @@ from typing import NamedTuple
 import pyvips
 
 from django_oximg.core.limits.deadlines import Deadline
-from django_oximg.core.options.autoquality import MAX_ENCODES, QualityTarget
+from django_oximg.core.options.autoquality import MAX_ENCODES, QualityTarget, planned_encodes
 from django_oximg.core.pipeline.libvips import Image
 
 #: SSIM's Gaussian window, and its contrast constant for values of 0..100:
@@ -265,17 +265,22 @@ def search_dssim(
     the two closest (in the logarithm), bisecting instead when
     interpolation twice moves the same side. It ends when a result is
     within the allowed error, or when the passing and failing qualities
-    are neighbours. When no quality within the bounds reaches the target,
-    the highest tried (the maximum, unless the deadline or
-    :data:`MAX_ENCODES` came first).
+    are neighbours. It makes no more encodes than a binary search of the
+    bounds could (:func:`~django_oximg.core.options.autoquality.planned_encodes`,
+    which the estimates count): a metric far from a straight line (a
+    cliff, a plateau, as on some drawn graphics) can make interpolation
+    creep, and then the search keeps its best result at that limit. When
+    no quality within the bounds reaches the target, the highest tried
+    (the maximum, unless the deadline or the encode limit came first).
     """
     # Exclusive bounds: ``low`` fails (or is below the range), ``high`` passes (or above).
     low, high = target.min_quality - 1, target.max_quality + 1
     tried: dict[int, Chosen] = {}
     sides: list[bool] = []
     quality = first_quality(target, reference)
+    limit = planned_encodes(target)
     encodes = 0
-    while encodes < MAX_ENCODES and not _expired(deadline, encodes):
+    while encodes < limit and not _expired(deadline, encodes):
         data = encode_at(quality)
         encodes += 1
         chosen = Chosen(data, quality, encodes, reference.dssim(data))
