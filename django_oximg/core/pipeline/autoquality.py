@@ -117,9 +117,9 @@ class Reference:
     difference from the reference, then the sum.
 
     ``weights``: one band a scale, ``1 / (2 var(x) + C2)`` per block,
-    divided by the scale's blocks and the number of scales (0 in the
-    padding), so that the sum over every band of the blocks' mean squared
-    error times their weight is the metric.
+    divided by the scale's blocks and the number of scales, so that the
+    sum over every band of the blocks' mean squared error times their
+    weight is the metric (a candidate's blocks are 0 in the padding).
     """
 
     def __init__(self, image: Image) -> None:
