@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -191,10 +192,94 @@ def test_the_dssim_search_stops_within_the_allowed_error() -> None:
     image = photo(200, 150).copy_memory()
     reference = autoquality.Reference(image)
     asked, encode_at = counted(image)
-    middle = reference.dssim(save(image, "jpeg", 52, keep=0))
-    chosen = autoquality.search(encode_at, QualityTarget("dssim", middle, 10, 95, 1e-9), reference)
-    # 52 is the first quality a search of 10..95 tries.
-    assert (chosen.quality, chosen.encodes, asked) == (52, 1, [52])
+    goal = QualityTarget("dssim", 0.01, 10, 95, 0.0)
+    start = autoquality.first_quality(goal, reference)
+    error = abs(reference.dssim(save(image, "jpeg", start, keep=0)) - goal.target)
+    chosen = autoquality.search(encode_at, goal._replace(allowed_error=error + 1e-9), reference)
+    assert (chosen.quality, chosen.encodes, asked) == (start, 1, [start])
+
+
+def test_the_metric_grows_as_the_square_of_the_error() -> None:
+    # The same offset on every channel moves the lightness by the same
+    # amount everywhere: twice the offset, four times the metric.
+    image = (photo(160, 120).cast("float") * 0.5 + 64).cast("uchar").copy_memory()
+    reference = autoquality.Reference(image)
+    pattern = (pyvips.Image.xyz(160, 120)[0] % 2) * 2 - 1  # +1/-1 columns
+    shifted = [bytes((image + pattern * k).cast("uchar").pngsave_buffer()) for k in (2, 4)]
+    small, large = (reference.dssim(data) for data in shifted)
+    assert small > 0
+    assert large == pytest.approx(4 * small, rel=1e-6)
+
+
+def test_a_textured_image_starts_the_search_higher_than_a_flat_one() -> None:
+    flat = pyvips.Image.black(200, 150).new_from_image([120, 130, 140]).cast("uchar")
+    goal = QualityTarget("dssim", 0.01, 10, 95, 0.0)
+    textured = autoquality.Reference(noise(200, 150).copy_memory())
+    plain = autoquality.Reference(flat.copy(interpretation="srgb").copy_memory())
+    assert plain.texture < textured.texture
+    assert autoquality.first_quality(goal, plain) < autoquality.first_quality(goal, textured)
+
+
+class LogLinear:
+    """A stand-in reference whose metric falls as JPEG's does: log-linear in quality."""
+
+    def __init__(self, at_70: float, slope: float) -> None:
+        self.at_70, self.slope = at_70, slope
+        offset, factor = autoquality.TEXTURE_AT_70
+        self.texture = (math.log(at_70) - offset) / factor
+
+    def dssim(self, encoded: bytes) -> float:
+        return self.at_70 * math.exp(-self.slope * (int(encoded) - 70))
+
+
+@pytest.mark.parametrize(("at_70", "slope"), [(0.02, 0.038), (0.05, 0.03), (0.005, 0.06)])
+@pytest.mark.parametrize("target", [0.004, 0.009, 0.02])
+def test_the_dssim_search_interpolates_in_few_encodes(
+    at_70: float, slope: float, target: float
+) -> None:
+    reference = LogLinear(at_70, slope)
+    asked: list[int] = []
+
+    def encode_at(quality: int) -> bytes:
+        asked.append(quality)
+        return str(quality).encode()
+
+    goal = QualityTarget("dssim", target, 50, 89, 0.0)
+    chosen = autoquality.search(encode_at, goal, reference)  # type: ignore[arg-type]
+    metric = {q: reference.dssim(str(q).encode()) for q in range(50, 90)}
+    exact = next((q for q in range(50, 90) if metric[q] <= target), 89)
+    assert chosen.quality == exact
+    assert len(asked) == len(set(asked)) == chosen.encodes
+    # A bisection of 50..89 takes 5 or 6.
+    assert chosen.encodes <= 4
+
+
+class Cliff:
+    """A stand-in reference whose metric drops at one quality: interpolation creeps up to it."""
+
+    texture = 0.0
+
+    def __init__(self, edge: int) -> None:
+        self.edge = edge
+
+    def dssim(self, encoded: bytes) -> float:
+        return 0.05 if int(encoded) < self.edge else 0.001
+
+
+@pytest.mark.parametrize("edge", [72, 76, 77])
+def test_the_dssim_search_makes_no_more_encodes_than_a_bisection_would(edge: int) -> None:
+    asked: list[int] = []
+
+    def encode_at(quality: int) -> bytes:
+        asked.append(quality)
+        return str(quality).encode()
+
+    goal = QualityTarget("dssim", 0.01, 70, 80, 0.0)
+    chosen = autoquality.search(encode_at, goal, Cliff(edge))  # type: ignore[arg-type]
+    assert chosen.encodes == len(asked) <= planned_encodes(goal)
+    # Its best so far: a passing quality at or above the edge.
+    assert edge <= chosen.quality <= 80
+    assert chosen.score < goal.target
 
 
 def test_the_size_search_keeps_the_highest_quality_that_fits() -> None:

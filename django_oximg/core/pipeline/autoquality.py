@@ -4,45 +4,49 @@ The search encodes the same pixels (the thumbnail, already resized and in
 memory) at a few qualities and keeps one: for ``size`` the highest quality
 whose result fits the target in bytes, for ``dssim`` the lowest whose
 result is at most the target's DSSIM from the pixels it encodes, or within
-``allowed_error`` of it (imgproxy's methods). It is a binary search between
-the bounds, so it takes at most :data:`MAX_ENCODES` encodes (a range of 11
-qualities, imgproxy's default 70-80, takes at most 4), stops as soon as a
-result is close enough, and stops at the render deadline with the best
-result it has.
+``allowed_error`` of it (imgproxy's methods). ``size`` is a binary search
+between the bounds; ``dssim`` starts at a quality predicted for the image
+and interpolates (:func:`search_dssim`), since its metric, not the encode,
+is most of its cost. Either takes at most :data:`MAX_ENCODES` encodes,
+stops as soon as a result is close enough, and stops at the render
+deadline with the best result it has.
 
-DSSIM is computed here with libvips operations on the lightness of both
-images (:func:`lightness`), at several scales as kornelski's ``dssim``
-(whose scale imgproxy's targets are given on, 0.02 by default) is: SSIM with a
-Gaussian window of sigma 1.5 (Wang et al.'s constants), averaged over the
-image at :data:`SCALES` scales, and DSSIM = 1/SSIM - 1. Chroma is left
-out. The reference's planes are computed once per search; each encode
-then costs a decode and one blur of the scales packed on one canvas
-(``bench/autoquality.py metric`` measures it: about 19 ms on a 500 px
-thumbnail, against 1.4 ms for its JPEG encode).
+The "DSSIM" is computed here with libvips operations on the lightness of
+both images (:func:`lightness`), at :data:`SCALES` scales as kornelski's
+``dssim`` (whose scale imgproxy's targets are given on, 0.02 by default)
+averages its scales, but it is SSIM's contrast term linearised, a
+contrast-masked squared error (:class:`Reference`): 0 for identical
+pixels, about 1 - SSIM for small errors, so a target keeps its meaning
+of "at most this far". Chroma is left out. The reference's side is
+computed once per search; each encode then costs a decode, its
+lightness and a few cheap operations per scale (``bench/autoquality.py
+metric`` measures it against a JPEG encode; docs/quality.md gives the
+numbers).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import NamedTuple
 
 import pyvips
 
 from django_oximg.core.limits.deadlines import Deadline
-from django_oximg.core.options.autoquality import MAX_ENCODES, QualityTarget
+from django_oximg.core.options.autoquality import MAX_ENCODES, QualityTarget, planned_encodes
 from django_oximg.core.pipeline.libvips import Image
 
-#: SSIM's Gaussian window, and its constants for values of 0..100:
-#: Wang et al.'s K1 = 0.01 and K2 = 0.03 of the range, squared.
+#: SSIM's Gaussian window, and its contrast constant for values of 0..100:
+#: Wang et al.'s K2 = 0.03 of the range, squared. (The luminance term and
+#: its constant are left out: a shift of the mean counts in the squared error.)
 SSIM_SIGMA = 1.5
-SSIM_C1 = (0.01 * 100) ** 2
 SSIM_C2 = (0.03 * 100) ** 2
 
-#: Scales SSIM is averaged over: the thumbnail, then each halving. At the
-#: thumbnail's own scale SSIM misses what a viewer sees in smooth areas
-#: (banding, 8x8 blocks in a dark sky); on the 14 photos of docs/quality.md,
-#: three scales gave the worst photo 7 more SSIMULACRA2 points than one,
-#: at the same median.
+#: Scales the metric is averaged over: the thumbnail, then each halving. At
+#: the thumbnail's own scale an error measure misses what a viewer sees in
+#: smooth areas (banding, 8x8 blocks in a dark sky); on the 14 photos of
+#: docs/quality.md, three scales gave the worst photo 7 more SSIMULACRA2
+#: points than one, at the same median.
 SCALES = 3
 
 
@@ -69,17 +73,8 @@ def lightness(image: Image) -> Image:
     the whole DSSIM for the same ranking of photos).
     """
     if image.bands >= 3:
-        return image.extract_band(0, n=3).recomb(LUMA)
+        return (image if image.bands == 3 else image.extract_band(0, n=3)).recomb(LUMA)
     return image.extract_band(0).linear(100 / 255, 0.0)
-
-
-def blurred(image: Image) -> Image:
-    return image.gaussblur(SSIM_SIGMA, precision="float")
-
-
-#: Zero pixels between the scales' tiles of :func:`packed`: more than the
-#: blur's reach, so no tile's means see another's pixels.
-TILE_GAP = 8
 
 
 def scale_count(width: int, height: int) -> int:
@@ -90,74 +85,102 @@ def scale_count(width: int, height: int) -> int:
     return count
 
 
-def packed(image: Image, count: int, weights: bool = False) -> Image:
-    """``image`` and its first ``count - 1`` halvings side by side on one zero canvas.
-
-    One canvas makes every scale's SSIM one libvips pipeline: with the
-    operation cache off, each operation's set-up costs more than its work
-    on a thumbnail, so one chain over three tiles costs about a third of
-    three chains. ``weights``: each tile filled with 1 / (``count`` x its
-    pixels) instead, so that the canvas's sum of an SSIM map is the mean of
-    the scales' means.
-    """
-    tiles = [image]
-    for _ in range(1, count):
-        tiles.append(tiles[-1].shrink(2, 2))
-    if weights:
-        tiles = [tile * 0.0 + 1.0 / (count * tile.width * tile.height) for tile in tiles]
-    width = image.width + TILE_GAP
-    if count > 1:
-        width += tiles[1].width + TILE_GAP
-    height = max(image.height, sum(tile.height + TILE_GAP for tile in tiles[1:]))
-    canvas = tiles[0].embed(0, 0, width, height)
-    top = 0
-    for tile in tiles[1:]:
-        canvas = canvas.insert(tile, image.width + TILE_GAP, top)
-        top += tile.height + TILE_GAP
-    return canvas
-
-
 class Reference:
-    """The pixels a search encodes, as SSIM needs them: lightness, its means and variances.
+    """The pixels a search encodes, kept as the metric needs them: lightness and weights.
 
-    Computed into memory once, every scale packed on one canvas
-    (:func:`packed`), so each candidate costs only its own side. A
-    candidate's three local means (of y, y² and xy) are one blur of a
-    three-band image. ``weights`` make the canvas's sum the mean of the
-    scales' mean SSIMs (zero in the gaps).
+    The metric is a contrast-masked squared error: at each scale, the mean
+    of ``(y - x)^2 / (2 var(x) + C2)``, ``x`` the reference's lightness,
+    ``y`` the candidate's, ``var(x)`` the reference's local variance; the
+    result is the mean over the scales. It is SSIM's contrast-structure
+    term linearised for small errors, ``1 - cs = var(x - y) / (var(x) +
+    var(y) + C2)`` with ``var(y)`` taken as ``var(x)``, but with the error
+    counted at each pixel rather than blurred. Both halves make it cheap:
+    the blur is the costly part of SSIM, and only the reference's side of
+    it is left, computed once per search; and ``var(x)`` is taken on blocks
+    of 2x2 pixels (their means of x and x^2 blurred at half the window,
+    which keeps the blocks' own variance in it), so a candidate's squared
+    error is summed per block too. A candidate then costs its decode, its
+    lightness and four cheap operations a scale.
+
+    It also ranks images closer to SSIMULACRA2 than SSIM did (on the
+    photos of docs/quality.md, fewer bytes for the same worst photo), since
+    an error where the reference is smooth or dark (small ``var(x)``)
+    weighs more, at every pixel rather than averaged with the textured
+    ones around it. Its values stay on SSIM's scale: 0 for identical
+    pixels, about 1 - SSIM for small errors.
+
+    Each libvips evaluation (a ``copy_memory``, a ``stats``) costs a few
+    tenths of a millisecond on its own, more than the work on a small
+    scale, so every scale is computed in one evaluation: the reference's
+    weights, and a candidate's blocks, the smaller scales' zero-padded to
+    the largest's size and joined as bands. A candidate takes two: its
+    difference from the reference, then the sum.
+
+    ``weights``: one band a scale, ``1 / (2 var(x) + C2)`` per block,
+    divided by the scale's blocks and the number of scales, so that the
+    sum over every band of the blocks' mean squared error times their
+    weight is the metric (a candidate's blocks are 0 in the padding).
     """
 
     def __init__(self, image: Image) -> None:
         self.width, self.height = image.width, image.height
         self.count = scale_count(self.width, self.height)
-        self.x = packed(lightness(image), self.count).copy_memory()
-        means = blurred(self.x.bandjoin(self.x * self.x)).copy_memory()
-        mean_x = means[0]
-        self.mean_x = mean_x.copy_memory()
-        #: The reference's parts of SSIM's two denominators.
-        self.luminance = (mean_x * mean_x + SSIM_C1).copy_memory()
-        self.contrast = (means[1] - mean_x * mean_x + SSIM_C2).copy_memory()
-        blank = pyvips.Image.black(self.width, self.height)
-        self.weights = packed(blank, self.count, weights=True).copy_memory()
+        self.x = lightness(image).copy_memory()
+        # Every scale's block means of x and x^2 as bands of one image (the
+        # smaller scales padded by copying their edges, as the blur itself
+        # pads), so the blur and the rest are one operation each.
+        blocks: list[Image] = []
+        x = self.x
+        for scale in range(self.count):
+            if scale:
+                x = x.shrink(2, 2)
+            blocks.append(x.bandjoin(x * x).shrink(2, 2))
+        self.blocks = blocks[0].width, blocks[0].height
+        means = _joined(blocks, self.blocks, "copy").gaussblur(SSIM_SIGMA / 2, precision="float")
+        # Bands 0, 2, 4...: the means of x; 1, 3, 5...: of x^2.
+        mean = means.recomb(_every_other(self.count, 0))
+        variance = means.recomb(_every_other(self.count, 1)) - mean * mean
+        spread = [self.count * block.width * block.height for block in blocks]
+        weights = variance.linear([2.0 * n for n in spread], [SSIM_C2 * n for n in spread]) ** -1
+        self.weights = weights.copy_memory()
+        #: How much of the image is texture rather than flat (0..0.5): the
+        #: mean of var(x) / (2 var(x) + C2) at the first scale, which
+        #: predicts the metric (:func:`first_quality`). It is
+        #: (1 - C2 / (2 var(x) + C2)) / 2, from the first band's sum.
+        masking = float(self.weights[0].stats()(2, 0)[0]) * self.count
+        self.texture = (1.0 - SSIM_C2 * masking) / 2
 
     def dssim(self, encoded: bytes) -> float:
-        """DSSIM (1/SSIM - 1, SSIM averaged over the scales) of ``encoded``; 0 is identical."""
-        # Into memory first: the blur reads it three times over.
-        y = lightness(pyvips.Image.new_from_buffer(encoded, "")).copy_memory()
+        """The metric (the class's) of ``encoded`` against the reference; 0 is identical."""
+        y = lightness(pyvips.Image.new_from_buffer(encoded, ""))
         if (y.width, y.height) != (self.width, self.height):
             raise ValueError("the encoded image is not the reference's size")
-        y = packed(y, self.count).copy_memory()
-        means = blurred(y.bandjoin([y * y, self.x * y]))
-        mean_y = means[0]
-        mean_xy = self.mean_x * mean_y
-        numerator = (mean_xy * 2 + SSIM_C1) * ((means[2] - mean_xy) * 2 + SSIM_C2)
-        mean_y2 = mean_y * mean_y
-        denominator = (self.luminance + mean_y2) * (self.contrast + means[1] - mean_y2)
-        weighted = numerator / denominator * self.weights
-        ssim = float(weighted.avg()) * weighted.width * weighted.height
-        # Float sums put an identical image's SSIM a rounding error either
-        # side of 1; DSSIM is never below 0.
-        return max(0.0, 1.0 / ssim - 1.0) if ssim > 0 else float("inf")
+        # Into memory once: every scale reads it.
+        difference = (y - self.x).copy_memory()
+        bands: list[Image] = []
+        for scale in range(self.count):
+            if scale:
+                difference = difference.shrink(2, 2)
+            bands.append((difference * difference).shrink(2, 2))
+        # stats' third column, first row: the sum over every band.
+        return float((_joined(bands, self.blocks) * self.weights).stats()(2, 0)[0])
+
+
+def _joined(bands: list[Image], size: tuple[int, int], extend: str = "black") -> Image:
+    """``bands`` (the largest first) padded to ``size`` and joined as one image's bands."""
+    padded = [
+        band.embed(0, 0, *size, extend=extend) if (band.width, band.height) != size else band
+        for band in bands
+    ]
+    return padded[0].bandjoin(padded[1:]) if len(padded) > 1 else padded[0]
+
+
+def _every_other(count: int, first: int) -> list[list[float]]:
+    """A ``recomb`` matrix picking bands ``first``, ``first + 2``... of ``2 * count``."""
+    return [
+        [1.0 if band == 2 * row + first else 0.0 for band in range(2 * count)]
+        for row in range(count)
+    ]
 
 
 def search(
@@ -205,35 +228,106 @@ def search_size(
     return best._replace(encodes=encodes)
 
 
+#: How the metric falls with JPEG quality: its logarithm drops by about
+#: this much per quality step between 50 and 89 (0.032-0.042 on the photos
+#: of docs/quality.md, up to 0.06 on drawn graphics). The search steps by it
+#: until it has results either side of the target.
+LOG_SLOPE = 0.038
+
+#: Where the search starts: the logarithm of the metric at JPEG quality 70
+#: predicted from the reference's :attr:`Reference.texture` as
+#: ``TEXTURE_AT_70[0] + TEXTURE_AT_70[1] * texture`` (fitted on the photos
+#: and graphics of docs/quality.md: correlation 0.84, the residual about
+#: 10 quality steps against 19 for one value for every image), then
+#: extrapolated by :data:`LOG_SLOPE` to the target, within the bounds.
+TEXTURE_AT_70 = (-5.13, 4.66)
+
+
+def first_quality(target: QualityTarget, reference: Reference) -> int:
+    """The quality predicted to reach ``target.target`` for ``reference``, within the bounds."""
+    at_70 = TEXTURE_AT_70[0] + TEXTURE_AT_70[1] * reference.texture
+    quality = 70 + math.ceil((at_70 - _log(target.target)) / LOG_SLOPE)
+    return min(max(quality, target.min_quality), target.max_quality)
+
+
 def search_dssim(
     encode_at: Callable[[int], bytes],
     reference: Reference,
     target: QualityTarget,
     deadline: Deadline | None,
 ) -> Chosen:
-    """The lowest quality whose DSSIM is at most ``target.target``, or within the allowed error.
+    """The lowest quality whose metric is at most ``target.target``, or within the allowed error.
 
-    When no quality within the bounds reaches the target, the highest tried
-    (the maximum, unless the deadline or :data:`MAX_ENCODES` came first).
+    A bisection over 50-89 takes 6 encodes and each costs a metric; the
+    metric's logarithm is close to a straight line in quality, so the search
+    starts at :func:`first_quality`, steps by :data:`LOG_SLOPE` past the
+    target until it has a result either side, then interpolates between
+    the two closest (in the logarithm), bisecting instead when
+    interpolation twice moves the same side. It ends when a result is
+    within the allowed error, or when the passing and failing qualities
+    are neighbours. It makes no more encodes than a binary search of the
+    bounds could (:func:`~django_oximg.core.options.autoquality.planned_encodes`,
+    which the estimates count): a metric far from a straight line (a
+    cliff, a plateau, as on some drawn graphics) can make interpolation
+    creep, and then the search keeps its best result at that limit. When
+    no quality within the bounds reaches the target, the highest tried
+    (the maximum, unless the deadline or the encode limit came first).
     """
-    low, high = target.min_quality, target.max_quality
-    passing: Chosen | None = None
-    failing: Chosen | None = None
+    # Exclusive bounds: ``low`` fails (or is below the range), ``high`` passes (or above).
+    low, high = target.min_quality - 1, target.max_quality + 1
+    tried: dict[int, Chosen] = {}
+    sides: list[bool] = []
+    quality = first_quality(target, reference)
+    limit = planned_encodes(target)
     encodes = 0
-    while low <= high and encodes < MAX_ENCODES and not _expired(deadline, encodes):
-        quality = (low + high) // 2
+    while encodes < limit and not _expired(deadline, encodes):
         data = encode_at(quality)
         encodes += 1
         chosen = Chosen(data, quality, encodes, reference.dssim(data))
         if abs(chosen.score - target.target) <= target.allowed_error:
             return chosen
-        if chosen.score < target.target:
-            passing, high = chosen, quality - 1
+        tried[quality] = chosen
+        passes = chosen.score < target.target
+        sides.append(passes)
+        if passes:
+            high = quality
         else:
-            failing, low = chosen, quality + 1
-    best = passing or failing
-    assert best is not None  # the first encode always runs
+            low = quality
+        if high - low <= 1:
+            break
+        quality = _next_quality(low, high, tried, target.target, sides)
+    best = tried.get(high) or tried[low]
     return best._replace(encodes=encodes)
+
+
+def _next_quality(
+    low: int, high: int, tried: dict[int, Chosen], target: float, sides: list[bool]
+) -> int:
+    """The next quality strictly between ``low`` (fails) and ``high`` (passes)."""
+    goal = _log(target)
+    failing, passing = tried.get(low), tried.get(high)
+    if failing and passing:
+        if len(sides) >= 3 and sides[-1] == sides[-2] == sides[-3]:
+            guess = (low + high) / 2
+        else:
+            above, below = _log(failing.score), _log(passing.score)
+            guess = low + (above - goal) / (above - below) * (high - low)
+        quality = math.ceil(guess)
+    else:
+        # One side known: step past the target by one quality, to cross it.
+        known = failing or passing
+        assert known is not None
+        guess = known.quality + (_log(known.score) - goal) / LOG_SLOPE
+        quality = math.ceil(guess) + 1 if failing else math.floor(guess) - 1
+    return min(max(quality, low + 1), high - 1)
+
+
+#: The smallest metric the logarithms see (an identical result scores 0).
+_TINY = 1e-9
+
+
+def _log(value: float) -> float:
+    return math.log(max(value, _TINY))
 
 
 def _expired(deadline: Deadline | None, encodes: int) -> bool:
