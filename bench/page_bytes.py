@@ -1,7 +1,7 @@
 """Bytes per page: a gallery loaded in headless Chromium, by django-oximg and its Django peers.
 
     .venv/bin/python bench/page_bytes.py [--rounds 3] [--photos bench/photos]
-        [--contenders oximg-auto,oximg,oximg-best,sorl,easy] [--json FILE]
+        [--contenders oximg-auto,oximg,oximg-webp,oximg-best,sorl,easy] [--json FILE]
 
 The page shows 12 photos cropped to 400x300 and 6 drawn graphics
 (bench/graphics.py: logo with alpha, screenshot, text, flat illustration,
@@ -15,6 +15,9 @@ Contenders (``CONTENDERS``; one line each to add one):
 - ``oximg-auto``: django-oximg with ``format="auto"`` on the tag (AVIF or
   WebP, negotiated from the browser's ``Accept``);
 - ``oximg``: django-oximg at the tag's default (the source's format);
+- ``oximg-webp``: django-oximg with ``format="webp"``: what a first visit
+  answered in a fast format while AVIF is made later would at best cost
+  (its bytes, and its time without the AVIF renders' CPU beside it);
 - ``oximg-best``: django-oximg with ``format="best"``, skipped with the tag's
   own message while the tag refuses the option;
 - ``sorl``, ``easy``: sorl-thumbnail and easy-thumbnails with their defaults,
@@ -99,6 +102,7 @@ class Contender:
 CONTENDERS = [
     Contender("oximg-auto", 'django-oximg format="auto"', "oximg", ' format="auto"'),
     Contender("oximg", "django-oximg (tag default)", "oximg"),
+    Contender("oximg-webp", 'django-oximg format="webp"', "oximg", ' format="webp"'),
     Contender("oximg-best", 'django-oximg format="best"', "oximg", ' format="best"'),
     Contender("sorl", "sorl-thumbnail", "sorl"),
     Contender("easy", "easy-thumbnails", "easy"),
