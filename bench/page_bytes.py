@@ -1,7 +1,8 @@
 """Bytes per page: a gallery loaded in headless Chromium, by django-oximg and its Django peers.
 
     .venv/bin/python bench/page_bytes.py [--rounds 3] [--photos bench/photos]
-        [--contenders oximg-auto,oximg,oximg-best,sorl,easy] [--json FILE]
+        [--contenders oximg-auto,oximg-auto-defaults,oximg,oximg-webp,oximg-best,sorl,easy]
+        [--json FILE]
 
 The page shows 12 photos cropped to 400x300 and 6 drawn graphics
 (bench/graphics.py: logo with alpha, screenshot, text, flat illustration,
@@ -14,7 +15,13 @@ Contenders (``CONTENDERS``; one line each to add one):
 
 - ``oximg-auto``: django-oximg with ``format="auto"`` on the tag (AVIF or
   WebP, negotiated from the browser's ``Accept``);
+- ``oximg-auto-defaults``: the same through the settings, the template
+  as for ``oximg`` (``TAG_DEFAULTS`` ``{"format": "auto"}``), as a site
+  moving from sorl-thumbnail would set it;
 - ``oximg``: django-oximg at the tag's default (the source's format);
+- ``oximg-webp``: django-oximg with ``format="webp"``: what a first visit
+  answered in a fast format while AVIF is made later would at best cost
+  (its bytes, and its time without the AVIF renders' CPU beside it);
 - ``oximg-best``: django-oximg with ``format="best"``, skipped with the tag's
   own message while the tag refuses the option;
 - ``sorl``, ``easy``: sorl-thumbnail and easy-thumbnails with their defaults,
@@ -94,11 +101,20 @@ class Contender:
     app: str  # "oximg", "sorl" or "easy"
     #: Extra options for django-oximg's tag, as written in the template.
     options: str = ""
+    #: Extra ``OXIMG`` settings for django-oximg's server, as JSON.
+    settings: str = ""
 
 
 CONTENDERS = [
     Contender("oximg-auto", 'django-oximg format="auto"', "oximg", ' format="auto"'),
     Contender("oximg", "django-oximg (tag default)", "oximg"),
+    Contender(
+        "oximg-auto-defaults",
+        'django-oximg, TAG_DEFAULTS format "auto"',
+        "oximg",
+        settings='{"TAG_DEFAULTS": {"format": "auto"}}',
+    ),
+    Contender("oximg-webp", 'django-oximg format="webp"', "oximg", ' format="webp"'),
     Contender("oximg-best", 'django-oximg format="best"', "oximg", ' format="best"'),
     Contender("sorl", "sorl-thumbnail", "sorl"),
     Contender("easy", "easy-thumbnails", "easy"),
@@ -297,6 +313,7 @@ def server_env(contender: Contender, state: Path) -> dict[str, str]:
         DJANGO_SETTINGS_MODULE="bench.page_app.gallery_settings",
         OXIMG_PAGE_CONTENDER=contender.app,
         OXIMG_PAGE_STATE=str(state),
+        OXIMG_PAGE_SETTINGS=contender.settings,
         PYTHONPATH=str(ROOT),
     )
 

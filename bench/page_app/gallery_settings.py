@@ -5,12 +5,14 @@ sets: ``OXIMG_PAGE_CONTENDER`` (``oximg``, ``sorl`` or ``easy``: which app is
 installed) and ``OXIMG_PAGE_STATE`` (a directory holding ``media/`` with the
 sources, ``page.html``, the page's template, and ``sources.json``, the
 sources' names; the database and every thumbnail are made under it, so a
-new directory is an empty cache). Imports only Django: sorl-thumbnail and
+new directory is an empty cache), and ``OXIMG_PAGE_SETTINGS``, JSON merged
+into ``OXIMG`` (empty: none). Imports only Django: sorl-thumbnail and
 easy-thumbnails run it in their own venv.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -47,3 +49,4 @@ OXIMG = {
     "KEY": "943b421c9eb07c830af81030552c86009268de4e532ba2ee2eab8247c6da0881",
     "SALT": "520f986b998545b4785e0defbc4f3c1203f22de2374a3d53cb7a7fe9fea309c5",
 }
+OXIMG.update(json.loads(os.environ.get("OXIMG_PAGE_SETTINGS") or "{}"))

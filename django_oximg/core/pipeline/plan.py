@@ -311,8 +311,11 @@ class UnstoppableEncoder(NamedTuple):
 #: reference machine (on noise, or for GIF a photo encoded after an AVIF in
 #: the same process, which made it 4x slower; photos alone take a half to a
 #: quarter) by ``bench/encoders.py rates``; docs/security.md has the table.
-#: AVIF at effort 0 is about 0.1 dB worse than at 2 for a quarter of the
-#: time (docs/pipeline.md). GIF is always encoded at effort 1: libvips'
+#: AVIF at effort 0 takes a quarter to a fifth of effort 2's CPU but, on
+#: real photos at thumbnail sizes, 14-23 % more bytes for effort 2's
+#: SSIMULACRA2; effort 1 half the CPU for 4-7 % more bytes
+#: (``bench/avif_effort.py``, docs/pipeline.md): so effort 2 wherever the
+#: deadline affords it, 0 only where it must. GIF is always encoded at effort 1: libvips'
 #: default, 7, took 13-23 us a pixel, a second for a 256x256 thumbnail, for
 #: a file about 15 % smaller.
 GIF_RATE = EncodeRate(1, 0.03, 1.8e-6, per_pixel_next=0.4e-6)
