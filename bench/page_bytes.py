@@ -229,8 +229,9 @@ def table(rounds: Sequence[Mapping[str, Any]], names: Sequence[str]) -> str:
     """The medians over rounds per contender and visit, and the ratios to the baseline."""
     lines = [
         "| contender | visit | requests (cache / 304) | KB received "
-        f"| x {BASELINE} | photos KB | graphics KB | formats: photos; graphics | load ms |",
-        "|---|---|---:|---:|---:|---:|---:|---|---:|",
+        f"| x {BASELINE} | photos KB | graphics KB | formats: photos; graphics | load ms "
+        "| server CPU s |",
+        "|---|---|---:|---:|---:|---:|---:|---|---:|---:|",
     ]
     for name in names:
         ran = [run[name] for run in rounds if name in run and "skipped" not in run[name]]
@@ -255,7 +256,7 @@ def table(rounds: Sequence[Mapping[str, Any]], names: Sequence[str]) -> str:
                 f"({median('from_cache'):.0f} / {median('revalidated'):.0f}) "
                 f"| {median('wire_bytes', 1e-3):.1f} | {spread(by_bytes)} "
                 f"| {median('photo_bytes', 1e-3):.1f} | {median('graphic_bytes', 1e-3):.1f} "
-                f"| {formats} | {median('load_ms'):.0f} |"
+                f"| {formats} | {median('load_ms'):.0f} | {median('server_cpu_s'):.2f} |"
             )
     return "\n".join(lines)
 
@@ -337,8 +338,8 @@ def new_state(contender: Contender, sources: Path, names: list[str], state: Path
 
 
 @contextmanager
-def gallery_server(contender: Contender, state: Path, logs: Path) -> Iterator[int]:
-    """gunicorn (2 processes, 4 threads) serving the gallery; yields its port."""
+def gallery_server(contender: Contender, state: Path, logs: Path) -> Iterator[tuple[int, int]]:
+    """gunicorn (2 processes, 4 threads) serving the gallery; yields its port and master's pid."""
     from bench.servers import free_port, gunicorn_command, spawn
 
     python = python_for(contender)
@@ -347,8 +348,9 @@ def gallery_server(contender: Contender, state: Path, logs: Path) -> Iterator[in
     command = gunicorn_command("bench.page_app.gallery_wsgi:application", port, 4, workers=2)
     command[0] = str(python)
     log = logs / f"{contender.name}.log"
-    with spawn(contender.name, command, server_env(contender, state), port, "/ping", log):
-        yield port
+    environment = server_env(contender, state)
+    with spawn(contender.name, command, environment, port, "/ping", log) as running:
+        yield port, running.process.pid
 
 
 def refusal(port: int) -> str | None:
@@ -436,16 +438,34 @@ def record_visit(context: Any, url: str) -> dict[str, Any]:
     return {**recorded, "responses": list(seen.values())}
 
 
-def measure(browser: Any, contender: Contender, port: int) -> dict[str, Any]:
-    """A first visit in a new context, then a repeat visit in a new tab of the same context."""
+def server_cpu(pid: int) -> float:
+    """CPU seconds the server (gunicorn's master and its workers) has used so far."""
+    from bench.driver import process_tree, tree_cpu_and_faults
+
+    return tree_cpu_and_faults(process_tree(pid))[0]
+
+
+def measure(browser: Any, contender: Contender, port: int, pid: int) -> dict[str, Any]:
+    """A first visit in a new context, then a repeat visit in a new tab of the same context.
+
+    Each visit's summary also has ``server_cpu_s``: the CPU time the server
+    spent during it (the browser shares the machine's CPUs with it).
+    """
     context = browser.new_context(viewport=VIEWPORT)
     try:
         url = f"http://127.0.0.1:{port}/"
+        before = server_cpu(pid)
         first = record_visit(context, url)
+        between = server_cpu(pid)
         repeat = record_visit(context, url)
+        after = server_cpu(pid)
     finally:
         context.close()
-    return {"first": summarize(first), "repeat": summarize(repeat), "records": [first, repeat]}
+    return {
+        "first": {**summarize(first), "server_cpu_s": between - before},
+        "repeat": {**summarize(repeat), "server_cpu_s": after - between},
+        "records": [first, repeat],
+    }
 
 
 def main() -> None:
@@ -493,13 +513,13 @@ def main() -> None:
                 for contender in order:
                     state = work / "state" / contender.name
                     new_state(contender, work / "sources", sources, state)
-                    with gallery_server(contender, state, work) as port:
+                    with gallery_server(contender, state, work) as (port, pid):
                         message = refusal(port)
                         if message is not None:
                             refused[contender.name] = message
                             results[contender.name] = {"skipped": message}
                             continue
-                        results[contender.name] = measure(browser, contender, port)
+                        results[contender.name] = measure(browser, contender, port, pid)
                     first = results[contender.name]["first"]
                     print(
                         f"round {number + 1}: {contender.name}: "
@@ -525,7 +545,8 @@ def main() -> None:
                     f"{spread(ratios(rounds, name, visit, 'wire_bytes'))}, photos "
                     f"{spread(ratios(rounds, name, visit, 'photo_bytes'))}, graphics "
                     f"{spread(ratios(rounds, name, visit, 'graphic_bytes'))}, load time "
-                    f"{spread(ratios(rounds, name, visit, 'load_ms'))}"
+                    f"{spread(ratios(rounds, name, visit, 'load_ms'))}, server CPU "
+                    f"{spread(ratios(rounds, name, visit, 'server_cpu_s'))}"
                 )
     for note in notes:
         print(f"note: {note}")

@@ -1031,15 +1031,19 @@ def test_page_bytes_ratios_pair_contenders_within_a_round_and_skip_the_refused()
         photo = ("/i.avif", body + 300, body, 200, "image/avif")
         graphic = ("/g.png", 1300, 1000, 200, "image/png")
         cached = [(url, 0, size, status, mime) for url, _, size, status, mime in (photo, graphic)]
+        first = summarize(page_visit([photo, graphic], 3050), photos=1)
+        repeat = summarize(page_visit(cached, 3050), photos=1)
+        # The server's CPU during each visit, here in proportion to the photo's bytes.
         return {
-            "first": summarize(page_visit([photo, graphic], 3050), photos=1),
-            "repeat": summarize(page_visit(cached, 3050), photos=1),
+            "first": {**first, "server_cpu_s": body / 10_000},
+            "repeat": {**repeat, "server_cpu_s": 0.001},
         }
 
     rounds = [
         {"oximg-auto": result(2_000), "sorl": result(9_000), "oximg-best": {"skipped": "no"}},
         {"oximg-auto": result(4_000), "sorl": result(5_000), "oximg-best": {"skipped": "no"}},
     ]
+    assert ratios(rounds, "oximg-auto", "first", "server_cpu_s") == pytest.approx([2 / 9, 4 / 5])
     assert ratios(rounds, "oximg-auto", "first", "photo_bytes") == [2_000 / 9_000, 4_000 / 5_000]
     assert ratios(rounds, "oximg-best", "first", "photo_bytes") == []
     lines = table(rounds, ["oximg-auto", "oximg-best", "sorl"]).splitlines()
@@ -1053,6 +1057,7 @@ def test_page_bytes_ratios_pair_contenders_within_a_round_and_skip_the_refused()
     assert first[5] == "3.0"  # KB of photos, the median of 2000 and 4000
     assert first[6] == "1.0"
     assert first[7] == "1 avif; 1 png"
+    assert first[9] == "0.30"  # server CPU s, the median of 0.2 and 0.4
     repeat = [cell.strip() for cell in lines[3].split("|")[1:-1]]
     assert repeat[2] == "3 (2 / 0)"
     assert repeat[3] == "3.3"
