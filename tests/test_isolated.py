@@ -75,6 +75,18 @@ def test_the_child_gives_the_bytes_this_process_gives(
     assert there == here
 
 
+@pytest.mark.parametrize("method", ["size:3000", "dssim:0.02"])
+def test_the_child_gives_the_quality_its_search_chose(method: str) -> None:
+    """An AVIF whose quality ``autoquality`` searched: the quality crosses the pipe too."""
+    data = images.jpeg(640, 480)
+    options = parse_path(f"/w:300/aq:{method}:40:70/plain/x").options
+    plan = plan_for(data, options, "avif")
+    here = render_here(data, replace(plan, isolated=False), SETTINGS, None)
+    there = pipeline.render(data, options, "avif", SETTINGS, plan=plan)
+    assert 40 <= there.quality <= 70 and there.search_encodes > 0
+    assert there == here
+
+
 def test_a_sites_step_runs_in_the_child_as_here() -> None:
     """The child gets the extension by pickling and imports its module (no Django)."""
     settings = pipeline.RenderSettings(extensions=(site_extensions.SEPIA,))
