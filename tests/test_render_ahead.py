@@ -32,6 +32,7 @@ from django.db import connections, transaction
 from django.template import Context, Template, TemplateSyntaxError
 
 from django_oximg import conf, runtime
+from django_oximg.arguments import tag_options
 from django_oximg.core import pipeline
 from django_oximg.core.errors import SourceTooLarge
 from django_oximg.core.keys import source_directory
@@ -39,6 +40,7 @@ from django_oximg.core.pipeline.batch import BatchStats
 from django_oximg.core.serving.handler import Thumbnailer
 from django_oximg.core.serving.staging import RenderWork, SourceRead, StagedRender
 from django_oximg.core.stores.disk import FileSystemCacheStore, FileSystemSourceStore
+from django_oximg.declared_sizes import parse_size
 from django_oximg.render_ahead import tasks
 from django_oximg.render_ahead.rendering import AheadOutcome, AheadRequest, render_ahead
 from django_oximg.thumbnails import get_thumbnail
@@ -531,6 +533,17 @@ def test_the_settings_block_of_the_docs_is_valid() -> None:
     exec(block, namespace)
     built = conf.build_settings(namespace["OXIMG"])
     assert set(built.RENDER_AHEAD) == {"gallery.Photo.image", "shop.Product.picture"}
+
+
+def test_the_searched_best_format_size_of_the_docs_is_what_the_tag_takes() -> None:
+    """docs/render-ahead.md's size with ``format=best autoquality=dssim``."""
+    namespace: dict[str, Any] = {"OXIMG": {}}
+    exec(docs_block('OXIMG["RENDER_AHEAD"] = {'), namespace)
+    built = conf.build_settings(namespace["OXIMG"])
+    [(name, text)] = built.RENDER_AHEAD["gallery.Photo.image"]
+    size = parse_size(text, name)
+    options = tag_options(size.geometry, dict(size.keywords))
+    assert (name, options.format, options.autoquality.method) == ("card", "best", "dssim")
 
 
 # -- in this process, the core: within the memory budget, as requests ------------------
