@@ -64,6 +64,33 @@ def media(settings: Any, tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def admin_site_settings(settings: Any) -> None:
+    """The middleware and context processors Django's admin needs (tests/settings.py
+    has none, so everything else runs without them)."""
+    settings.MIDDLEWARE = [
+        "django.contrib.sessions.middleware.SessionMiddleware",
+        "django.contrib.auth.middleware.AuthenticationMiddleware",
+        "django.contrib.messages.middleware.MessageMiddleware",
+    ]
+    # No sessions table needed: the session lives in a signed cookie.
+    settings.SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
+    settings.MESSAGE_STORAGE = "django.contrib.messages.storage.cookie.CookieStorage"
+    settings.TEMPLATES = [
+        {
+            "BACKEND": "django.template.backends.django.DjangoTemplates",
+            "APP_DIRS": True,
+            "OPTIONS": {
+                "context_processors": [
+                    "django.template.context_processors.request",
+                    "django.contrib.auth.context_processors.auth",
+                    "django.contrib.messages.context_processors.messages",
+                ]
+            },
+        }
+    ]
+
+
+@pytest.fixture
 def source_dir(tmp_path: Path) -> Path:
     """Sources under ``photos/``, as the ``media`` fixture draws them, without Django."""
     root = tmp_path / "sources"

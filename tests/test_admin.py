@@ -1,8 +1,9 @@
 """ThumbnailAdminMixin and ThumbnailFileWidget through a real admin site.
 
 The site is tests/adminapp's own (``tests.adminapp.urls``); the middleware and
-context processors the admin needs are set here, so tests/settings.py keeps
-an empty MIDDLEWARE for everything else.
+context processors the admin needs are set for each test here (the
+``admin_site_settings`` fixture, tests/conftest.py), so tests/settings.py
+keeps an empty MIDDLEWARE for everything else.
 """
 
 from __future__ import annotations
@@ -37,28 +38,7 @@ pytestmark = [
 
 
 @pytest.fixture(autouse=True)
-def admin_settings(settings: Any, media: Path) -> Iterator[None]:
-    settings.MIDDLEWARE = [
-        "django.contrib.sessions.middleware.SessionMiddleware",
-        "django.contrib.auth.middleware.AuthenticationMiddleware",
-        "django.contrib.messages.middleware.MessageMiddleware",
-    ]
-    # No sessions table needed: the session lives in a signed cookie.
-    settings.SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
-    settings.MESSAGE_STORAGE = "django.contrib.messages.storage.cookie.CookieStorage"
-    settings.TEMPLATES = [
-        {
-            "BACKEND": "django.template.backends.django.DjangoTemplates",
-            "APP_DIRS": True,
-            "OPTIONS": {
-                "context_processors": [
-                    "django.template.context_processors.request",
-                    "django.contrib.auth.context_processors.auth",
-                    "django.contrib.messages.context_processors.messages",
-                ]
-            },
-        }
-    ]
+def admin_settings(admin_site_settings: None, media: Path) -> Iterator[None]:
     cache.clear()
     yield
     cache.clear()

@@ -31,6 +31,7 @@ import pyvips
 
 from django_oximg.core.options.geometry import place
 from django_oximg.core.options.model import Gravity
+from tests import bombs
 from tests.chromium import CHROMIUM_ARGS, VIEWPORT
 from tests.services import require_program
 from tests.test_example_project import (  # noqa: F401 (fixtures)
@@ -645,7 +646,7 @@ print(photo.pk)
 def test_a_photo_over_the_limit_is_refused_at_upload_and_a_stored_one_is_no_broken_image(
     visit: Visit, browser_context: BrowserContext, server: str, demo_var: Path, tmp_path: Path
 ) -> None:
-    phone = pyvips.Image.black(*PHONE_SIZE).pngsave_buffer(compression=9)
+    phone = bombs.flat_grey_png(*PHONE_SIZE)
     page: Page = browser_context.new_page()
     try:
         page.goto(server + "/upload/", timeout=LOAD_TIMEOUT_MS)

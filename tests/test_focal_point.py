@@ -441,32 +441,7 @@ def test_the_static_files_ship_in_the_package() -> None:
     assert (static / "focal_point.css").is_file()
 
 
-@pytest.fixture
-def admin_settings(settings: Any) -> None:
-    """What the admin needs, as tests/test_admin.py sets it (tests/settings.py has none)."""
-    settings.MIDDLEWARE = [
-        "django.contrib.sessions.middleware.SessionMiddleware",
-        "django.contrib.auth.middleware.AuthenticationMiddleware",
-        "django.contrib.messages.middleware.MessageMiddleware",
-    ]
-    settings.SESSION_ENGINE = "django.contrib.sessions.backends.signed_cookies"
-    settings.MESSAGE_STORAGE = "django.contrib.messages.storage.cookie.CookieStorage"
-    settings.TEMPLATES = [
-        {
-            "BACKEND": "django.template.backends.django.DjangoTemplates",
-            "APP_DIRS": True,
-            "OPTIONS": {
-                "context_processors": [
-                    "django.template.context_processors.request",
-                    "django.contrib.auth.context_processors.auth",
-                    "django.contrib.messages.context_processors.messages",
-                ]
-            },
-        }
-    ]
-
-
-@pytest.mark.usefixtures("admin_settings")
+@pytest.mark.usefixtures("admin_site_settings")
 def test_the_admin_change_form_sets_and_refuses_points(admin_client: Client) -> None:
     photo = spot_photo(None)
     url = f"/admin/photosapp/photo/{photo.pk}/change/"

@@ -119,6 +119,30 @@ def full_path_refused(thumbnailer: Thumbnailer, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(thumbnailer, "job_for", refuse)
 
 
+def answered_as_the_lookup(
+    remembering: Thumbnailer,
+    looking_up: Thumbnailer,
+    monkeypatch: pytest.MonkeyPatch,
+    path: str,
+    request_name: str,
+    filled: Reply,
+) -> tuple[Reply, Reply]:
+    """The request ``request_name`` for ``path`` (remembered as ``filled``) answered by
+    the lookup, then from memory with the full path refused: (memory's, the lookup's),
+    checked to be the same status, headers and body."""
+    method, headers = REQUESTS[request_name]
+    headers = {k: header(filled, "ETag") or "" if v == ITS_ETAG else v for k, v in headers.items()}
+    expected = ask(looking_up, path, method, **headers)
+    full_path_refused(remembering, monkeypatch)
+    answer = ask(remembering, path, method, **headers)
+    assert (answer.status, answer.headers, answer.body) == (
+        expected.status,
+        expected.headers,
+        expected.body,
+    )
+    return answer, expected
+
+
 # -- the same answers ---------------------------------------------------------------------
 
 
@@ -130,15 +154,8 @@ def test_a_remembered_hit_answers_exactly_as_the_lookup_does(
     request_name: str,
 ) -> None:
     filled = remembered_hit(remembering, FIXED)
-    method, headers = REQUESTS[request_name]
-    headers = {k: header(filled, "ETag") or "" if v == ITS_ETAG else v for k, v in headers.items()}
-    expected = ask(looking_up, FIXED, method, **headers)
-    full_path_refused(remembering, monkeypatch)
-    answer = ask(remembering, FIXED, method, **headers)
-    assert (answer.status, answer.headers, answer.body) == (
-        expected.status,
-        expected.headers,
-        expected.body,
+    _answer, expected = answered_as_the_lookup(
+        remembering, looking_up, monkeypatch, FIXED, request_name, filled
     )
     assert expected.status in (200, 206, 304, 416)
 
@@ -158,15 +175,8 @@ def test_a_remembered_hit_sends_the_searched_quality_as_the_lookup_does(
     filled = remembered_hit(remembering, SEARCHED)
     quality = header(filled, "X-Oximg-Quality")
     assert quality is not None and 40 <= int(quality) <= 90
-    method, headers = REQUESTS[request_name]
-    headers = {k: header(filled, "ETag") or "" if v == ITS_ETAG else v for k, v in headers.items()}
-    expected = ask(looking_up, SEARCHED, method, **headers)
-    full_path_refused(remembering, monkeypatch)
-    answer = ask(remembering, SEARCHED, method, **headers)
-    assert (answer.status, answer.headers, answer.body) == (
-        expected.status,
-        expected.headers,
-        expected.body,
+    answer, _expected = answered_as_the_lookup(
+        remembering, looking_up, monkeypatch, SEARCHED, request_name, filled
     )
     if answer.status in (200, 206):
         assert header(answer, "X-Oximg-Quality") == quality
