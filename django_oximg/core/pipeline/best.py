@@ -20,8 +20,8 @@ checked between candidates.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from functools import partial
 from typing import NamedTuple
 
 from django_oximg.core.errors import ProcessingTimeout
@@ -89,6 +89,17 @@ def encode_candidate(image: Image, candidate: Candidate, keep: int, progressive:
     )
 
 
+def encoder_at(
+    image: Image, candidate: Candidate, keep: int, progressive: bool
+) -> Callable[[int], bytes]:
+    """``image`` as ``candidate`` at a quality given later: what a search and ``max_bytes`` try."""
+
+    def encode_at(quality: int) -> bytes:
+        return encode_candidate(image, candidate._replace(quality=quality), keep, progressive)
+
+    return encode_at
+
+
 class Encoding(NamedTuple):
     """One candidate's encoding: its bytes, and the quality its search chose (0: none ran)."""
 
@@ -114,10 +125,7 @@ def encode_one(
     """
     if candidate.target is None or reference is None:
         return Encoding(encode_candidate(image, candidate, keep, progressive), 0, candidate)
-
-    def encode_at(quality: int) -> bytes:
-        return encode_candidate(image, candidate._replace(quality=quality), keep, progressive)
-
+    encode_at = encoder_at(image, candidate, keep, progressive)
     chosen = search(encode_at, candidate.target, reference, deadline)
     return Encoding(chosen.data, chosen.quality, candidate, chosen.encodes)
 
@@ -172,14 +180,7 @@ def encode_best(image: Image, plan: Plan, settings: RenderSettings, deadline: De
             lossy = [(len(encoding.data), 0, encoding)]
         winner = min(lossy)[2]
         chosen = winner.candidate
-        encode_at = partial(
-            save,
-            image,
-            chosen.format,
-            keep=keep,
-            effort=chosen.effort,
-            progressive=settings.jpeg_progressive,
-        )
+        encode_at = encoder_at(image, chosen, keep, settings.jpeg_progressive)
         # The loop starts from the bytes already encoded at the winner's quality.
         data, quality = encode_within_limit(
             encode_at,
