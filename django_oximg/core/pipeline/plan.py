@@ -186,6 +186,16 @@ class Plan:
     picks_one: bool = False
 
     @property
+    def search_method(self) -> str:
+        """The method of the quality searches the render makes (``size``, ``dssim``); "" for none.
+
+        ``format:best``'s plan has no target of its own: its candidates carry
+        theirs, each a DSSIM search.
+        """
+        targets = (self.quality_target, *(candidate.target for candidate in self.candidates))
+        return next((target.method for target in targets if target is not None), "")
+
+    @property
     def encodes(self) -> int:
         """How many encodings the render may make at most (``max_bytes`` aside).
 
