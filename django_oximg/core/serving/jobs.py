@@ -101,15 +101,10 @@ class Job(NamedTuple):
 
 def result_head(found: CachedResult) -> bytes:
     """The first bytes of ``found`` (its data or its file; none for a URL alone)."""
-    if found.data is not None:
-        return found.data[: keys.SNIFF_BYTES]
-    if found.path is not None:
-        try:
-            with open(found.path, "rb") as handle:
-                return handle.read(keys.SNIFF_BYTES)
-        except OSError:  # gone since the lookup: the reply finds out too
-            return b""
-    return b""
+    try:
+        return found.head(keys.SNIFF_BYTES)
+    except OSError:  # gone since the lookup: the reply finds out too
+        return b""
 
 
 class JobReader(NamedTuple):
