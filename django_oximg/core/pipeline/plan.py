@@ -29,6 +29,7 @@ from django_oximg.core.options.autoquality import (
     AUTOQUALITY_OFF,
     AutoQualitySettings,
     QualityTarget,
+    best_target,
     planned_encodes,
     quality_target,
 )
@@ -446,10 +447,8 @@ def plan_best(
 
     def candidate(fmt: str, lossless: bool = False) -> Candidate:
         effort, _, _ = plan_encoder(fmt, pixels, 1, plan.alpha)
-        target = None
-        if not lossless:
-            target = quality_target(options, fmt, settings.autoquality, pixels)
-        if target is None or target.method != "dssim":
+        target = None if lossless else best_target(options, fmt, settings.autoquality, pixels)
+        if target is None:
             return Candidate(fmt, quality_for(fmt, options, settings), lossless, effort)
         return Candidate(fmt, target.max_quality, lossless, effort, target)
 

@@ -31,6 +31,7 @@ from django_oximg.core.options.autoquality import (
     AUTOQUALITY_OFF,
     SEARCHED_FORMATS,
     AutoQualitySettings,
+    best_target,
     quality_target,
 )
 from django_oximg.core.options.signing import URLSigner, verified_rest
@@ -192,10 +193,10 @@ class JobReader(NamedTuple):
         if options.raw:
             return False
         if fmt == BEST_FORMAT:
-            targets = (
-                quality_target(options, lossy, self.autoquality, 0) for lossy in SEARCHED_FORMATS
+            return any(
+                best_target(options, lossy, self.autoquality, 0) is not None
+                for lossy in SEARCHED_FORMATS
             )
-            return any(target is not None and target.method == "dssim" for target in targets)
         return quality_target(options, fmt, self.autoquality, 0) is not None
 
     def info_job(self, signed: str) -> Job:
