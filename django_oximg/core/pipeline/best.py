@@ -27,7 +27,12 @@ from typing import NamedTuple
 from django_oximg.core.errors import ProcessingTimeout
 from django_oximg.core.limits.deadlines import Deadline
 from django_oximg.core.pipeline.autoquality import Reference, search
-from django_oximg.core.pipeline.encode import encode_within_limit, save, strip_metadata
+from django_oximg.core.pipeline.encode import (
+    Encoded,
+    encode_within_limit,
+    save,
+    strip_metadata,
+)
 from django_oximg.core.pipeline.libvips import Image, watched
 from django_oximg.core.pipeline.plan import Candidate, Plan, RenderSettings
 
@@ -190,14 +195,3 @@ def encode_best(image: Image, plan: Plan, settings: RenderSettings, deadline: De
         )
         return Encoded(data, chosen.format, quality if winner.quality else 0, encodes)
     return Encoded(winner.data, winner.candidate.format, winner.quality, encodes)
-
-
-class Encoded(NamedTuple):
-    """What :func:`encode_best` kept."""
-
-    data: bytes
-    format: str
-    #: The quality ``autoquality`` chose for it; 0 when it was encoded at its fixed quality.
-    quality: int
-    #: Encodes the candidates' searches made together (0: none ran).
-    encodes: int = 0
