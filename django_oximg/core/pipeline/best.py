@@ -154,8 +154,8 @@ def encode_best(image: Image, plan: Plan, settings: RenderSettings, deadline: De
         tried = plan.flat_candidates + tried
     if plan.picks_one:
         tried = tried[:1]
-    searches = any(candidate.target is not None for candidate in plan.candidates)
-    reference = Reference(image) if searches else None
+    # One DSSIM reference for every candidate's search (the plan says whether any searches).
+    reference = Reference(image) if plan.search_method else None
     results: list[tuple[int, int, Encoding]] = []
     for index, candidate in enumerate(tried):
         if deadline.expired:
