@@ -84,6 +84,18 @@ def quality_target(
     )
 
 
+def best_target(
+    options: Options, fmt: str, settings: AutoQualitySettings, pixels: int
+) -> QualityTarget | None:
+    """The search a ``format:best`` candidate in ``fmt`` makes, or None for its fixed quality.
+
+    :func:`quality_target`, for DSSIM only: the candidates are compared at
+    one measured look, and a byte target would leave nothing to compare.
+    """
+    target = quality_target(options, fmt, settings, pixels)
+    return target if target is not None and target.method == "dssim" else None
+
+
 def planned_encodes(target: QualityTarget) -> int:
     """The most encodes a search of ``target``'s bounds makes (for the estimates).
 

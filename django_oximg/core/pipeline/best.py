@@ -20,14 +20,19 @@ checked between candidates.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from functools import partial
 from typing import NamedTuple
 
 from django_oximg.core.errors import ProcessingTimeout
 from django_oximg.core.limits.deadlines import Deadline
 from django_oximg.core.pipeline.autoquality import Reference, search
-from django_oximg.core.pipeline.encode import encode_within_limit, save, strip_metadata
+from django_oximg.core.pipeline.encode import (
+    Encoded,
+    encode_within_limit,
+    save,
+    strip_metadata,
+)
 from django_oximg.core.pipeline.libvips import Image, watched
 from django_oximg.core.pipeline.plan import Candidate, Plan, RenderSettings
 
@@ -89,6 +94,17 @@ def encode_candidate(image: Image, candidate: Candidate, keep: int, progressive:
     )
 
 
+def encoder_at(
+    image: Image, candidate: Candidate, keep: int, progressive: bool
+) -> Callable[[int], bytes]:
+    """``image`` as ``candidate`` at a quality given later: what a search and ``max_bytes`` try."""
+
+    def encode_at(quality: int) -> bytes:
+        return encode_candidate(image, candidate._replace(quality=quality), keep, progressive)
+
+    return encode_at
+
+
 class Encoding(NamedTuple):
     """One candidate's encoding: its bytes, and the quality its search chose (0: none ran)."""
 
@@ -114,10 +130,7 @@ def encode_one(
     """
     if candidate.target is None or reference is None:
         return Encoding(encode_candidate(image, candidate, keep, progressive), 0, candidate)
-
-    def encode_at(quality: int) -> bytes:
-        return encode_candidate(image, candidate._replace(quality=quality), keep, progressive)
-
+    encode_at = encoder_at(image, candidate, keep, progressive)
     chosen = search(encode_at, candidate.target, reference, deadline)
     return Encoding(chosen.data, chosen.quality, candidate, chosen.encodes)
 
@@ -141,8 +154,8 @@ def encode_best(image: Image, plan: Plan, settings: RenderSettings, deadline: De
         tried = plan.flat_candidates + tried
     if plan.picks_one:
         tried = tried[:1]
-    searches = any(candidate.target is not None for candidate in plan.candidates)
-    reference = Reference(image) if searches else None
+    # One DSSIM reference for every candidate's search (the plan says whether any searches).
+    reference = Reference(image) if plan.search_method else None
     results: list[tuple[int, int, Encoding]] = []
     for index, candidate in enumerate(tried):
         if deadline.expired:
@@ -172,14 +185,7 @@ def encode_best(image: Image, plan: Plan, settings: RenderSettings, deadline: De
             lossy = [(len(encoding.data), 0, encoding)]
         winner = min(lossy)[2]
         chosen = winner.candidate
-        encode_at = partial(
-            save,
-            image,
-            chosen.format,
-            keep=keep,
-            effort=chosen.effort,
-            progressive=settings.jpeg_progressive,
-        )
+        encode_at = encoder_at(image, chosen, keep, settings.jpeg_progressive)
         # The loop starts from the bytes already encoded at the winner's quality.
         data, quality = encode_within_limit(
             encode_at,
@@ -189,14 +195,3 @@ def encode_best(image: Image, plan: Plan, settings: RenderSettings, deadline: De
         )
         return Encoded(data, chosen.format, quality if winner.quality else 0, encodes)
     return Encoded(winner.data, winner.candidate.format, winner.quality, encodes)
-
-
-class Encoded(NamedTuple):
-    """What :func:`encode_best` kept."""
-
-    data: bytes
-    format: str
-    #: The quality ``autoquality`` chose for it; 0 when it was encoded at its fixed quality.
-    quality: int
-    #: Encodes the candidates' searches made together (0: none ran).
-    encodes: int = 0

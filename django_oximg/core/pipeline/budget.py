@@ -417,12 +417,9 @@ def output_bytes(plan: Plan, sizes: Sizes, frames: int, source: bytes) -> float:
         # format:best holds the thumbnail's pixels for every encoding, and the
         # smallest result so far while the next is made (at most one pixel's worth).
         per_pixel += BEST_HELD_BYTES_PER_PIXEL
-    # One search at a time: format:best's candidates search one after another.
-    targets = [plan.quality_target] + [candidate.target for candidate in plan.candidates]
-    per_pixel += max(
-        (AUTOQUALITY_BYTES_PER_PIXEL[target.method] for target in targets if target is not None),
-        default=0.0,
-    )
+    if plan.search_method:
+        # One search at a time: format:best's candidates search one after another.
+        per_pixel += AUTOQUALITY_BYTES_PER_PIXEL[plan.search_method]
     held = per_pixel * sizes.output_pixels
     if frames > 1:
         per_frame = (

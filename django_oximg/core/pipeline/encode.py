@@ -59,12 +59,17 @@ def check_format(fmt: str) -> None:
 
 
 class Encoded(NamedTuple):
-    """An encoded result and the quality it was encoded at."""
+    """An encoded result: its bytes, its format, and the quality it was encoded at.
+
+    What :func:`encode` and ``format:best``'s
+    :func:`~django_oximg.core.pipeline.best.encode_best` give the render.
+    """
 
     data: bytes
+    format: str
     #: The quality ``autoquality`` chose; 0 when it did not run.
-    chosen_quality: int = 0
-    #: Encodes the ``autoquality`` search made; 0 when it did not run.
+    quality: int = 0
+    #: Encodes the ``autoquality`` searches made; 0 when none ran.
     search_encodes: int = 0
 
 
@@ -99,13 +104,13 @@ def encode(
     )
     encode_at = libvips if pillow is None else partial(pillow_or_libvips, pillow, libvips)
     if target is None:
-        return Encoded(encode_within_limit(encode_at, plan)[0])
+        return Encoded(encode_within_limit(encode_at, plan)[0], plan.format)
     reference = Reference(image) if target.method == "dssim" else None
     chosen = search(encode_at, target, reference, deadline)
     if plan.options.max_bytes and len(chosen.data) > plan.options.max_bytes:
         data, quality = encode_within_limit(encode_at, plan, chosen.quality, chosen.data)
-        return Encoded(data, quality, chosen.encodes)
-    return Encoded(chosen.data, chosen.quality, chosen.encodes)
+        return Encoded(data, plan.format, quality, chosen.encodes)
+    return Encoded(chosen.data, plan.format, chosen.quality, chosen.encodes)
 
 
 def encode_at_target(

@@ -29,6 +29,7 @@ from django_oximg.core.options.autoquality import (
     AUTOQUALITY_OFF,
     AutoQualitySettings,
     QualityTarget,
+    best_target,
     planned_encodes,
     quality_target,
 )
@@ -184,6 +185,16 @@ class Plan:
     #: ``format:best`` over ``FORMAT_BEST_MAX_RESOLUTION``: one candidate is
     #: encoded, the first flat one for a flat thumbnail, else the first lossy one.
     picks_one: bool = False
+
+    @property
+    def search_method(self) -> str:
+        """The method of the quality searches the render makes (``size``, ``dssim``); "" for none.
+
+        ``format:best``'s plan has no target of its own: its candidates carry
+        theirs, each a DSSIM search.
+        """
+        targets = (self.quality_target, *(candidate.target for candidate in self.candidates))
+        return next((target.method for target in targets if target is not None), "")
 
     @property
     def encodes(self) -> int:
@@ -436,10 +447,8 @@ def plan_best(
 
     def candidate(fmt: str, lossless: bool = False) -> Candidate:
         effort, _, _ = plan_encoder(fmt, pixels, 1, plan.alpha)
-        target = None
-        if not lossless:
-            target = quality_target(options, fmt, settings.autoquality, pixels)
-        if target is None or target.method != "dssim":
+        target = None if lossless else best_target(options, fmt, settings.autoquality, pixels)
+        if target is None:
             return Candidate(fmt, quality_for(fmt, options, settings), lossless, effort)
         return Candidate(fmt, target.max_quality, lossless, effort, target)
 

@@ -87,24 +87,16 @@ def render_loaded(
         loaded = Loaded(watched(loaded.image, watch).copy_memory(), True)
     image, frames, frame_height = process_frames(loaded.image, plan)
     if plan.candidates:
-        best = encode_best(image, plan, settings, watch)
-        return Rendered(
-            best.data,
-            best.format,
-            int(image.width),
-            int(frame_height),
-            frames,
-            best.quality,
-            best.encodes,
-        )
-    encoded = encode(image, plan, settings, watch, loaded.in_memory)
+        encoded = encode_best(image, plan, settings, watch)
+    else:
+        encoded = encode(image, plan, settings, watch, loaded.in_memory)
     return Rendered(
         encoded.data,
-        plan.format,
+        encoded.format,
         int(image.width),
         int(frame_height),
         frames,
-        encoded.chosen_quality,
+        encoded.quality,
         encoded.search_encodes,
     )
 

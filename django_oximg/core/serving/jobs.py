@@ -31,6 +31,7 @@ from django_oximg.core.options.autoquality import (
     AUTOQUALITY_OFF,
     SEARCHED_FORMATS,
     AutoQualitySettings,
+    best_target,
     quality_target,
 )
 from django_oximg.core.options.signing import URLSigner, verified_rest
@@ -101,15 +102,10 @@ class Job(NamedTuple):
 
 def result_head(found: CachedResult) -> bytes:
     """The first bytes of ``found`` (its data or its file; none for a URL alone)."""
-    if found.data is not None:
-        return found.data[: keys.SNIFF_BYTES]
-    if found.path is not None:
-        try:
-            with open(found.path, "rb") as handle:
-                return handle.read(keys.SNIFF_BYTES)
-        except OSError:  # gone since the lookup: the reply finds out too
-            return b""
-    return b""
+    try:
+        return found.head(keys.SNIFF_BYTES)
+    except OSError:  # gone since the lookup: the reply finds out too
+        return b""
 
 
 class JobReader(NamedTuple):
@@ -197,10 +193,10 @@ class JobReader(NamedTuple):
         if options.raw:
             return False
         if fmt == BEST_FORMAT:
-            targets = (
-                quality_target(options, lossy, self.autoquality, 0) for lossy in SEARCHED_FORMATS
+            return any(
+                best_target(options, lossy, self.autoquality, 0) is not None
+                for lossy in SEARCHED_FORMATS
             )
-            return any(target is not None and target.method == "dssim" for target in targets)
         return quality_target(options, fmt, self.autoquality, 0) is not None
 
     def info_job(self, signed: str) -> Job:

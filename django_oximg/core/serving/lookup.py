@@ -23,7 +23,6 @@ content: each request builds its own result from it
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
@@ -118,7 +117,10 @@ class Lookup:
         """
         try:
             found = self.cache.get(keys.quality_key(key))
-            return keys.quality_from(read_small(found)) if found is not None else 0
+            if found is None:
+                return 0
+            # One byte more than a quality takes: a longer sidecar is garbled.
+            return keys.quality_from(found.head(keys.QUALITY_BYTES + 1))
         except OSError as error:
             logger.debug("quality sidecar of %s unreadable: %s", key, error)
             return 0
@@ -181,21 +183,3 @@ class Lookup:
         """Make the answer here, without the lease, after waiting for a peer in vain."""
         admission.restart()
         return self.maker.make(job, admission)
-
-
-def read_small(found: CachedResult) -> bytes:
-    """At most :data:`~django_oximg.core.keys.QUALITY_BYTES` bytes of a small object, as found.
-
-    In memory, on local disk (a path) or as a stream (closed after);
-    nothing for a URL alone.
-    """
-    limit = keys.QUALITY_BYTES + 1  # one more: a longer sidecar is garbled
-    if found.data is not None:
-        return found.data[:limit]
-    if found.stream is not None:
-        with contextlib.closing(found.stream) as stream:
-            return bytes(stream.read(limit))
-    if found.path is not None:
-        with open(found.path, "rb") as handle:
-            return handle.read(limit)
-    return b""

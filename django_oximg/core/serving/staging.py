@@ -145,11 +145,7 @@ class StagedRender(NamedTuple):
                 deadline=started + self.timeout,
                 plan=self.plan,
             )
-            target = self.plan.quality_target
-            # format:best searches each candidate, for DSSIM only (its plan has no target).
-            method = (
-                target.method if target is not None else "dssim" if self.plan.candidates else ""
-            )
+            method = self.plan.search_method
             if not method or not rendered.search_encodes:
                 return Made(rendered.data)
             return Made(rendered.data, rendered.quality, method, rendered.search_encodes)

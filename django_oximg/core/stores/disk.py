@@ -1,7 +1,8 @@
 """Sources and results on local disk: reads through the descriptor, atomic writes,
+a jail that follows symlinks.
 
 Part of step 8 of a request, for local disk (the map: :mod:`django_oximg.core.serving`).
-a jail that follows symlinks."""
+"""
 
 from __future__ import annotations
 

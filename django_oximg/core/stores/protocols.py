@@ -66,6 +66,19 @@ class CachedResult(NamedTuple):
     #: searched, or none was read. Stores leave it 0: the lookup fills it in.
     quality: int = 0
 
+    def head(self, limit: int) -> bytes:
+        """At most ``limit`` of its first bytes: in memory, from its file, or from its
+        stream (closed after, as its one reader); nothing for a URL alone."""
+        if self.data is not None:
+            return self.data[:limit]
+        if self.stream is not None:
+            with contextlib.closing(self.stream) as stream:
+                return bytes(stream.read(limit))
+        if self.path is not None:
+            with open(self.path, "rb") as handle:
+                return handle.read(limit)
+        return b""
+
     def in_memory(self) -> CachedResult:
         """This result with its stream read into ``data`` (and closed).
 
