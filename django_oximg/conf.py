@@ -5,7 +5,7 @@ It is computed on first use (never at import time) and dropped when a test
 changes settings (``setting_changed``), so nothing captures stale values.
 
 The docstring of each field below is the settings reference: the docs page is
-generated from it (``docs/settings.md``, ``python -m django_oximg.conf``).
+generated from it (``docs/settings.md``, ``python -m django_oximg.settings_reference``).
 """
 
 from __future__ import annotations
