@@ -216,13 +216,15 @@ def ratios(
 
 
 def spread(values: Sequence[float], digits: int = 2) -> str:
+    """The median of ``values``, with their range when they differ."""
+    from bench import driver
+
     if not values:
         return "-"
-    ordered = sorted(values)
-    middle = statistics.median(ordered)
-    if len(ordered) == 1 or ordered[0] == ordered[-1]:
-        return f"{middle:.{digits}f}"
-    return f"{middle:.{digits}f} ({ordered[0]:.{digits}f}-{ordered[-1]:.{digits}f})"
+    found = driver.spread(values)
+    if found.low == found.high:
+        return f"{found.median:.{digits}f}"
+    return f"{found.median:.{digits}f} ({found.low:.{digits}f}-{found.high:.{digits}f})"
 
 
 def table(rounds: Sequence[Mapping[str, Any]], names: Sequence[str]) -> str:
