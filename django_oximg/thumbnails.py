@@ -507,8 +507,7 @@ def get_info_url(source: Any) -> str:
     name = source_name(source)
     meta = source_metadata(name)
     # The BlurHash decodes pixels: the server refuses it over the resolution limit.
-    limit = conf.get_settings().MAX_SRC_RESOLUTION
-    check_resolution(meta.width, meta.height, 1, limit, 0)
+    check_source_limits(meta, Options(), conf.get_settings())
     version = meta.version
     x, y = DEFAULT_BLURHASH
     versioned = build_path(Options(cachebuster=version), name, encode=encoding_for(name))
