@@ -534,6 +534,18 @@ def thumbnail_path(thumbnail: Thumbnail | str) -> str:
     return "/" + url[len(prefix) :]
 
 
+#: Accept headers that make a negotiated (format "auto" or "best") thumbnail come out
+#: as each format a browser may get: AVIF, WebP, and the fallback; "best"
+#: keeps one answer per class of Accept, and browsers send AVIF with WebP.
+NEGOTIATED_ACCEPTS = ("image/avif,image/webp", "image/avif", "image/webp", "")
+
+
+def accepts_to_render(thumbnail: Thumbnail) -> tuple[str, ...]:
+    """The ``Accept`` headers whose answers are every result a browser may get for
+    ``thumbnail`` (rendering ahead of visitors: ``oximg_warm``, declared sizes)."""
+    return NEGOTIATED_ACCEPTS if thumbnail.format in ("auto", "best") else ("",)
+
+
 def url_at_resolution(thumbnail: Thumbnail | str, resolution: Any) -> str:
     """The URL of ``thumbnail`` at ``resolution`` ("2x", "1.5x") times its pixel size.
 
