@@ -49,7 +49,9 @@ from django_oximg.core.options.geometry import (
 Size = tuple[int, int]
 
 #: The gravities sorl-thumbnail's crop words name: its "left top", "center", "bottom"...
-COMPASS_GRAVITIES = frozenset({"ce", "no", "so", "ea", "we", "noea", "nowe", "soea", "sowe"})
+COMPASS_GRAVITIES = frozenset(
+    {"ce", *NORTH_GRAVITIES, *SOUTH_GRAVITIES, *EAST_GRAVITIES, *WEST_GRAVITIES}
+)
 
 
 def exact_size_options(
