@@ -468,6 +468,11 @@ def tree_cpu_and_faults(pids: list[int]) -> tuple[float, int]:
     return sum(cpu for cpu, _ in counters), sum(faults for _, faults in counters)
 
 
+def tree_cpu_seconds(root: int) -> float:
+    """CPU seconds ``root`` and its descendants (a server's master and workers) have used."""
+    return tree_cpu_and_faults(process_tree(root))[0]
+
+
 def thread_switches(pids: list[int]) -> dict[str, int]:
     """Voluntary and involuntary context switches per thread ("pid/tid") of ``pids``."""
     counts = {}

@@ -216,13 +216,15 @@ def ratios(
 
 
 def spread(values: Sequence[float], digits: int = 2) -> str:
+    """The median of ``values``, with their range when they differ."""
+    from bench import driver
+
     if not values:
         return "-"
-    ordered = sorted(values)
-    middle = statistics.median(ordered)
-    if len(ordered) == 1 or ordered[0] == ordered[-1]:
-        return f"{middle:.{digits}f}"
-    return f"{middle:.{digits}f} ({ordered[0]:.{digits}f}-{ordered[-1]:.{digits}f})"
+    found = driver.spread(values)
+    if found.low == found.high:
+        return f"{found.median:.{digits}f}"
+    return f"{found.median:.{digits}f} ({found.low:.{digits}f}-{found.high:.{digits}f})"
 
 
 def table(rounds: Sequence[Mapping[str, Any]], names: Sequence[str]) -> str:
@@ -438,27 +440,22 @@ def record_visit(context: Any, url: str) -> dict[str, Any]:
     return {**recorded, "responses": list(seen.values())}
 
 
-def server_cpu(pid: int) -> float:
-    """CPU seconds the server (gunicorn's master and its workers) has used so far."""
-    from bench.driver import process_tree, tree_cpu_and_faults
-
-    return tree_cpu_and_faults(process_tree(pid))[0]
-
-
 def measure(browser: Any, contender: Contender, port: int, pid: int) -> dict[str, Any]:
     """A first visit in a new context, then a repeat visit in a new tab of the same context.
 
     Each visit's summary also has ``server_cpu_s``: the CPU time the server
     spent during it (the browser shares the machine's CPUs with it).
     """
+    from bench.driver import tree_cpu_seconds
+
     context = browser.new_context(viewport=VIEWPORT)
     try:
         url = f"http://127.0.0.1:{port}/"
-        before = server_cpu(pid)
+        before = tree_cpu_seconds(pid)
         first = record_visit(context, url)
-        between = server_cpu(pid)
+        between = tree_cpu_seconds(pid)
         repeat = record_visit(context, url)
-        after = server_cpu(pid)
+        after = tree_cpu_seconds(pid)
     finally:
         context.close()
     return {

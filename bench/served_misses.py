@@ -42,7 +42,7 @@ from bench import servers  # noqa: E402
 from bench.autoquality import BOX, sources  # noqa: E402
 from bench.best_format import ACCEPTED  # noqa: E402
 from bench.cases import signed  # noqa: E402
-from bench.driver import process_tree, tree_cpu_and_faults  # noqa: E402
+from bench.driver import tree_cpu_seconds  # noqa: E402
 
 #: What a browser that takes both modern formats sends (bench/best_format.py's ``ACCEPTED``).
 ACCEPT = ",".join(f"image/{fmt}" for fmt in ACCEPTED) + ",*/*;q=0.8"
@@ -80,10 +80,6 @@ def fetch(connection: http.client.HTTPConnection, path: str, accept: str) -> tup
     return body, response.getheader("Content-Type", "")
 
 
-def server_cpu(pid: int) -> float:
-    return tree_cpu_and_faults(process_tree(pid))[0]
-
-
 def batch(
     connection: http.client.HTTPConnection,
     pid: int,
@@ -93,11 +89,11 @@ def batch(
 ) -> tuple[float, dict[str, tuple[int, str]]]:
     """One miss per image: the server's CPU seconds for them all, each answer's size and type."""
     answers = {}
-    before = server_cpu(pid)
+    before = tree_cpu_seconds(pid)
     for name in names:
         body, content_type = fetch(connection, path_for(variant, name, tag), variant.accept)
         answers[name] = (len(body), content_type)
-    return server_cpu(pid) - before, answers
+    return tree_cpu_seconds(pid) - before, answers
 
 
 def write_media(media: Path) -> dict[str, list[str]]:

@@ -5,7 +5,7 @@ It is computed on first use (never at import time) and dropped when a test
 changes settings (``setting_changed``), so nothing captures stale values.
 
 The docstring of each field below is the settings reference: the docs page is
-generated from it (``docs/settings.md``, ``python -m django_oximg.conf``).
+generated from it (``docs/settings.md``, ``python -m django_oximg.settings_reference``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import dataclasses
 import functools
 import re
 import types
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -568,6 +568,13 @@ def unknown_keys(raw: Mapping[str, Any]) -> list[str]:
     return sorted(set(raw) - names)
 
 
+#: Settings whose value is read into a typed one by a function of ``setting_values``.
+VALUE_READERS: dict[str, Callable[[Any], Any]] = {
+    "RENDER_AHEAD": setting_values.render_ahead,
+    "AUTOQUALITY": setting_values.autoquality,
+}
+
+
 def build_settings(raw: Mapping[str, Any]) -> OximgSettings:
     """Validate ``raw`` (the OXIMG dict) into settings; raise ImproperlyConfigured.
 
@@ -586,8 +593,8 @@ def build_settings(raw: Mapping[str, Any]) -> OximgSettings:
         if name == "TAG_DEFAULTS":
             values[name] = setting_values.tag_defaults(value, values["EXTENSIONS"])
             continue
-        if name in ("RENDER_AHEAD", "AUTOQUALITY"):
-            values[name] = getattr(setting_values, name.lower())(value)
+        if name in VALUE_READERS:
+            values[name] = VALUE_READERS[name](value)
             continue
         if name == "FALLBACK_IMAGE_PATH":
             value = setting_values.file_path(name, value)

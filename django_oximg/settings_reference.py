@@ -16,10 +16,11 @@ from django_oximg.conf import OximgSettings, default_of
 
 
 def settings_reference() -> str:
-    """The settings reference in Markdown, from the field docstrings above.
+    """The settings reference in Markdown, from the field docstrings of ``conf.py``.
 
-    Reads only this module's source and the dataclass defaults, never
-    Django's settings, so ``python -m django_oximg.conf`` works anywhere.
+    Reads only the source of :class:`~django_oximg.conf.OximgSettings` and its
+    defaults, never Django's settings, so ``python -m django_oximg.settings_reference``
+    works anywhere.
     ``docs/settings.md`` is this text; a test keeps the two equal.
     """
     lines = [

@@ -49,7 +49,9 @@ from django_oximg.core.options.geometry import (
 Size = tuple[int, int]
 
 #: The gravities sorl-thumbnail's crop words name: its "left top", "center", "bottom"...
-COMPASS_GRAVITIES = frozenset({"ce", "no", "so", "ea", "we", "noea", "nowe", "soea", "sowe"})
+COMPASS_GRAVITIES = frozenset(
+    {"ce", *NORTH_GRAVITIES, *SOUTH_GRAVITIES, *EAST_GRAVITIES, *WEST_GRAVITIES}
+)
 
 
 def exact_size_options(
@@ -71,14 +73,14 @@ def exact_size_options(
     box = (effective.width, effective.height)
     gravity = None
     if sizing == "sorl":
-        result, canvas, offset = sorl_size((width, height), box, crop, smart, effective)
+        scaled = sorl_scaled((width, height), box, crop, effective.enlarge)
+        result, canvas, offset = sorl_size((width, height), scaled, box, crop, smart, effective)
         if crop and not smart:
-            scaled = sorl_scaled((width, height), box, crop, effective.enlarge)
             gravity = sorl_crop_gravity(scaled, result, effective.gravity)
     else:
-        result, canvas, offset = easy_size((width, height), box, crop, effective)
+        scaled, target = easy_scaled((width, height), box, crop, effective.enlarge)
+        result, canvas, offset = easy_size(scaled, target, box, crop, effective)
         if crop and not smart:
-            scaled, target = easy_scaled((width, height), box, crop, effective.enlarge)
             gravity = easy_crop_gravity(scaled, target, effective.gravity)
     left, top = offset
     padding = (top, canvas[0] - result[0] - left, canvas[1] - result[1] - top, left)
@@ -166,15 +168,14 @@ def sorl_crop_gravity(scaled: Size, window: Size, gravity: Gravity) -> Gravity |
 
 
 def sorl_size(
-    source: Size, box: Size, crop: bool, smart: bool, options: Options
+    source: Size, scaled: Size, box: Size, crop: bool, smart: bool, options: Options
 ) -> tuple[Size, Size, Size]:
     """Result, canvas and the result's offset on it, as sorl-thumbnail's PIL engine makes them.
 
-    Its ``parse_geometry`` with the ratio, ``scale``, ``crop`` (and
-    ``_entropy_crop`` for smart) and ``padding``.
+    Its ``parse_geometry`` with the ratio, ``crop`` (and ``_entropy_crop``
+    for smart) and ``padding``, after ``scale`` (``scaled``, from :func:`sorl_scaled`).
     """
     width, height = sorl_box(source, box)
-    scaled = sorl_scaled(source, box, crop, options.enlarge)
     result = scaled
     if smart:
         wanted = width / height
@@ -238,9 +239,14 @@ def easy_crop_gravity(scaled: Size, target: Size, gravity: Gravity) -> Gravity |
     return Gravity("nowe", float(left), float(top))
 
 
-def easy_size(source: Size, box: Size, crop: bool, options: Options) -> tuple[Size, Size, Size]:
-    """Result, canvas and offset, as easy-thumbnails' ``scale_and_crop`` and ``background`` do."""
-    result, (target_x, target_y) = easy_scaled(source, box, crop, options.enlarge)
+def easy_size(
+    scaled: Size, target: Size, box: Size, crop: bool, options: Options
+) -> tuple[Size, Size, Size]:
+    """Result, canvas and offset, as easy-thumbnails' ``scale_and_crop`` and ``background`` do.
+
+    ``scaled`` and ``target`` are :func:`easy_scaled`'s.
+    """
+    result, (target_x, target_y) = scaled, target
     if crop:
         result = (min(result[0], target_x), min(result[1], target_y))
     padded = options.extend and box[0] and box[1]
@@ -258,9 +264,7 @@ def sorl_margin(size: Size, box: Size) -> str:
     pixel goes right and bottom; the values are truncated as its ``%d`` does.
     """
     width, height = size
-    ratio = width / height
-    box_width = box[0] or sorl_round(box[1] * ratio)
-    box_height = box[1] or sorl_round(box[0] / ratio)
+    box_width, box_height = sorl_box(size, box)
     extra_x, extra_y = box_width - width, box_height - height
     top = bottom = extra_y / 2
     right = left = extra_x / 2

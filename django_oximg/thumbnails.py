@@ -507,8 +507,7 @@ def get_info_url(source: Any) -> str:
     name = source_name(source)
     meta = source_metadata(name)
     # The BlurHash decodes pixels: the server refuses it over the resolution limit.
-    limit = conf.get_settings().MAX_SRC_RESOLUTION
-    check_resolution(meta.width, meta.height, 1, limit, 0)
+    check_source_limits(meta, Options(), conf.get_settings())
     version = meta.version
     x, y = DEFAULT_BLURHASH
     versioned = build_path(Options(cachebuster=version), name, encode=encoding_for(name))
@@ -533,6 +532,18 @@ def thumbnail_path(thumbnail: Thumbnail | str) -> str:
     if not url.startswith(prefix):
         raise ThumbnailError(f"{url[:80]!r} is not a thumbnail URL of this site (no {prefix})")
     return "/" + url[len(prefix) :]
+
+
+#: Accept headers that make a negotiated (format "auto" or "best") thumbnail come out
+#: as each format a browser may get: AVIF, WebP, and the fallback; "best"
+#: keeps one answer per class of Accept, and browsers send AVIF with WebP.
+NEGOTIATED_ACCEPTS = ("image/avif,image/webp", "image/avif", "image/webp", "")
+
+
+def accepts_to_render(thumbnail: Thumbnail) -> tuple[str, ...]:
+    """The ``Accept`` headers whose answers are every result a browser may get for
+    ``thumbnail`` (rendering ahead of visitors: ``oximg_warm``, declared sizes)."""
+    return NEGOTIATED_ACCEPTS if thumbnail.format in ("auto", "best") else ("",)
 
 
 def url_at_resolution(thumbnail: Thumbnail | str, resolution: Any) -> str:

@@ -81,18 +81,13 @@ class ServableImageValidator:
             return
         limit = conf.get_settings().MAX_SRC_FILE_SIZE
         size = getattr(value, "size", None)
-        if isinstance(size, int) and size > limit:
-            data = b""  # not read: refused by its size alone
-            error: OximgError = SourceTooLarge(
-                limit=source_limits.FILE_SIZE, found=size, allowed=limit
-            )
-        else:
-            data = read_start(value, limit + 1)
-            try:
-                runtime.get_thumbnailer().check_servable(data)
-                return
-            except OximgError as found:
-                error = found
+        try:
+            if isinstance(size, int):
+                source_limits.check_file_size(size, limit)  # over it: refused unread
+            runtime.get_thumbnailer().check_servable(read_start(value, limit + 1))
+            return
+        except OximgError as found:
+            error = found
         raise validation_error(error)
 
     def __eq__(self, other: object) -> bool:

@@ -20,19 +20,17 @@ from pathlib import PurePath
 
 from django_oximg.migration_scan.findings import EASY, SORL, Finding
 
-#: Per library: the model field's features, the admin's features, and how the admin is named.
-PAIRS = (
-    (
-        SORL,
+#: Per library: the model field's features, and the admin's.
+PAIRS = {
+    SORL: (
         frozenset({"sorl.thumbnail.ImageField", "sorl.thumbnail.fields.ImageField"}),
         frozenset({"sorl.thumbnail.admin.AdminImageMixin"}),
     ),
-    (
-        EASY,
+    EASY: (
         frozenset({"easy_thumbnails.fields.ThumbnailerImageField"}),
         frozenset({"easy_thumbnails.widgets.ImageClearableFileInput"}),
     ),
-)
+}
 
 #: Modules and packages of an app that are not the app itself (``shop/models/product.py``).
 APP_PARTS = frozenset({"models", "admin", "forms", "widgets"})
@@ -58,20 +56,20 @@ def paired(findings: list[Finding]) -> list[Finding]:
     for index, finding in enumerate(findings):
         by_app.setdefault((finding.library, app_of(finding.path)), []).append((index, finding))
     changed: dict[int, Finding] = {}
-    for library, fields, admins in PAIRS:
-        for (found_in, _app), here in by_app.items():
-            if found_in != library:
-                continue
-            field_places = [(i, f) for i, f in here if fields & set(f.features)]
-            admin_places = [(i, f) for i, f in here if admins & set(f.features)]
-            if not (field_places and admin_places):
-                continue
-            for group, others, what in (
-                (field_places, admin_places, "the admin that previews it"),
-                (admin_places, field_places, "the field it previews"),
-            ):
-                where = places(finding for _, finding in others)
-                for index, finding in group:
-                    advice = f"{finding.advice} ({what}: {where})"
-                    changed[index] = dataclasses.replace(finding, advice=advice)
+    for (library, _app), here in by_app.items():
+        if library not in PAIRS:
+            continue
+        fields, admins = PAIRS[library]
+        field_places = [(i, f) for i, f in here if fields & set(f.features)]
+        admin_places = [(i, f) for i, f in here if admins & set(f.features)]
+        if not (field_places and admin_places):
+            continue
+        for group, others, what in (
+            (field_places, admin_places, "the admin that previews it"),
+            (admin_places, field_places, "the field it previews"),
+        ):
+            where = places(finding for _, finding in others)
+            for index, finding in group:
+                advice = f"{finding.advice} ({what}: {where})"
+                changed[index] = dataclasses.replace(finding, advice=advice)
     return [changed.get(index, finding) for index, finding in enumerate(findings)]

@@ -23,7 +23,12 @@ from django_oximg import declared_sizes as declared
 from django_oximg.core.errors import OximgError
 from django_oximg.core.logs import printable
 from django_oximg.source_metadata import source_name
-from django_oximg.thumbnails import resolve_arguments, thumbnail_for, thumbnail_path
+from django_oximg.thumbnails import (
+    accepts_to_render,
+    resolve_arguments,
+    thumbnail_for,
+    thumbnail_path,
+)
 
 try:
     from django.tasks import task, task_backends  # Django 6
@@ -36,11 +41,6 @@ if TYPE_CHECKING:
 __all__ = ["RenderAheadFailed", "enqueue", "render_declared", "run", "task_backends"]
 
 logger = logging.getLogger("django_oximg")
-
-#: Accept headers whose answers a negotiated (format "auto" or "best") size is rendered
-#: for: AVIF, WebP and the fallback ("best": with both, as browsers send
-#: them), as ``oximg_warm`` does.
-NEGOTIATED_ACCEPTS = ("image/avif,image/webp", "image/avif", "image/webp", "")
 
 
 class RenderAheadFailed(Exception):
@@ -191,6 +191,5 @@ def requests_for(instance: Model, field: str) -> list[AheadRequest]:
         geometry, kwargs = resolve_arguments(file, size.geometry, size.kwargs)
         thumbnail = thumbnail_for(source, geometry, kwargs)
         path = thumbnail_path(thumbnail)
-        accepts = NEGOTIATED_ACCEPTS if thumbnail.format in ("auto", "best") else ("",)
-        requests += [AheadRequest(path, accept) for accept in accepts]
+        requests += [AheadRequest(path, accept) for accept in accepts_to_render(thumbnail)]
     return requests

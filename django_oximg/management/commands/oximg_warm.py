@@ -23,12 +23,13 @@ from django_oximg.core.serving.handler import Thumbnailer
 from django_oximg.core.serving.replies import status_for
 from django_oximg.core.stores.resolver import source_for
 from django_oximg.progress import add_progress_argument, progress_for
-from django_oximg.thumbnails import ThumbnailError, get_thumbnail, tag_options, url_prefix
-
-#: Accept headers that make a negotiated (format "auto" or "best") thumbnail come out
-#: as each format a browser may get: AVIF, WebP, and the fallback; "best"
-#: keeps one answer per class of Accept, and browsers send AVIF with WebP.
-NEGOTIATED_ACCEPTS = ("image/avif,image/webp", "image/avif", "image/webp", "")
+from django_oximg.thumbnails import (
+    ThumbnailError,
+    accepts_to_render,
+    get_thumbnail,
+    tag_options,
+    url_prefix,
+)
 
 #: Status counted for a thumbnail whose arguments the tag refused.
 BAD_ARGUMENTS_STATUS = 400
@@ -219,7 +220,7 @@ def warm_one(thumbnailer: Thumbnailer, source: str, variant: Variant) -> list[Ou
     except ThumbnailError as exc:
         return [Outcome("failed", BAD_ARGUMENTS_STATUS, f"{described}: {exc}")]
     path = "/" + thumbnail.url.removeprefix(url_prefix())
-    accepts = NEGOTIATED_ACCEPTS if thumbnail.format in ("auto", "best") else ("",)
+    accepts = accepts_to_render(thumbnail)
     outcomes = []
     seen: set[str] = set()
     for accept in accepts:
